@@ -1,0 +1,506 @@
+"""The inventory: ``hosts.toml`` read into frozen dataclasses, checked whole at load time.
+
+An inventory has these tables, each optional but ``[[hosts]]``::
+
+    [run]        what to run: mode, task suite, budgets, seeds, output folder
+    [timeouts]   one named number per external operation, in seconds
+    [learner]    the algorithm and its hyper-parameters
+    [policy]     the model, its LoRA adapter, decoding and batching
+    [defaults]   host settings every [[hosts]] entry inherits (``env`` tables merge key by key)
+    [[hosts]]    one entry per machine: how to reach it and which devices it drives
+
+Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TOML) raises one
+``ConfigError`` whose message names the file, the TOML path (``hosts[1].devices.sim``) and the problem.
+``hosts.example.toml`` documents every key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import operator
+import re
+import sys
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from distrl.errors import ConfigError
+
+T = TypeVar("T")
+
+LOCAL_ADDRESS = "localhost"
+"""A host at this address runs its worker as a local subprocess unless ``transport`` says otherwise."""
+
+
+def _num(default: float, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
+    """A numeric field with its bounds, checked at load time."""
+    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """What a run does and where its output goes."""
+
+    name: str = "distrl"
+    """Run name, used for the output folder and in logs."""
+    mode: Literal["async", "sync"] = "async"
+    """``async`` (DistRL) or ``sync`` (DigiRL-style rounds with a barrier, the baseline)."""
+    suite: Literal["general", "web_shopping"] = "general"
+    """Task suite to train on."""
+    output_dir: str = "runs"
+    """Folder for checkpoints, logs and episodes; a relative path starts at the inventory's folder."""
+    seed: int = _num(0, ge=0)
+    """Seed for task sampling, the simulated phones and the learner."""
+    max_trajectories: int = _num(0, ge=0)
+    """Stop after this many trajectories have reached the learner; 0 for no limit."""
+    duration_s: float = _num(0.0, ge=0)
+    """Stop after this many seconds of wall time; 0 for no limit."""
+    max_policy_lag: int = _num(4, ge=0)
+    """Drop steps chosen by a policy more than this many versions behind the learner."""
+    publish_every: int = _num(1, gt=0)
+    """Publish new weights to the workers every this many learner updates."""
+    checkpoint_every: int = _num(50, ge=0)
+    """Write a checkpoint every this many learner updates (and on clean shutdown); 0 for shutdown only."""
+    max_restarts: int = _num(5, ge=0)
+    """A host link or device session that fails more often than this in a row is given up."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """One limit per external operation, in seconds."""
+
+    ssh_connect_s: float = _num(15.0, gt=0)
+    """TCP connect and SSH key exchange with a host."""
+    ssh_login_s: float = _num(30.0, gt=0)
+    """SSH authentication."""
+    worker_start_s: float = _num(120.0, gt=0)
+    """From starting ``python -m distrl worker`` to its hello (includes importing torch)."""
+    handshake_s: float = _num(30.0, gt=0)
+    """Hello exchange and the first policy push."""
+    heartbeat_interval_s: float = _num(5.0, gt=0)
+    """How often each side sends a heartbeat."""
+    heartbeat_timeout_s: float = _num(30.0, gt=0)
+    """A link silent this long is treated as lost."""
+    weight_push_s: float = _num(120.0, gt=0)
+    """Sending one weight update to one worker and receiving its ack."""
+    device_boot_s: float = _num(180.0, gt=0)
+    """Booting or reconnecting a device until it answers."""
+    device_reset_s: float = _num(60.0, gt=0)
+    """Resetting a device to a task's start state (snapshot load)."""
+    device_observe_s: float = _num(30.0, gt=0)
+    """Taking one screenshot."""
+    device_act_s: float = _num(30.0, gt=0)
+    """Performing one gesture (tap, swipe, text, key)."""
+    policy_step_s: float = _num(120.0, gt=0)
+    """One batched inference call on a worker."""
+    episode_s: float = _num(1800.0, gt=0)
+    """One whole episode, from request to trajectory."""
+    cleanup_s: float = _num(10.0, gt=0)
+    """Closing anything (links, devices, processes) on shutdown or error."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnerSettings:
+    """The algorithm and its hyper-parameters (see the learner's docs for the equations)."""
+
+    algorithm: Literal["a-ride", "digirl", "filtered-bc"] = "a-ride"
+    """``a-ride`` (DistRL), ``digirl`` (AWR with hard filtering) or ``filtered-bc``."""
+    device: str = "auto"
+    """Torch device for training: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``."""
+    lr_actor: float = _num(1e-4, gt=0)
+    """Adam learning rate of the adapter."""
+    lr_critic: float = _num(1e-4, gt=0)
+    """Adam learning rate of the critics."""
+    batch_size: int = _num(8, gt=0)
+    """Trajectories per update."""
+    gamma: float = _num(0.9, ge=0, le=1)
+    """Discount factor γ."""
+    retrace_lambda: float = _num(1.0, ge=0, le=1)
+    """λ in the truncated importance weight c = λ·min(1, ρ)."""
+    rho_clip: float = _num(1.0, gt=0)
+    """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
+    entropy_coef: float = _num(0.05, ge=0)
+    """β, the entropy bonus coefficient."""
+    invalid_penalty: float = _num(1.0, ge=0)
+    """Weight of the invalid-action penalty term."""
+    priority_weights: tuple[float, float, float] = (50.0, 1.0, 0.01)
+    """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
+    priority_alpha: float = _num(0.5, ge=0)
+    """Sampling ∝ priority^α (0 is uniform)."""
+    priority_beta: float = _num(0.4, ge=0, le=1)
+    """Initial importance-sampling exponent, annealed to 1."""
+    replay_capacity: int = _num(10_000, gt=0)
+    """Replay buffer size in steps."""
+    grad_clip: float = _num(1.0, gt=0)
+    """Global gradient-norm clip."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicySettings:
+    """The policy model, its adapter, decoding and batched inference."""
+
+    model: str = "tiny"
+    """``tiny`` (built in) or a local folder that ``transformers`` can load."""
+    adapter: str = ""
+    """A PEFT adapter folder to start from; empty for a fresh LoRA adapter."""
+    lora_rank: int = _num(16, gt=0)
+    """LoRA rank r."""
+    lora_alpha: float = _num(32.0, gt=0)
+    """LoRA scaling α."""
+    lora_dropout: float = _num(0.05, ge=0, le=1)
+    """Dropout on the LoRA path."""
+    lora_targets: tuple[str, ...] = ("all-linear",)
+    """Module names to adapt, or ``["all-linear"]``."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights' dtype; ``auto`` is bfloat16 where the device supports it, else float32."""
+    temperature: float = _num(1.0, ge=0)
+    """Sampling temperature (0 is greedy)."""
+    max_new_tokens: int = _num(128, gt=0)
+    """Longest action text generated."""
+    history: int = _num(1, ge=0)
+    """Previous actions shown in the prompt."""
+    max_batch: int = _num(16, gt=0)
+    """Most observations answered by one inference call on a worker."""
+    max_wait_s: float = _num(0.02, ge=0)
+    """Longest a request waits for its batch to fill."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Devices:
+    """The devices one host drives."""
+
+    sim: int = _num(0, ge=0)
+    """Number of built-in simulated phones."""
+    adb_serials: tuple[str, ...] = ()
+    """Devices by adb serial (``emulator-5554``, a USB serial, ``host:port``)."""
+    emulator_ports: tuple[int, ...] = ()
+    """Emulators by console port (even, 5554–5682); the serial is ``emulator-<port>``."""
+
+    @property
+    def serials(self) -> tuple[str, ...]:
+        """Every device's name on its host: ``sim-0``…, then adb serials, then emulators."""
+        return (
+            tuple(f"sim-{i}" for i in range(self.sim))
+            + self.adb_serials
+            + tuple(f"emulator-{port}" for port in self.emulator_ports)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    """One machine: how to reach it, how to start the worker there, and its devices."""
+
+    name: str
+    """Unique name, used in logs and metrics."""
+    address: str
+    """Hostname or IP; ``localhost`` runs the worker as a local subprocess."""
+    transport: Literal["auto", "local", "ssh"] = "auto"
+    """``local`` (subprocess), ``ssh``, or ``auto``: local for ``localhost``, SSH otherwise."""
+    port: int = _num(22, ge=1, le=65535)
+    """SSH port."""
+    user: str = ""
+    """SSH user; empty for the current user."""
+    identity_file: str = ""
+    """SSH private key file; empty to use the SSH agent and default keys."""
+    known_hosts: Literal["check", "ignore"] = "check"
+    """``check`` the host key against known_hosts, or ``ignore`` it (logged; throwaway hosts only)."""
+    known_hosts_file: str = ""
+    """known_hosts file to check against; empty for ``~/.ssh/known_hosts``."""
+    proxy_jump: str = ""
+    """Jump host as ``[user@]host[:port]``; empty to connect directly."""
+    python: str = ""
+    """Python on the host that has distrl installed; empty for this interpreter (local) or ``python3``."""
+    workdir: str = ""
+    """Working folder of the worker; empty for the home folder (SSH) or the current folder (local)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables for the worker, passed explicitly."""
+    devices: Devices = field(default_factory=Devices)
+    """The host's devices."""
+    concurrency: int = _num(0, ge=0)
+    """Most episodes running at once on this host; 0 for one per device."""
+
+    @property
+    def is_local(self) -> bool:
+        return self.transport == "local"
+
+    @property
+    def max_episodes(self) -> int:
+        """Episodes this host runs at once."""
+        count = len(self.devices.serials)
+        return min(self.concurrency, count) if self.concurrency else count
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inventory:
+    """A whole ``hosts.toml``."""
+
+    hosts: tuple[Host, ...]
+    run: RunSettings = field(default_factory=RunSettings)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    learner: LearnerSettings = field(default_factory=LearnerSettings)
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    source: str = ""
+    """The file it was read from (empty when parsed from a string)."""
+
+    @property
+    def output_dir(self) -> Path:
+        """``run.output_dir``, relative paths resolved against the inventory's folder."""
+        base = Path(self.source).resolve().parent if self.source else Path.cwd()
+        return base / self.run.output_dir / self.run.name
+
+    @property
+    def device_count(self) -> int:
+        return sum(len(host.devices.serials) for host in self.hosts)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "run": RunSettings,
+    "timeouts": Timeouts,
+    "learner": LearnerSettings,
+    "policy": PolicySettings,
+}
+_HOST_ONLY = ("name", "address")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read and check ``path``. Raises ``ConfigError`` (file, TOML path, problem) on any mistake."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError.at("", "file not found", file) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError.at("", f"cannot read the file ({exc})", file) from exc
+    return parse_inventory(text, source=file)
+
+
+def parse_inventory(text: str, *, source: str = "") -> Inventory:
+    """Check an inventory given as TOML text; ``source`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError.at("", f"invalid TOML: {exc}", source or None) from exc
+    return _Reader(source or None).inventory(data)
+
+
+class _Reader:
+    """Turns parsed TOML into checked dataclasses; every error names ``file`` and the TOML path."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+
+    def fail(self, path: str, problem: str) -> ConfigError:
+        return ConfigError.at(path, problem, self.file)
+
+    def inventory(self, data: dict[str, Any]) -> Inventory:
+        allowed = [*_SECTIONS, "defaults", "hosts"]
+        self.reject_unknown(data, allowed, "")
+        sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
+        timeouts: Timeouts = sections["timeouts"]
+        if timeouts.heartbeat_timeout_s <= timeouts.heartbeat_interval_s:
+            raise self.fail(
+                "timeouts.heartbeat_timeout_s",
+                f"must be longer than timeouts.heartbeat_interval_s ({timeouts.heartbeat_interval_s:g} s)",
+            )
+        return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
+
+    def section(self, cls: type[T], table: object, path: str) -> T:
+        return cls(**self.fields(cls, self.table(table, path), path))
+
+    def hosts(self, data: dict[str, Any]) -> tuple[Host, ...]:
+        defaults_table = self.table(data.get("defaults", {}), "defaults")
+        for key in _HOST_ONLY:
+            if key in defaults_table:
+                raise self.fail(
+                    f"defaults.{key}", f"'{key}' differs per host; set it in each [[hosts]] entry"
+                )
+        defaults = self.fields(Host, defaults_table, "defaults")
+        entries = data.get("hosts")
+        if entries is None:
+            raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise self.fail("hosts", f"expected an array of tables ([[hosts]]), got {_describe(entries)}")
+        if not entries:
+            raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
+        hosts: list[Host] = []
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(entries):
+            path = f"hosts[{index}]"
+            host = self.host(entry, defaults, path)
+            if host.name in seen:
+                raise self.fail(
+                    f"{path}.name", f"duplicate host name {host.name!r} (also hosts[{seen[host.name]}])"
+                )
+            seen[host.name] = index
+            hosts.append(host)
+        return tuple(hosts)
+
+    def host(self, entry: dict[str, Any], defaults: dict[str, Any], path: str) -> Host:
+        own = self.fields(Host, entry, path)
+        for key in _HOST_ONLY:
+            if key not in own:
+                raise self.fail(path, f"missing required key '{key}'")
+        if not _NAME.fullmatch(own["name"]):
+            raise self.fail(
+                f"{path}.name",
+                f"{own['name']!r} is not a valid host name (letters, digits, '.', '_', '-'; at most 64)",
+            )
+        if not own["address"].strip():
+            raise self.fail(f"{path}.address", "must not be empty")
+        merged = {**defaults, **own, "env": {**defaults.get("env", {}), **own.get("env", {})}}
+        transport = merged.get("transport", "auto")
+        if transport == "auto":
+            transport = "local" if own["address"] == LOCAL_ADDRESS else "ssh"
+        elif transport == "local" and own["address"] != LOCAL_ADDRESS:
+            raise self.fail(
+                f"{path}.address",
+                f"transport 'local' runs the worker on this machine; set address = \"{LOCAL_ADDRESS}\"",
+            )
+        merged["transport"] = transport
+        if not merged.get("python"):
+            merged["python"] = sys.executable if transport == "local" else "python3"
+        host = Host(**merged)
+        where = f"{path}.devices" if "devices" in own else "defaults.devices"
+        for i, port in enumerate(host.devices.emulator_ports):
+            if not (5554 <= port <= 5682 and port % 2 == 0):
+                raise self.fail(
+                    f"{where}.emulator_ports[{i}]",
+                    f"{port} is not an emulator console port (even, 5554-5682)",
+                )
+        for i, serial in enumerate(host.devices.adb_serials):
+            if not serial.strip() or any(c.isspace() for c in serial):
+                raise self.fail(f"{where}.adb_serials[{i}]", f"{serial!r} is not an adb serial")
+        serials = host.devices.serials
+        if not serials:
+            raise self.fail(where, "no devices: set sim, adb_serials or emulator_ports")
+        duplicates = sorted({s for s in serials if serials.count(s) > 1})
+        if duplicates:
+            raise self.fail(where, f"device {duplicates[0]!r} is listed twice")
+        return host
+
+    def fields(self, cls: type[Any], table: dict[str, Any], path: str) -> dict[str, Any]:
+        """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""
+        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "source"}
+        self.reject_unknown(table, list(specs), path)
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for key, raw in table.items():
+            where = _join(path, key)
+            value = self.value(hints[key], raw, where)
+            self.check_bounds(specs[key].metadata, value, where)
+            values[key] = value
+        return values
+
+    def value(self, hint: Any, raw: object, path: str) -> Any:
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if hint is bool:
+            if isinstance(raw, bool):
+                return raw
+            raise self.fail(path, f"expected true or false, got {_describe(raw)}")
+        if hint is int:
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                return raw
+            raise self.fail(path, f"expected an integer, got {_describe(raw)}")
+        if hint is float:
+            if isinstance(raw, int | float) and not isinstance(raw, bool) and not math.isnan(raw):
+                return float(raw)
+            raise self.fail(path, f"expected a number, got {_describe(raw)}")
+        if hint is str:
+            if isinstance(raw, str):
+                return raw
+            raise self.fail(path, f"expected a string, got {_describe(raw)}")
+        if origin is Literal:
+            if isinstance(raw, str) and raw in args:
+                return raw
+            choices = ", ".join(repr(a) for a in args)
+            raise self.fail(path, f"expected one of {choices}, got {_describe(raw)}")
+        if origin is tuple:
+            if not isinstance(raw, list):
+                raise self.fail(path, f"expected an array, got {_describe(raw)}")
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(self.value(args[0], item, f"{path}[{i}]") for i, item in enumerate(raw))
+            if len(raw) != len(args):
+                raise self.fail(path, f"expected an array of {len(args)} items, got {len(raw)}")
+            return tuple(
+                self.value(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, raw, strict=True))
+            )
+        if origin in (Mapping, dict):
+            table = self.table(raw, path)
+            result: dict[str, str] = {}
+            for key, item in table.items():
+                where = _join(path, key)
+                if not _ENV_NAME.fullmatch(key):
+                    raise self.fail(where, f"{key!r} is not a valid environment variable name")
+                result[key] = self.value(args[1], item, where)
+            return result
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return self.section(hint, raw, path)
+        raise TypeError(f"no reader for {hint!r} at {path}")  # pragma: no cover - a bug in this module
+
+    def check_bounds(self, bounds: Mapping[str, float | None], value: object, path: str) -> None:
+        if not isinstance(value, int | float):
+            return
+        checks = (
+            ("ge", operator.ge, "at least"),
+            ("gt", operator.gt, "greater than"),
+            ("le", operator.le, "at most"),
+        )
+        for key, ok, words in checks:
+            bound = bounds.get(key)
+            if bound is not None and not ok(value, bound):
+                raise self.fail(path, f"must be {words} {bound:g}, got {value:g}")
+
+    def table(self, raw: object, path: str) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(path, f"expected a table, got {_describe(raw)}")
+        return raw
+
+    def reject_unknown(self, table: Mapping[str, object], allowed: list[str], path: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise self.fail(_join(path, key), f"unknown key{hint}")
+
+
+def _join(path: str, key: str) -> str:
+    part = key if _BARE_KEY.fullmatch(key) else '"' + key.replace('"', '\\"') + '"'
+    return f"{path}.{part}" if path else part
+
+
+def _describe(value: object) -> str:
+    kinds: dict[type[Any], str] = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }
+    kind = next((words for cls, words in kinds.items() if isinstance(value, cls)), type(value).__name__)
+    if isinstance(value, dict | list):
+        return kind
+    shown = repr(value) if not isinstance(value, bool) else str(value).lower()
+    return f"{kind} ({shown[:60]})"
+
+
+__all__ = [
+    "Devices",
+    "Host",
+    "Inventory",
+    "LearnerSettings",
+    "PolicySettings",
+    "RunSettings",
+    "Timeouts",
+    "load_inventory",
+    "parse_inventory",
+]

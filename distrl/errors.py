@@ -1,0 +1,197 @@
+"""Every exception distrl raises, and how errors cross the wire.
+
+The tree::
+
+    DistrlError                         base; carries structured ``fields``
+    ├── ConfigError (ValueError)        bad inventory: ``path`` (TOML path), ``problem``, ``file``
+    ├── TransportError (ConnectionError)    host link: ``host``, ``phase``
+    │   └── TransportTimeout (TimeoutError)     an operation on a host ran past its timeout
+    ├── DeviceError                     one device: ``host``, ``device``, ``operation``
+    │   ├── DeviceTimeout (TimeoutError)
+    │   └── DeviceOffline (ConnectionError)
+    ├── WireError (ValueError)          a frame that cannot be decoded: ``reason``
+    │   ├── FrameTooLarge               ``size``, ``limit``
+    │   ├── TruncatedFrame              ``expected``, ``received``
+    │   └── ProtocolMismatch            ``ours``, ``theirs``
+    ├── PolicyError                     model loading, generation: ``model``, ``phase``
+    ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``
+    └── RemoteError                     an error from the other side whose type this side does not know
+
+Each class also subclasses the builtin a caller already catches, so ``except TimeoutError`` sees a
+``DeviceTimeout``. Errors travel between learner and workers by name: ``error_to_wire`` turns one into
+a JSON-able dict and ``error_from_wire`` rebuilds the same class on the other side.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+Scalar = str | int | float | bool | None
+
+
+class DistrlError(Exception):
+    """Base of every distrl error. ``fields`` names the structured attributes a subclass carries."""
+
+    fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, message: str, **fields: Scalar) -> None:
+        unknown = set(fields) - set(self.fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
+        super().__init__(message)
+        self.message = message
+        for name in self.fields:
+            setattr(self, name, fields.get(name))
+
+    def field_values(self) -> dict[str, Scalar]:
+        """The structured fields, by name (unset ones are ``None``)."""
+        return {name: getattr(self, name) for name in self.fields}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields would otherwise be lost when copied.
+        return (_rebuild, (type(self), self.message, self.field_values()))
+
+
+def _rebuild(cls: type[DistrlError], message: str, fields: dict[str, Scalar]) -> DistrlError:
+    return cls(message, **fields)
+
+
+class ConfigError(DistrlError, ValueError):
+    """The inventory is wrong. ``path`` is the TOML path (``hosts[1].devices``)."""
+
+    fields: ClassVar[tuple[str, ...]] = ("path", "problem", "file")
+    path: str | None
+    problem: str | None
+    file: str | None
+
+    @classmethod
+    def at(cls, path: str, problem: str, file: str | None = None) -> ConfigError:
+        where = f"{file}: " if file else ""
+        at = f"{path}: " if path else ""
+        return cls(f"{where}{at}{problem}", path=path, problem=problem, file=file)
+
+
+class TransportError(DistrlError, ConnectionError):
+    """The link to a host failed (connect, login, start of the worker, lost stream)."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "phase", "exit_status")
+    host: str | None
+    phase: str | None
+    exit_status: int | None
+
+
+class TransportTimeout(TransportError, TimeoutError):
+    """An operation on a host link ran past its timeout."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "phase", "exit_status", "timeout_s")
+    timeout_s: float | None
+
+
+class DeviceError(DistrlError):
+    """A device failed an operation."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "device", "operation")
+    host: str | None
+    device: str | None
+    operation: str | None
+
+
+class DeviceTimeout(DeviceError, TimeoutError):
+    """A device operation ran past its timeout."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "device", "operation", "timeout_s")
+    timeout_s: float | None
+
+
+class DeviceOffline(DeviceError, ConnectionError):
+    """The device is gone (adb lost it, the emulator died)."""
+
+
+class WireError(DistrlError, ValueError):
+    """A frame could not be decoded or may not be sent. Closes the link it came from, only that."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason",)
+    reason: str | None
+
+
+class FrameTooLarge(WireError):
+    """A frame announced or needed more bytes than the limit allows."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason", "size", "limit")
+    size: int | None
+    limit: int | None
+
+
+class TruncatedFrame(WireError):
+    """The stream ended inside a frame."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason", "expected", "received")
+    expected: int | None
+    received: int | None
+
+
+class ProtocolMismatch(WireError):
+    """The peer speaks another protocol version."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason", "ours", "theirs")
+    ours: int | None
+    theirs: int | None
+
+
+class PolicyError(DistrlError):
+    """The policy could not be loaded or run."""
+
+    fields: ClassVar[tuple[str, ...]] = ("model", "phase")
+    model: str | None
+    phase: str | None
+
+
+class TooManyRestarts(DistrlError, RuntimeError):
+    """A supervised loop (host link, device session) failed more often than its budget allows."""
+
+    fields: ClassVar[tuple[str, ...]] = ("subject", "restarts", "budget", "last_error")
+    subject: str | None
+    restarts: int | None
+    budget: int | None
+    last_error: str | None
+
+
+class RemoteError(DistrlError):
+    """An error raised on the other side of the wire whose type is unknown here."""
+
+    fields: ClassVar[tuple[str, ...]] = ("remote_type",)
+    remote_type: str | None
+
+
+def _known() -> dict[str, type[DistrlError]]:
+    found: dict[str, type[DistrlError]] = {}
+    todo: list[type[DistrlError]] = [DistrlError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def error_to_wire(error: DistrlError) -> dict[str, Any]:
+    """The JSON-able form of ``error``: its class name, message and fields."""
+    return {"type": type(error).__name__, "message": error.message, "fields": error.field_values()}
+
+
+def error_from_wire(data: object) -> DistrlError:
+    """Rebuild an error sent by ``error_to_wire``. Never raises: odd input gives a ``RemoteError``."""
+    if not isinstance(data, dict):
+        return RemoteError(f"malformed remote error: {data!r:.200}", remote_type=None)
+    name = data.get("type")
+    message = data.get("message")
+    fields = data.get("fields")
+    message = message if isinstance(message, str) else repr(message)
+    cls = _known().get(name) if isinstance(name, str) else None
+    if cls is None or not isinstance(fields, dict):
+        return RemoteError(message, remote_type=name if isinstance(name, str) else None)
+    clean = {
+        key: value
+        for key, value in fields.items()
+        if key in cls.fields and (value is None or isinstance(value, str | int | float | bool))
+    }
+    return cls(message, **clean)

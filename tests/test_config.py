@@ -1,0 +1,221 @@
+"""The inventory: the example file, defaults and cascading, and one clear error per mistake."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from distrl.config import (
+    Devices,
+    Host,
+    Inventory,
+    LearnerSettings,
+    PolicySettings,
+    RunSettings,
+    Timeouts,
+    load_inventory,
+    parse_inventory,
+)
+from distrl.errors import ConfigError
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "hosts.example.toml"
+ONE_HOST = '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+
+
+def test_example_loads_as_documented() -> None:
+    inventory = load_inventory(EXAMPLE)
+    assert inventory.source == str(EXAMPLE)
+    (local,) = inventory.hosts
+    assert local.name == "local"
+    assert local.is_local
+    assert local.python == sys.executable
+    assert local.devices.serials == tuple(f"sim-{i}" for i in range(8))
+    assert local.env == {"PYTHONUNBUFFERED": "1"}
+    assert inventory.output_dir == EXAMPLE.parent / "runs" / "distrl"
+    # The example shows every default: it must equal an inventory that sets nothing but the host.
+    bare = parse_inventory(
+        '[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 8 }\n'
+    )
+    assert dataclasses.replace(inventory, source="") == bare
+
+
+def test_example_documents_every_key() -> None:
+    text = EXAMPLE.read_text()
+    for cls in (RunSettings, Timeouts, LearnerSettings, PolicySettings, Host, Devices):
+        for f in dataclasses.fields(cls):
+            key = rf"^(# )?({f.name} = |\[[a-z.]*\.{f.name}\])"
+            assert re.search(key, text, re.MULTILINE), f"{cls.__name__}.{f.name}"
+
+
+def test_example_ssh_host_block_loads_when_uncommented() -> None:
+    text = EXAMPLE.read_text()
+    start = text.index("# --- example ssh host ---")
+    end = text.index("# --- end ---")
+    block = "\n".join(line.removeprefix("#").removeprefix(" ") for line in text[start:end].splitlines()[1:])
+    inventory = parse_inventory(text[:start] + block)
+    local, remote = inventory.hosts
+    assert remote.name == "gpu-box-1"
+    assert remote.transport == "ssh"
+    assert not remote.is_local
+    assert remote.python == "/opt/distrl/.venv/bin/python"
+    assert remote.devices.serials == ("emulator-5554", "emulator-5556", "emulator-5558", "emulator-5560")
+    assert remote.max_episodes == 4  # concurrency 16 is capped by the 4 devices
+    # env merges key by key with [defaults.env]
+    assert remote.env == {"PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": "0"}
+
+
+def test_defaults_cascade_and_host_overrides() -> None:
+    inventory = parse_inventory(
+        """
+[defaults]
+user = "rl"
+port = 2222
+python = "/usr/bin/python3.11"
+known_hosts = "ignore"
+env = { A = "1", B = "2" }
+devices = { sim = 3 }
+
+[[hosts]]
+name = "one"
+address = "10.1.1.1"
+
+[[hosts]]
+name = "two"
+address = "10.1.1.2"
+port = 22
+env = { B = "override", C = "3" }
+devices = { adb_serials = ["R58M"], emulator_ports = [5554] }
+concurrency = 1
+"""
+    )
+    one, two = inventory.hosts
+    assert (one.user, one.port, one.python, one.known_hosts) == ("rl", 2222, "/usr/bin/python3.11", "ignore")
+    assert one.devices.serials == ("sim-0", "sim-1", "sim-2")
+    assert one.env == {"A": "1", "B": "2"}
+    assert (two.user, two.port) == ("rl", 22)
+    assert two.env == {"A": "1", "B": "override", "C": "3"}
+    assert two.devices.serials == ("R58M", "emulator-5554")
+    assert two.max_episodes == 1
+    assert inventory.device_count == 5
+
+
+def test_transport_auto_local_and_explicit_ssh_to_localhost() -> None:
+    inventory = parse_inventory(
+        ONE_HOST + '[[hosts]]\nname = "b"\naddress = "localhost"\ntransport = "ssh"\ndevices = { sim = 1 }\n'
+        '[[hosts]]\nname = "c"\naddress = "127.0.0.1"\ndevices = { sim = 1 }\n'
+    )
+    a, b, c = inventory.hosts
+    assert (a.transport, b.transport, c.transport) == ("local", "ssh", "ssh")
+    assert b.python == "python3"
+
+
+def test_numbers_convert_and_inf_is_allowed() -> None:
+    inventory = parse_inventory('[learner]\nrho_clip = inf\ngamma = 1\n[timeouts]\nssh_connect_s = 3\n' + ONE_HOST)
+    assert math.isinf(inventory.learner.rho_clip)
+    assert inventory.learner.gamma == 1.0
+    assert isinstance(inventory.timeouts.ssh_connect_s, float)
+
+
+def test_inventory_is_frozen() -> None:
+    inventory = parse_inventory(ONE_HOST)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inventory.hosts[0].port = 23  # type: ignore[misc]
+    assert isinstance(inventory, Inventory)
+
+
+HOST_A = '[[hosts]]\nname = "a"\naddress = "localhost"\n'
+
+# (inventory text, the exact TOML path the error must name, words the problem must contain)
+MALFORMED = [
+    ("", "hosts", "add at least one [[hosts]]"),
+    ("hosts = []\n", "hosts", "add at least one"),
+    ('hosts = "x"\n', "hosts", "array of tables"),
+    ("[runn]\n" + HOST_A + "devices = { sim = 1 }\n", "runn", "did you mean 'run'"),
+    (HOST_A + "devicez = { sim = 1 }\n", "hosts[0].devicez", "did you mean 'devices'"),
+    ('[defaults]\nadress = "x"\n' + HOST_A, "defaults.adress", "did you mean 'address'"),
+    ('[defaults]\naddress = "x"\n' + HOST_A, "defaults.address", "differs per host"),
+    ('[[hosts]]\nname = "a"\ndevices = { sim = 1 }\n', "hosts[0]", "missing required key 'address'"),
+    (HOST_A + 'port = "22"\ndevices = { sim = 1 }\n', "hosts[0].port", "expected an integer, got a string"),
+    (HOST_A + "port = 70000\ndevices = { sim = 1 }\n", "hosts[0].port", "at most 65535"),
+    (HOST_A + "port = 22.0\ndevices = { sim = 1 }\n", "hosts[0].port", "expected an integer"),
+    (HOST_A + "devices = { sim = 1 }\n" + HOST_A + "devices = { sim = 1 }\n", "hosts[1].name", "duplicate"),
+    (HOST_A, "defaults.devices", "no devices"),
+    (HOST_A + "devices = { sim = 0 }\n", "hosts[0].devices", "no devices"),
+    (HOST_A + "devices = { sim = -1 }\n", "hosts[0].devices.sim", "at least 0"),
+    (HOST_A + "devices = { emulator_ports = [5554, 5555] }\n", "hosts[0].devices.emulator_ports[1]", "even"),
+    (HOST_A + "devices = { adb_serials = [5554] }\n", "hosts[0].devices.adb_serials[0]", "expected a string"),
+    (HOST_A + 'devices = { adb_serials = ["x y"] }\n', "hosts[0].devices.adb_serials[0]", "not an adb serial"),
+    (
+        HOST_A + 'devices = { adb_serials = ["emulator-5554"], emulator_ports = [5554] }\n',
+        "hosts[0].devices",
+        "listed twice",
+    ),
+    (HOST_A + "devices = { sim = 1 }\nenv = { A = 1 }\n", "hosts[0].env.A", "expected a string"),
+    (HOST_A + 'devices = { sim = 1 }\nenv = { "BAD KEY" = "1" }\n', 'hosts[0].env."BAD KEY"', "environment"),
+    ('[defaults]\nknown_hosts = "trust"\n' + HOST_A, "defaults.known_hosts", "'check', 'ignore'"),
+    ('[[hosts]]\nname = "a b"\naddress = "localhost"\n', "hosts[0].name", "not a valid host name"),
+    ('[[hosts]]\nname = "a"\naddress = "  "\n', "hosts[0].address", "must not be empty"),
+    (
+        '[[hosts]]\nname = "a"\naddress = "10.0.0.1"\ntransport = "local"\ndevices = { sim = 1 }\n',
+        "hosts[0].address",
+        "transport 'local'",
+    ),
+    (HOST_A + "devices = { sim = 1 }\nconcurrency = -2\n", "hosts[0].concurrency", "at least 0"),
+    ("[timeouts]\nssh_connect_s = 0\n" + ONE_HOST, "timeouts.ssh_connect_s", "greater than 0"),
+    ("[timeouts]\nssh_connect_s = nan\n" + ONE_HOST, "timeouts.ssh_connect_s", "expected a number"),
+    (
+        "[timeouts]\nheartbeat_interval_s = 10\nheartbeat_timeout_s = 10\n" + ONE_HOST,
+        "timeouts.heartbeat_timeout_s",
+        "longer than",
+    ),
+    ('[learner]\nalgorithm = "ppo"\n' + ONE_HOST, "learner.algorithm", "'a-ride', 'digirl', 'filtered-bc'"),
+    ("[learner]\nretrace_lambda = 1.5\n" + ONE_HOST, "learner.retrace_lambda", "at most 1"),
+    ("[learner]\npriority_weights = [1.0, 2.0]\n" + ONE_HOST, "learner.priority_weights", "3 items"),
+    ('[learner]\npriority_weights = [1.0, "x", 3]\n' + ONE_HOST, "learner.priority_weights[1]", "a number"),
+    ("[run]\nseed = true\n" + ONE_HOST, "run.seed", "expected an integer, got a boolean"),
+    ('[run]\nmode = "round-robin"\n' + ONE_HOST, "run.mode", "'async', 'sync'"),
+    ("run = 3\n" + ONE_HOST, "run", "expected a table"),
+    ("[policy]\ntemperature = -0.5\n" + ONE_HOST, "policy.temperature", "at least 0"),
+    ('[policy]\nlora_targets = "q_proj"\n' + ONE_HOST, "policy.lora_targets", "expected an array"),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "words"), MALFORMED, ids=[case[1] for case in MALFORMED])
+def test_malformed_inventory_names_path_and_problem(text: str, path: str, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_inventory(text, source="hosts.toml")
+    error = caught.value
+    assert error.path == path
+    assert error.file == "hosts.toml"
+    assert words in str(error)
+    assert str(error).startswith(f"hosts.toml: {path}: " if path else "hosts.toml: ")
+    assert isinstance(error, ValueError)
+
+
+def test_invalid_toml_syntax_names_file_and_line() -> None:
+    with pytest.raises(ConfigError, match=r"^hosts\.toml: invalid TOML: .*line 2") as caught:
+        parse_inventory('[run]\nname = "x\n', source="hosts.toml")
+    assert caught.value.path == ""
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match="nope.toml: file not found"):
+        load_inventory(missing)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load_inventory(binary)
+
+
+def test_relative_output_dir_follows_the_inventory_file(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "hosts.toml"
+    path.parent.mkdir()
+    path.write_text('[run]\nname = "exp"\noutput_dir = "out"\n' + ONE_HOST)
+    assert load_inventory(path).output_dir == path.parent / "out" / "exp"
