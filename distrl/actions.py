@@ -102,18 +102,19 @@ def _read_fields(body: str) -> Mapping[str, object]:
     """The decision's fields: strict JSON if it is that, else whatever the lenient scan finds."""
     try:
         fields: dict[str, object] = json.loads("{" + body + "}", object_pairs_hook=_first_wins)
-    except (ValueError, RecursionError):
-        fields = {}
-    else:
-        return fields
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        return _scan_fields(body)
+    return fields
+
+
+def _scan_fields(body: str) -> Mapping[str, object]:
+    fields: dict[str, object] = {}
     for match in _PAIR.finditer(body):
-        key = match["key"]
-        if key in fields:
-            continue
         if match["string"] is not None:
-            fields[key] = _unescape(match["string"])
+            value = _unescape(match["string"])
         else:
-            fields[key] = match["list"] if match["list"] is not None else match["bare"]
+            value = match["list"] if match["list"] is not None else match["bare"]
+        fields.setdefault(match["key"], value)
     return fields
 
 

@@ -1,0 +1,5 @@
+"""``python -m distrl``."""
+
+from distrl.cli import main
+
+raise SystemExit(main())

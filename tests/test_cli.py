@@ -1,0 +1,114 @@
+"""``python -m distrl`` as a user meets it: help, one-sentence errors, exit codes, the demo run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "hosts.example.toml"
+
+
+def distrl(*args: str, cwd: Path = ROOT, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "distrl", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+
+
+def assert_one_sentence_error(result: subprocess.CompletedProcess[str], status: int, *words: str) -> None:
+    assert result.returncode == status, result
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("distrl: error: ")
+    for word in words:
+        assert word in lines[0]
+
+
+def test_help_lists_the_commands() -> None:
+    result = distrl("--help")
+    assert result.returncode == 0
+    for command in ("run", "check", "action", "worker"):
+        assert f"    {command} " in result.stdout
+    assert "python -m distrl run hosts.example.toml" in result.stdout
+
+
+def test_run_the_example_inventory() -> None:
+    result = distrl("run", str(EXAMPLE), "--heartbeats", "3")
+    assert result.returncode == 0, result.stderr
+    assert "1 host, 8 devices, mode async" in result.stdout
+    assert "local            ok    8 devices" in result.stdout
+    assert "shut down cleanly" in result.stdout
+
+
+def test_check_prints_hosts_and_devices() -> None:
+    result = distrl("check", str(EXAMPLE))
+    assert result.returncode == 0, result.stderr
+    assert "local subprocess" in result.stdout
+    assert "sim-0, sim-1" in result.stdout
+    assert "inventory ok" in result.stdout
+
+
+def test_bad_inventory_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "hosts.toml"
+    bad.write_text('[[hosts]]\nname = "a"\naddress = "localhost"\nport = "22"\ndevices = { sim = 1 }\n')
+    for command in ("run", "check"):
+        result = distrl(command, str(bad))
+        assert_one_sentence_error(result, 2, str(bad), "hosts[0].port", "expected an integer")
+
+
+def test_missing_inventory_is_one_sentence(tmp_path: Path) -> None:
+    assert_one_sentence_error(distrl("run", str(tmp_path / "nope.toml")), 2, "file not found")
+
+
+def test_unreachable_kind_of_host_fails_clearly(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+        '[[hosts]]\nname = "far"\naddress = "192.0.2.1"\ndevices = { sim = 2 }\n'
+    )
+    result = distrl("run", str(inventory), "--heartbeats", "1")
+    # The local host still works; the SSH host is reported, and the run fails as a whole.
+    assert "local            ok" in result.stdout
+    assert "far              FAIL" in result.stdout
+    assert "SSH hosts are not supported" in result.stdout
+    assert_one_sentence_error(result, 1, "1 of 2 host(s) failed: far")
+
+
+def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        '[[hosts]]\nname = "a"\naddress = "localhost"\npython = "/nonexistent/python"\ndevices = { sim = 1 }\n'
+    )
+    result = distrl("run", str(inventory))
+    assert "cannot start the worker (/nonexistent/python -m distrl worker --host a)" in result.stdout
+    assert_one_sentence_error(result, 1, "1 of 1 host(s) failed")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.5, 0.25]", '
+            '"lift_point": "[0.5, 0.25]", "typed_text": ""',
+            "Tap(x=270, y=1200)",
+        ),
+        ('Action Decision: "action_type": "PRESS_HOME"', "KeyEvent(keycode=3)"),
+    ],
+)
+def test_action_shows_the_gesture(text: str, expected: str) -> None:
+    result = distrl("action", text, "--screen", "1080x2400")
+    assert result.returncode == 0, result.stderr
+    assert expected in result.stdout
+
+
+def test_invalid_action_and_bad_arguments() -> None:
+    result = distrl("action", 'Action Decision: "action_type": "CLICK"')
+    assert_one_sentence_error(result, 1, "not a valid action", "unknown action type")
+    bad_screen = distrl("action", "x", "--screen", "wide")
+    assert bad_screen.returncode == 2
+    assert "expected WIDTHxHEIGHT" in bad_screen.stderr
+    assert distrl("frobnicate").returncode == 2

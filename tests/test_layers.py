@@ -1,0 +1,98 @@
+"""The package's imports follow the dependency direction of DESIGN.md.
+
+Every module of ``distrl`` must appear in ``LAYERS``; a new module fails this test until its place is
+decided. Imports are read from the source (ast), so imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import distrl
+
+PACKAGE = Path(distrl.__file__).resolve().parent
+
+# part -> the distrl parts it may import (DESIGN.md, "The parts")
+LAYERS: dict[str, set[str]] = {
+    "errors": set(),
+    "records": set(),
+    "config": {"errors"},
+    "actions": {"records"},
+    "wire": {"records", "errors"},
+    "transport": {"wire", "errors", "config"},
+    "worker": {"wire", "errors", "config", "records", "actions", "transport"},
+    "fleet": {"wire", "errors", "config", "records", "transport", "worker"},
+    "cli": {"*"},
+    "__main__": {"cli"},
+    "__init__": {"*"},
+}
+STDLIB_ONLY = {"errors", "records", "config", "actions"}
+NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks"}
+TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
+
+
+def _part(module: Path) -> str:
+    return module.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def _imports(module: Path) -> set[str]:
+    tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            if node.module == "distrl":
+                names.update(f"distrl.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            pytest.fail(f"{module}: use absolute imports (from distrl.x import y)")
+    return names
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    parts = {_part(m) for m in MODULES}
+    assert parts <= set(LAYERS), f"add {sorted(parts - set(LAYERS))} to LAYERS (DESIGN.md's table)"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[str(m.relative_to(PACKAGE)) for m in MODULES])
+def test_imports_follow_the_design(module: Path) -> None:
+    part = _part(module)
+    allowed = LAYERS[part]
+    for name in _imports(module):
+        top = name.split(".")[0]
+        if top == "distrl":
+            if name == "distrl" or "*" in allowed:
+                continue
+            target = name.split(".")[1]
+            assert target == part or target in allowed, f"{part} may not import distrl.{target}"
+        elif part in STDLIB_ONLY:
+            assert top in sys.stdlib_module_names, f"{part} must stay stdlib-only, imports {name}"
+        elif part in NO_TORCH:
+            assert top not in TORCH_FAMILY, f"{part} must not import {name}"
+
+
+def test_public_api_is_importable() -> None:
+    for name in distrl.__all__:
+        assert hasattr(distrl, name), name
+    # The light layers import without pulling torch in.
+    code = "import sys, distrl, distrl.config, distrl.wire, distrl.actions; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_layers_name_real_modules() -> None:
+    for part in LAYERS:
+        if part in {"__init__", "__main__"}:
+            continue
+        if (PACKAGE / f"{part}.py").exists() or (PACKAGE / part).is_dir():
+            importlib.import_module(f"distrl.{part}")
