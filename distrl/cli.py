@@ -79,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         "Exits 1 if the text is not a valid action.",
     )
     action.add_argument("text", help="the model output")
-    action.add_argument("--screen", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)")
+    action.add_argument(
+        "--screen", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
+    )
     action.set_defaults(command=_action)
 
     worker = commands.add_parser(
@@ -89,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         "starts this on every host; running it by hand is for debugging.",
     )
     worker.add_argument("--host", required=True, help="this host's name in the inventory")
-    worker.add_argument("--handshake-timeout", type=float, default=60.0, help="seconds to wait for the learner")
+    worker.add_argument(
+        "--handshake-timeout", type=float, default=60.0, help="seconds to wait for the learner"
+    )
     worker.set_defaults(command=_worker)
     return parser
 
@@ -104,8 +108,9 @@ def _run(args: argparse.Namespace) -> int:
         if report.ok:
             cpus = report.compute.get("cpus", "?")
             python = report.compute.get("python", "?")
+            devices = len(report.devices)
             print(
-                f"  {report.host:<16} ok    {len(report.devices)} devices, worker up in {report.startup_s:.2f} s, "
+                f"  {report.host:<16} ok    {devices} devices, worker up in {report.startup_s:.2f} s, "
                 f"heartbeat p50 {report.rtt_p50_ms:.2f} ms (python {python}, {cpus} cpus)",
                 flush=True,
             )
@@ -127,7 +132,9 @@ def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     print(_headline(inventory))
     for host in inventory.hosts:
-        where = "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
+        where = (
+            "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
+        )
         print(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
         print(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
     print(f"inventory ok; output goes to {inventory.output_dir}")
@@ -177,7 +184,9 @@ def _screen(text: str) -> tuple[int, int]:
 
 def _logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
 
 
 def _fail(message: str, status: int) -> int:

@@ -120,7 +120,10 @@ async def _expect(link: HostLink, kind: type[M], timeout_s: float, *, phase: str
             message = await link.stream.receive()
     except TimeoutError:
         raise TransportTimeout(
-            f"host {name!r}: no answer to {phase} within {timeout_s:g} s", host=name, phase=phase, timeout_s=timeout_s
+            f"host {name!r}: no answer to {phase} within {timeout_s:g} s",
+            host=name,
+            phase=phase,
+            timeout_s=timeout_s,
         ) from None
     except (anyio.EndOfStream, anyio.BrokenResourceError):
         raise TransportError(
@@ -129,5 +132,7 @@ async def _expect(link: HostLink, kind: type[M], timeout_s: float, *, phase: str
     if isinstance(message, ErrorReport):
         raise message.error
     if not isinstance(message, kind):
-        raise WireError(f"host {name!r}: expected {kind.__name__} during {phase}, got {type(message).__name__}")
+        raise WireError(
+            f"host {name!r}: expected {kind.__name__} during {phase}, got {type(message).__name__}"
+        )
     return message

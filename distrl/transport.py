@@ -77,8 +77,9 @@ async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLin
             host=host.name,
             phase="start",
         ) from exc
-    assert process.stdin is not None and process.stdout is not None
-    stream = FrameStream(receive=process.stdout, send=process.stdin)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    stream = FrameStream.from_pair(receive=process.stdout, send=process.stdin)
     log.debug("host %s: worker pid %d started: %s", host.name, process.pid, command)
     try:
         yield HostLink(host=host, stream=stream, pid=process.pid)

@@ -131,7 +131,7 @@ def main(host: str, *, handshake_s: float = 60.0) -> int:
     frames_out = os.dup(1)
     os.dup2(2, 1)  # a stray print() must not corrupt the frame stream
     sys.stdout = sys.stderr
-    stream = FrameStream(receive=_FdReceiveStream(0), send=_FdSendStream(frames_out))
+    stream = FrameStream.from_pair(receive=_FdReceiveStream(0), send=_FdSendStream(frames_out))
 
     async def run() -> int:
         try:

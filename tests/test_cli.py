@@ -81,7 +81,8 @@ def test_unreachable_kind_of_host_fails_clearly(tmp_path: Path) -> None:
 def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(
-        '[[hosts]]\nname = "a"\naddress = "localhost"\npython = "/nonexistent/python"\ndevices = { sim = 1 }\n'
+        '[[hosts]]\nname = "a"\naddress = "localhost"\npython = "/nonexistent/python"\n'
+        "devices = { sim = 1 }\n"
     )
     result = distrl("run", str(inventory))
     assert "cannot start the worker (/nonexistent/python -m distrl worker --host a)" in result.stdout

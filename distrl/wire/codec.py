@@ -1,0 +1,572 @@
+"""Messages and the records inside them to JSON headers and attachments, and back, checking everything."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TypeVar, assert_never, cast
+
+from distrl.errors import (
+    DistrlError,
+    WireError,
+    error_from_wire,
+    error_to_wire,
+)
+from distrl.records import (
+    Action,
+    ActionType,
+    EndReason,
+    InvalidAction,
+    Observation,
+    ParamValue,
+    Step,
+    Task,
+    Trajectory,
+)
+from distrl.wire.messages import (
+    Ack,
+    EpisodeRequest,
+    ErrorReport,
+    Heartbeat,
+    Hello,
+    Message,
+    Role,
+    Shutdown,
+    StepReport,
+    TrajectoryReport,
+    Weights,
+    WeightsKind,
+)
+
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+T = TypeVar("T")
+
+
+# -- values: one check per JSON type, used on both sides so that encode and decode agree -------------
+
+
+def invalid(where: str, problem: str) -> WireError:
+    return WireError(f"{where} {problem}", reason=f"{where} {problem}")
+
+
+def _kind(value: object) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "a boolean"
+        case int():
+            return "an integer"
+        case float():
+            return "a number"
+        case str():
+            return "a string"
+        case list():
+            return "an array"
+        case dict():
+            return "an object"
+    return f"a {type(value).__name__}"
+
+
+def integer_value(value: object, where: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(where, f"must be an integer, not {_kind(value)}")
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise invalid(where, f"is {value}, outside the signed 64-bit range")
+    if minimum is not None and value < minimum:
+        raise invalid(where, f"must be >= {minimum}, not {value}")
+    return int(value)
+
+
+def _float(value: object, where: str) -> float:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(integer_value(value, where))
+    if not isinstance(value, float):
+        raise invalid(where, f"must be a number, not {_kind(value)}")
+    if not math.isfinite(value):
+        raise invalid(where, f"is {value!r}, and non-finite floats cannot be sent as JSON")
+    return float(value)
+
+
+def _str(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise invalid(where, f"must be a string, not {_kind(value)}")
+    return str(value)
+
+
+def _bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise invalid(where, f"must be a boolean, not {_kind(value)}")
+    return value
+
+
+def _scalar(value: object, where: str) -> ParamValue:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return integer_value(value, where)
+    if isinstance(value, float):
+        return _float(value, where)
+    raise invalid(where, f"must be a string, number or boolean, not {_kind(value)}")
+
+
+def _scalars(value: object, where: str) -> dict[str, ParamValue]:
+    """A string-keyed mapping of scalars, keys sorted so equal mappings encode alike."""
+    if not isinstance(value, Mapping):
+        raise invalid(where, f"must be a mapping, not {_kind(value)}")
+    keys = [_str(key, f"{where} key {key!r}") for key in value]
+    return {key: _scalar(value[key], f"{where}.{key}") for key in sorted(keys)}
+
+
+def _instance(value: object, cls: type[T], where: str) -> T:
+    if not isinstance(value, cls):
+        raise invalid(where, f"must be {cls.__name__}, not {type(value).__name__}")
+    return value
+
+
+class JsonObject:
+    """A JSON object being read field by field; ``close`` refuses the fields nobody read."""
+
+    __slots__ = ("_data", "_read", "where")
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, dict):
+            raise invalid(where, f"must be an object, not {_kind(data)}")
+        self._data: dict[str, object] = data
+        self._read: set[str] = set()
+        self.where = where
+
+    def at(self, key: str) -> str:
+        return f"{self.where}.{key}"
+
+    def take(self, key: str) -> object:
+        if key not in self._data:
+            raise invalid(self.at(key), "is missing")
+        self._read.add(key)
+        return self._data[key]
+
+    def integer(self, key: str, *, minimum: int | None = None) -> int:
+        return integer_value(self.take(key), self.at(key), minimum=minimum)
+
+    def number(self, key: str) -> float:
+        return _float(self.take(key), self.at(key))
+
+    def string(self, key: str) -> str:
+        return _str(self.take(key), self.at(key))
+
+    def boolean(self, key: str) -> bool:
+        return _bool(self.take(key), self.at(key))
+
+    def array(self, key: str) -> list[object]:
+        value = self.take(key)
+        if not isinstance(value, list):
+            raise invalid(self.at(key), f"must be an array, not {_kind(value)}")
+        return value
+
+    def names(self) -> list[str]:
+        return list(self._data)
+
+    def close(self) -> None:
+        unknown = self._data.keys() - self._read
+        if unknown:
+            raise invalid(self.where, f"has unknown field(s) {sorted(unknown)}")
+
+
+class Outbox:
+    """The attachments of a frame being encoded, in order."""
+
+    def __init__(self) -> None:
+        self.blobs: list[bytes] = []
+
+    def add(self, data: object, where: str) -> int:
+        self.blobs.append(_instance(data, bytes, where))
+        return len(self.blobs) - 1
+
+
+class Inbox:
+    """The attachments of a frame being decoded; each must be taken exactly once."""
+
+    def __init__(self, data: memoryview, lengths: list[int]) -> None:
+        self._data = data
+        self._spans: list[tuple[int, int]] = []
+        start = 0
+        for length in lengths:
+            self._spans.append((start, start + length))
+            start += length
+        self._taken = [False] * len(lengths)
+
+    def take(self, value: object, where: str) -> bytes:
+        index = integer_value(value, where, minimum=0)
+        if index >= len(self._spans):
+            raise invalid(where, f"refers to attachment {index}, but the frame has {len(self._spans)}")
+        if self._taken[index]:
+            raise invalid(where, f"refers to attachment {index}, which another field already uses")
+        self._taken[index] = True
+        start, end = self._spans[index]
+        return bytes(self._data[start:end])
+
+    def close(self) -> None:
+        unused = [index for index, taken in enumerate(self._taken) if not taken]
+        if unused:
+            raise invalid("header.att", f"declares attachment(s) {unused} that no field uses")
+
+
+# -- records ----------------------------------------------------------------------------------------
+
+
+def _task_to_wire(value: object, where: str) -> dict[str, object]:
+    task = _instance(value, Task, where)
+    return {
+        "id": _str(task.id, f"{where}.id"),
+        "suite": _str(task.suite, f"{where}.suite"),
+        "goal": _str(task.goal, f"{where}.goal"),
+        "split": _str(task.split, f"{where}.split"),
+        "max_steps": integer_value(task.max_steps, f"{where}.max_steps", minimum=0),
+        "params": _scalars(task.params, f"{where}.params"),
+    }
+
+
+def _task_from_wire(value: object, where: str) -> Task:
+    obj = JsonObject(value, where)
+    task = Task(
+        id=obj.string("id"),
+        suite=obj.string("suite"),
+        goal=obj.string("goal"),
+        split=obj.string("split"),
+        max_steps=obj.integer("max_steps", minimum=0),
+        params=_wire_scalars(obj.take("params"), obj.at("params")),
+    )
+    obj.close()
+    return task
+
+
+def _wire_scalars(value: object, where: str) -> dict[str, ParamValue]:
+    obj = JsonObject(value, where)
+    return {key: _scalar(obj.take(key), obj.at(key)) for key in obj.names()}
+
+
+def _observation_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
+    observation = _instance(value, Observation, where)
+    return {
+        "screenshot": outbox.add(observation.screenshot, f"{where}.screenshot"),
+        "width": integer_value(observation.width, f"{where}.width", minimum=0),
+        "height": integer_value(observation.height, f"{where}.height", minimum=0),
+        "image_format": _str(observation.image_format, f"{where}.image_format"),
+        "timestamp_s": _float(observation.timestamp_s, f"{where}.timestamp_s"),
+    }
+
+
+def _observation_from_wire(value: object, where: str, inbox: Inbox) -> Observation:
+    obj = JsonObject(value, where)
+    observation = Observation(
+        screenshot=inbox.take(obj.take("screenshot"), obj.at("screenshot")),
+        width=obj.integer("width", minimum=0),
+        height=obj.integer("height", minimum=0),
+        image_format=obj.string("image_format"),
+        timestamp_s=obj.number("timestamp_s"),
+    )
+    obj.close()
+    return observation
+
+
+def _point_to_wire(value: object, where: str) -> list[float] | None:
+    if value is None:
+        return None
+    point = _instance(value, tuple, where)
+    if len(point) != 2:
+        raise invalid(where, f"must be a (y, x) pair, not {len(point)} values")
+    return [_float(point[0], f"{where}[0]"), _float(point[1], f"{where}[1]")]
+
+
+def _point_from_wire(value: object, where: str) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise invalid(where, f"must be null or a [y, x] array, not {_kind(value)}")
+    return (_float(value[0], f"{where}[0]"), _float(value[1], f"{where}[1]"))
+
+
+def _action_to_wire(value: object, where: str) -> dict[str, object]:
+    if isinstance(value, InvalidAction):
+        return {
+            "kind": "invalid",
+            "text": _str(value.text, f"{where}.text"),
+            "reason": _str(value.reason, f"{where}.reason"),
+        }
+    if not isinstance(value, Action):
+        raise invalid(where, f"must be Action or InvalidAction, not {type(value).__name__}")
+    return {
+        "kind": "action",
+        "type": int(_instance(value.type, ActionType, f"{where}.type")),
+        "touch": _point_to_wire(value.touch, f"{where}.touch"),
+        "lift": _point_to_wire(value.lift, f"{where}.lift"),
+        "text": _str(value.text, f"{where}.text"),
+    }
+
+
+def _action_from_wire(value: object, where: str) -> Action | InvalidAction:
+    obj = JsonObject(value, where)
+    kind = obj.string("kind")
+    action: Action | InvalidAction
+    if kind == "invalid":
+        action = InvalidAction(text=obj.string("text"), reason=obj.string("reason"))
+    elif kind == "action":
+        code = obj.integer("type")
+        if code not in ActionType._value2member_map_:
+            raise invalid(obj.at("type"), f"is {code}, not an AitW action type")
+        try:
+            action = Action(
+                type=ActionType(code),
+                touch=_point_from_wire(obj.take("touch"), obj.at("touch")),
+                lift=_point_from_wire(obj.take("lift"), obj.at("lift")),
+                text=obj.string("text"),
+            )
+        except ValueError as exc:
+            raise invalid(where, f"is not a valid action: {exc}") from exc
+    else:
+        raise invalid(obj.at("kind"), f"must be 'action' or 'invalid', not {kind!r}")
+    obj.close()
+    return action
+
+
+def _step_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
+    step = _instance(value, Step, where)
+    return {
+        "index": integer_value(step.index, f"{where}.index", minimum=0),
+        "observation": _observation_to_wire(step.observation, f"{where}.observation", outbox),
+        "output": _str(step.output, f"{where}.output"),
+        "action": _action_to_wire(step.action, f"{where}.action"),
+        "policy_version": integer_value(step.policy_version, f"{where}.policy_version", minimum=0),
+        "behaviour_logprob": _float(step.behaviour_logprob, f"{where}.behaviour_logprob"),
+        "reward": _float(step.reward, f"{where}.reward"),
+        "duration_s": _float(step.duration_s, f"{where}.duration_s"),
+    }
+
+
+def _step_from_wire(value: object, where: str, inbox: Inbox) -> Step:
+    obj = JsonObject(value, where)
+    step = Step(
+        index=obj.integer("index", minimum=0),
+        observation=_observation_from_wire(obj.take("observation"), obj.at("observation"), inbox),
+        output=obj.string("output"),
+        action=_action_from_wire(obj.take("action"), obj.at("action")),
+        policy_version=obj.integer("policy_version", minimum=0),
+        behaviour_logprob=obj.number("behaviour_logprob"),
+        reward=obj.number("reward"),
+        duration_s=obj.number("duration_s"),
+    )
+    obj.close()
+    return step
+
+
+def _trajectory_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
+    trajectory = _instance(value, Trajectory, where)
+    steps = _instance(trajectory.steps, tuple, f"{where}.steps")
+    final = trajectory.final_observation
+    success = trajectory.success
+    return {
+        "id": _str(trajectory.id, f"{where}.id"),
+        "task": _task_to_wire(trajectory.task, f"{where}.task"),
+        "host": _str(trajectory.host, f"{where}.host"),
+        "device": _str(trajectory.device, f"{where}.device"),
+        "steps": [_step_to_wire(step, f"{where}.steps[{i}]", outbox) for i, step in enumerate(steps)],
+        "final_observation": (
+            None if final is None else _observation_to_wire(final, f"{where}.final_observation", outbox)
+        ),
+        "end_reason": _instance(trajectory.end_reason, EndReason, f"{where}.end_reason").value,
+        "success": None if success is None else _bool(success, f"{where}.success"),
+        "started_at_s": _float(trajectory.started_at_s, f"{where}.started_at_s"),
+        "duration_s": _float(trajectory.duration_s, f"{where}.duration_s"),
+    }
+
+
+def _trajectory_from_wire(value: object, where: str, inbox: Inbox) -> Trajectory:
+    obj = JsonObject(value, where)
+    trajectory_id = obj.string("id")
+    task = _task_from_wire(obj.take("task"), obj.at("task"))
+    host = obj.string("host")
+    device = obj.string("device")
+    steps = tuple(
+        _step_from_wire(step, f"{obj.at('steps')}[{i}]", inbox) for i, step in enumerate(obj.array("steps"))
+    )
+    final = obj.take("final_observation")
+    end_reason = obj.string("end_reason")
+    if end_reason not in EndReason._value2member_map_:
+        raise invalid(obj.at("end_reason"), f"is {end_reason!r}, not an end reason")
+    success = obj.take("success")
+    trajectory = Trajectory(
+        id=trajectory_id,
+        task=task,
+        host=host,
+        device=device,
+        steps=steps,
+        final_observation=(
+            None if final is None else _observation_from_wire(final, obj.at("final_observation"), inbox)
+        ),
+        end_reason=EndReason(end_reason),
+        success=None if success is None else _bool(success, obj.at("success")),
+        started_at_s=obj.number("started_at_s"),
+        duration_s=obj.number("duration_s"),
+    )
+    obj.close()
+    return trajectory
+
+
+def _error_to_wire(value: object, where: str) -> dict[str, object]:
+    wire = error_to_wire(_instance(value, DistrlError, where))
+    fields = wire["fields"]
+    return {
+        "type": _str(wire["type"], f"{where}.type"),
+        "message": _str(wire["message"], f"{where}.message"),
+        "fields": {
+            name: None if field is None else _scalar(field, f"{where}.fields.{name}")
+            for name, field in fields.items()
+        },
+    }
+
+
+def _error_from_wire(value: object, where: str) -> DistrlError:
+    obj = JsonObject(value, where)
+    name = obj.string("type")
+    message = obj.string("message")
+    fields_obj = JsonObject(obj.take("fields"), obj.at("fields"))
+    fields = {
+        key: None if (field := fields_obj.take(key)) is None else _scalar(field, fields_obj.at(key))
+        for key in fields_obj.names()
+    }
+    obj.close()
+    return error_from_wire({"type": name, "message": message, "fields": fields})
+
+
+# -- messages ---------------------------------------------------------------------------------------
+
+
+def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
+    where = type(message).__name__
+    match message:
+        case Hello():
+            devices = _instance(message.devices, tuple, f"{where}.devices")
+            return {
+                "role": _str(message.role, f"{where}.role"),
+                "protocol": integer_value(message.protocol, f"{where}.protocol", minimum=0),
+                "distrl_version": _str(message.distrl_version, f"{where}.distrl_version"),
+                "host": _str(message.host, f"{where}.host"),
+                "devices": [_str(device, f"{where}.devices[{i}]") for i, device in enumerate(devices)],
+                "compute": _scalars(message.compute, f"{where}.compute"),
+            }
+        case Heartbeat():
+            return {
+                "seq": integer_value(message.seq, f"{where}.seq", minimum=0),
+                "sent_at_s": _float(message.sent_at_s, f"{where}.sent_at_s"),
+            }
+        case Weights():
+            base = message.base_version
+            return {
+                "version": integer_value(message.version, f"{where}.version", minimum=0),
+                "base_version": None
+                if base is None
+                else integer_value(base, f"{where}.base_version", minimum=0),
+                "kind": _str(message.kind, f"{where}.kind"),
+                "checksum": _str(message.checksum, f"{where}.checksum"),
+                "blob": outbox.add(message.blob, f"{where}.blob"),
+            }
+        case EpisodeRequest():
+            return {
+                "episode_id": _str(message.episode_id, f"{where}.episode_id"),
+                "device": _str(message.device, f"{where}.device"),
+                "task": _task_to_wire(message.task, f"{where}.task"),
+                "policy_version": integer_value(message.policy_version, f"{where}.policy_version", minimum=0),
+            }
+        case StepReport():
+            return {
+                "episode_id": _str(message.episode_id, f"{where}.episode_id"),
+                "step": _step_to_wire(message.step, f"{where}.step", outbox),
+            }
+        case TrajectoryReport():
+            return {"trajectory": _trajectory_to_wire(message.trajectory, f"{where}.trajectory", outbox)}
+        case Ack():
+            return {
+                "ref": integer_value(message.ref, f"{where}.ref", minimum=0),
+                "ok": _bool(message.ok, f"{where}.ok"),
+                "detail": _str(message.detail, f"{where}.detail"),
+            }
+        case ErrorReport():
+            return {
+                "ref": integer_value(message.ref, f"{where}.ref", minimum=0),
+                "error": _error_to_wire(message.error, f"{where}.error"),
+            }
+        case Shutdown():
+            return {"reason": _str(message.reason, f"{where}.reason")}
+        case _:
+            assert_never(message)
+
+
+def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox) -> Message:
+    if name == "hello":
+        devices = obj.array("devices")
+        try:
+            return Hello(
+                role=cast(Role, obj.string("role")),
+                protocol=obj.integer("protocol", minimum=0),
+                distrl_version=obj.string("distrl_version"),
+                host=obj.string("host"),
+                devices=tuple(_str(device, f"{obj.at('devices')}[{i}]") for i, device in enumerate(devices)),
+                compute=_wire_scalars(obj.take("compute"), obj.at("compute")),
+                id=message_id,
+            )
+        except WireError:
+            raise
+        except ValueError as exc:
+            raise invalid(obj.where, f"is not a valid hello: {exc}") from exc
+    if name == "heartbeat":
+        return Heartbeat(seq=obj.integer("seq", minimum=0), sent_at_s=obj.number("sent_at_s"), id=message_id)
+    if name == "weights":
+        base = obj.take("base_version")
+        try:
+            return Weights(
+                version=obj.integer("version", minimum=0),
+                base_version=None if base is None else integer_value(base, obj.at("base_version"), minimum=0),
+                kind=cast(WeightsKind, obj.string("kind")),
+                checksum=obj.string("checksum"),
+                blob=inbox.take(obj.take("blob"), obj.at("blob")),
+                id=message_id,
+            )
+        except WireError:
+            raise
+        except ValueError as exc:
+            raise invalid(obj.where, f"is not valid weights: {exc}") from exc
+    if name == "episode_request":
+        return EpisodeRequest(
+            episode_id=obj.string("episode_id"),
+            device=obj.string("device"),
+            task=_task_from_wire(obj.take("task"), obj.at("task")),
+            policy_version=obj.integer("policy_version", minimum=0),
+            id=message_id,
+        )
+    if name == "step_report":
+        return StepReport(
+            episode_id=obj.string("episode_id"),
+            step=_step_from_wire(obj.take("step"), obj.at("step"), inbox),
+            id=message_id,
+        )
+    if name == "trajectory_report":
+        trajectory = _trajectory_from_wire(obj.take("trajectory"), obj.at("trajectory"), inbox)
+        return TrajectoryReport(trajectory=trajectory, id=message_id)
+    if name == "ack":
+        return Ack(
+            ref=obj.integer("ref", minimum=0),
+            ok=obj.boolean("ok"),
+            detail=obj.string("detail"),
+            id=message_id,
+        )
+    if name == "error_report":
+        return ErrorReport(
+            ref=obj.integer("ref", minimum=0),
+            error=_error_from_wire(obj.take("error"), obj.at("error")),
+            id=message_id,
+        )
+    if name == "shutdown":
+        return Shutdown(reason=obj.string("reason"), id=message_id)
+    raise invalid(obj.at("type"), f"is {name!r}, not a known message type")

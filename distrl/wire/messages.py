@@ -1,0 +1,171 @@
+"""The learner–worker protocol's messages: one frozen dataclass each, and their wire names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from distrl.errors import (
+    DistrlError,
+)
+from distrl.records import (
+    ParamValue,
+    Step,
+    Task,
+    Trajectory,
+)
+
+Role: TypeAlias = Literal["learner", "worker"]
+WeightsKind: TypeAlias = Literal["full", "diff"]
+
+
+# -- messages ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hello:
+    """The first message each way: who speaks, in which versions, with which devices and compute."""
+
+    role: Role
+    protocol: int
+    """The sender's ``PROTOCOL_VERSION``."""
+    distrl_version: str
+    host: str
+    """Inventory name of the sending host."""
+    devices: tuple[str, ...]
+    """Serials or sim names of the devices a worker drives; empty for the learner."""
+    compute: Mapping[str, ParamValue]
+    """What the sender can run, e.g. ``{"gpu": "H100", "gpu_memory_bytes": 85899345920}``."""
+    id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.role not in ("learner", "worker"):
+            raise ValueError(f"role must be 'learner' or 'worker', not {self.role!r}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Heartbeat:
+    """Sent both ways on a timer; a link that stays quiet past its timeout is lost."""
+
+    seq: int
+    """Counts up from 0 on each side of a link."""
+    sent_at_s: float
+    """Sender's wall clock, seconds since the epoch."""
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Weights:
+    """Adapter weights at ``version``: whole (``full``) or what changed since ``base_version`` (``diff``)."""
+
+    version: int
+    base_version: int | None
+    """The version a ``diff`` applies to; None for ``full``."""
+    kind: WeightsKind
+    checksum: str
+    """Checksum of the adapter weights at ``version`` (hex), to verify after applying."""
+    blob: bytes = field(repr=False)
+    """A safetensors payload; an attachment on the wire."""
+    id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("full", "diff"):
+            raise ValueError(f"kind must be 'full' or 'diff', not {self.kind!r}")
+        if (self.kind == "diff") != (self.base_version is not None):
+            raise ValueError("a 'diff' needs a base_version and 'full' weights have none")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EpisodeRequest:
+    """Learner to worker: run ``task`` on ``device`` with the weights at ``policy_version`` or later."""
+
+    episode_id: str
+    device: str
+    task: Task
+    policy_version: int
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepReport:
+    """Worker to learner: one step of an episode, as soon as it has happened."""
+
+    episode_id: str
+    step: Step
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrajectoryReport:
+    """Worker to learner: a finished episode, whole."""
+
+    trajectory: Trajectory
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ack:
+    """The message with id ``ref`` was handled (``ok``) or refused (``detail`` says why)."""
+
+    ref: int
+    ok: bool
+    detail: str = ""
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorReport:
+    """The message with id ``ref`` (0: none in particular) failed with ``error``.
+
+    Equal when the errors have the same class, message and fields, since exceptions themselves
+    compare by identity.
+    """
+
+    ref: int
+    error: DistrlError
+    id: int = 0
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.id, self.ref, type(self.error), self.error.message, self.error.field_values())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ErrorReport):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.ref, type(self.error), self.error.message))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Shutdown:
+    """The sender is closing the link on purpose."""
+
+    reason: str
+    id: int = 0
+
+
+Message: TypeAlias = (
+    Hello
+    | Heartbeat
+    | Weights
+    | EpisodeRequest
+    | StepReport
+    | TrajectoryReport
+    | Ack
+    | ErrorReport
+    | Shutdown
+)
+
+TYPE_NAMES: dict[type, str] = {
+    Hello: "hello",
+    Heartbeat: "heartbeat",
+    Weights: "weights",
+    EpisodeRequest: "episode_request",
+    StepReport: "step_report",
+    TrajectoryReport: "trajectory_report",
+    Ack: "ack",
+    ErrorReport: "error_report",
+    Shutdown: "shutdown",
+}
