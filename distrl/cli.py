@@ -154,7 +154,7 @@ def _action(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from distrl.worker import main as worker_main
 
-    return worker_main(args.host, handshake_s=args.handshake_timeout)
+    worker_main(args.host, handshake_s=args.handshake_timeout)
 
 
 def _headline(inventory: Inventory) -> str:

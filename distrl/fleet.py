@@ -87,7 +87,7 @@ async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> 
             devices=host.devices.serials,
             compute={},
         )
-        await link.stream.send(hello)
+        await _send(link, hello, phase="hello")
         reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")
         startup_s = time.perf_counter() - started
         if reply.protocol != PROTOCOL_VERSION:
@@ -100,12 +100,12 @@ async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> 
         rtts = []
         for seq in range(heartbeats):
             sent = time.perf_counter()
-            await link.stream.send(Heartbeat(id=seq + 1, seq=seq, sent_at_s=time.time()))
+            await _send(link, Heartbeat(id=seq + 1, seq=seq, sent_at_s=time.time()), phase="heartbeat")
             echo = await _expect(link, Heartbeat, timeouts.heartbeat_timeout_s, phase="heartbeat")
             if echo.seq != seq:
                 raise WireError(f"host {host.name!r}: heartbeat {echo.seq} answered, {seq} expected")
             rtts.append(1000 * (time.perf_counter() - sent))
-        await link.stream.send(Shutdown(id=heartbeats + 1, reason="probe complete"))
+        await _send(link, Shutdown(id=heartbeats + 1, reason="probe complete"), phase="shutdown")
         await _expect(link, Ack, timeouts.cleanup_s, phase="shutdown")
     return HostReport(
         host=host.name, devices=reply.devices, compute=reply.compute, startup_s=startup_s, rtt_ms=tuple(rtts)
@@ -125,10 +125,8 @@ async def _expect(link: HostLink, kind: type[M], timeout_s: float, *, phase: str
             phase=phase,
             timeout_s=timeout_s,
         ) from None
-    except (anyio.EndOfStream, anyio.BrokenResourceError):
-        raise TransportError(
-            f"host {name!r}: the worker exited during {phase} (see its output above)", host=name, phase=phase
-        ) from None
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        raise _lost(link, phase) from None
     if isinstance(message, ErrorReport):
         raise message.error
     if not isinstance(message, kind):
@@ -136,3 +134,17 @@ async def _expect(link: HostLink, kind: type[M], timeout_s: float, *, phase: str
             f"host {name!r}: expected {kind.__name__} during {phase}, got {type(message).__name__}"
         )
     return message
+
+
+async def _send(link: HostLink, message: Message, *, phase: str) -> None:
+    try:
+        await link.stream.send(message)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        raise _lost(link, phase) from None
+
+
+def _lost(link: HostLink, phase: str) -> TransportError:
+    name = link.host.name
+    return TransportError(
+        f"host {name!r}: the worker exited during {phase} (see its output above)", host=name, phase=phase
+    )

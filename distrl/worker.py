@@ -19,6 +19,7 @@ import logging
 import os
 import platform
 import sys
+from typing import NoReturn
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -126,7 +127,7 @@ class _FdSendStream(ByteSendStream):
         pass
 
 
-def main(host: str, *, handshake_s: float = 60.0) -> int:
+def main(host: str, *, handshake_s: float = 60.0) -> NoReturn:
     """Entry point of ``python -m distrl worker``: frames on the real stdout, prints on stderr."""
     frames_out = os.dup(1)
     os.dup2(2, 1)  # a stray print() must not corrupt the frame stream
@@ -146,4 +147,9 @@ def main(host: str, *, handshake_s: float = 60.0) -> int:
             log.error("worker %s: bad frame from the learner: %s", host, exc)
             return 2
 
-    return anyio.run(run)
+    status = anyio.run(run)
+    # A read of stdin blocked in a thread cannot be interrupted, and a normal interpreter exit would wait
+    # for it; leave at once, with the logs flushed.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(status)

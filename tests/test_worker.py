@@ -1,0 +1,232 @@
+"""The worker agent as a real subprocess, and the fleet probe that drives it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import Process
+
+from distrl import __version__
+from distrl.config import parse_inventory
+from distrl.errors import ProtocolMismatch
+from distrl.fleet import probe_fleet
+from distrl.records import Task
+from distrl.wire import (
+    PROTOCOL_VERSION,
+    Ack,
+    EpisodeRequest,
+    ErrorReport,
+    FrameStream,
+    Heartbeat,
+    Hello,
+    Shutdown,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def _hello(protocol: int = PROTOCOL_VERSION) -> Hello:
+    return Hello(
+        id=1,
+        role="learner",
+        protocol=protocol,
+        distrl_version=__version__,
+        host="w",
+        devices=("sim-0", "sim-1"),
+        compute={},
+    )
+
+
+@asynccontextmanager
+async def worker(*extra: str) -> AsyncIterator[tuple[Process, FrameStream]]:
+    process = await anyio.open_process(
+        [sys.executable, "-m", "distrl", "worker", "--host", "w", *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        yield process, FrameStream.from_pair(receive=process.stdout, send=process.stdin)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.aclose()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie (exited, not yet reaped by its dead parent's adopter) counts as gone.
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _running(argument: str) -> bool:
+    """Whether a live process has ``argument`` on its command line."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes().split(b"\0") and not _gone(int(cmdline.parent.name)):
+                return True
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return False
+
+
+async def test_worker_handshake_heartbeat_and_shutdown() -> None:
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            reply = await stream.receive()
+            assert isinstance(reply, Hello)
+            assert (reply.role, reply.host, reply.devices, reply.id) == ("worker", "w", ("sim-0", "sim-1"), 1)
+            assert reply.compute["pid"] == process.pid
+            await stream.send(Heartbeat(id=2, seq=7, sent_at_s=123.5))
+            echo = await stream.receive()
+            assert echo == Heartbeat(id=2, seq=7, sent_at_s=123.5)
+            await stream.send(Shutdown(id=3, reason="test"))
+            assert await stream.receive() == Ack(ref=3, ok=True)
+            assert await process.wait() == 0
+
+
+async def test_worker_reports_unsupported_requests_and_keeps_serving() -> None:
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            task = Task(id="general/0", suite="general", goal="Open the clock")
+            await stream.send(
+                EpisodeRequest(id=5, episode_id="e1", device="sim-0", task=task, policy_version=0)
+            )
+            answer = await stream.receive()
+            assert isinstance(answer, ErrorReport)
+            assert answer.ref == 5
+            assert "EpisodeRequest" in answer.error.message
+            await stream.send(Heartbeat(id=6, seq=1, sent_at_s=0.0))
+            assert isinstance(await stream.receive(), Heartbeat)
+            await stream.send_eof()
+            assert await process.wait() == 0
+
+
+async def test_worker_exits_when_its_input_closes() -> None:
+    with anyio.fail_after(30):
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            await stream.send_eof()  # what a dying learner or a dropped SSH channel looks like
+            assert await process.wait() == 0
+
+
+async def test_worker_refuses_another_protocol_version() -> None:
+    with anyio.fail_after(30):
+        async with worker() as (process, stream):
+            await stream.send(_hello(protocol=PROTOCOL_VERSION + 1))
+            answer = await stream.receive()
+            assert isinstance(answer, ErrorReport)
+            assert isinstance(answer.error, ProtocolMismatch)
+            assert answer.error.theirs == PROTOCOL_VERSION + 1
+            assert await process.wait() == 2
+
+
+async def test_worker_exits_on_garbage_and_says_why() -> None:
+    with anyio.fail_after(30):
+        async with worker() as (process, _):
+            assert process.stdin is not None
+            assert process.stderr is not None
+            await process.stdin.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert await process.wait() == 2
+            stderr = b"".join([chunk async for chunk in process.stderr]).decode()
+            assert "bad frame from the learner" in stderr
+
+
+async def test_worker_gives_up_without_a_hello() -> None:
+    with anyio.fail_after(30):
+        async with worker("--handshake-timeout", "0.3") as (process, _):
+            assert process.stderr is not None
+            assert await process.wait() == 2
+            stderr = b"".join([chunk async for chunk in process.stderr]).decode()
+            assert "no hello from the learner within 0.3 s" in stderr
+
+
+def test_worker_dies_with_a_killed_learner(tmp_path: Path) -> None:
+    """SIGKILL the learner (no cleanup runs): its worker must still exit, on end of input."""
+    learner = tmp_path / "learner.py"
+    learner.write_text(
+        textwrap.dedent(
+            f"""
+            import subprocess, sys, time
+            worker = subprocess.Popen([{sys.executable!r}, "-m", "distrl", "worker", "--host", "w"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+            print(worker.pid, flush=True)
+            time.sleep(60)
+            """
+        )
+    )
+    with subprocess.Popen([sys.executable, str(learner)], stdout=subprocess.PIPE, text=True) as parent:
+        assert parent.stdout is not None
+        worker_pid = int(parent.stdout.readline())
+        assert not _gone(worker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while not _gone(worker_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(worker_pid), "the worker outlived its learner"
+
+
+async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Path) -> None:
+    hung = tmp_path / "hung-python"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
+    inventory = parse_inventory(
+        f"""
+        [timeouts]
+        worker_start_s = 1.5
+        cleanup_s = 1
+        [defaults]
+        devices = {{ sim = 2 }}
+        [[hosts]]
+        name = "a"
+        address = "localhost"
+        [[hosts]]
+        name = "quits"
+        address = "localhost"
+        python = "/bin/true"
+        [[hosts]]
+        name = "hangs"
+        address = "localhost"
+        python = "{hung}"
+        [[hosts]]
+        name = "b"
+        address = "localhost"
+        devices = {{ sim = 3 }}
+        """
+    )
+    seen: list[str] = []
+    with anyio.fail_after(60):
+        reports = await probe_fleet(inventory, heartbeats=3, on_report=lambda r: seen.append(r.host))
+    assert [r.host for r in reports] == ["a", "quits", "hangs", "b"]
+    assert sorted(seen) == ["a", "b", "hangs", "quits"]
+    a, quits, hangs, b = reports
+    assert a.ok
+    assert b.ok
+    assert b.devices == ("sim-0", "sim-1", "sim-2")
+    assert len(a.rtt_ms) == 3
+    assert a.rtt_p50_ms > 0
+    assert "the worker exited during hello" in quits.error
+    assert "no answer to hello within 1.5 s" in hangs.error
+    # The hung worker was stopped by the cleanup, not left behind.
+    assert not _running(str(hung))
