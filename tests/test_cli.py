@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,36 @@ def test_invalid_action_and_bad_arguments() -> None:
     assert bad_screen.returncode == 2
     assert "expected WIDTHxHEIGHT" in bad_screen.stderr
     assert distrl("frobnicate").returncode == 2
+
+
+def test_ctrl_c_stops_the_run_and_its_workers() -> None:
+    command = [sys.executable, "-m", "distrl", "run", str(EXAMPLE), "--heartbeats", "100000000"]
+    # Started with SIGINT at its default, as from a terminal (a test runner may have it ignored).
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as learner:
+        assert learner.stdout is not None
+        assert "1 host" in learner.stdout.readline()
+        worker_pid = _wait_for_worker(learner.pid)
+        learner.send_signal(signal.SIGINT)
+        _, stderr = learner.communicate(timeout=30)
+    assert learner.returncode == 130
+    assert stderr.strip().splitlines() == ["distrl: error: interrupted"]
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{worker_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{worker_pid}").exists(), "the worker outlived the interrupted run"
+
+
+def _wait_for_worker(parent: int) -> int:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("the run started no worker")

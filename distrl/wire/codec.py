@@ -6,12 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import TypeVar, assert_never, cast
 
-from distrl.errors import (
-    DistrlError,
-    WireError,
-    error_from_wire,
-    error_to_wire,
-)
+from distrl.errors import DistrlError, WireError, error_from_wire, error_to_wire
 from distrl.records import (
     Action,
     ActionType,

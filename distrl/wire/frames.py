@@ -11,12 +11,7 @@ import orjson
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream, ObjectStream
 from anyio.streams.stapled import StapledByteStream
 
-from distrl.errors import (
-    FrameTooLarge,
-    ProtocolMismatch,
-    TruncatedFrame,
-    WireError,
-)
+from distrl.errors import FrameTooLarge, ProtocolMismatch, TruncatedFrame, WireError
 from distrl.wire.codec import (
     Inbox,
     JsonObject,
@@ -26,10 +21,7 @@ from distrl.wire.codec import (
     message_from_wire,
     message_to_wire,
 )
-from distrl.wire.messages import (
-    TYPE_NAMES,
-    Message,
-)
+from distrl.wire.messages import TYPE_NAMES, Message
 
 PROTOCOL_VERSION = 1
 """Bumped on any change to the frame layout or to a message's fields."""

@@ -6,15 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from distrl.errors import (
-    DistrlError,
-)
-from distrl.records import (
-    ParamValue,
-    Step,
-    Task,
-    Trajectory,
-)
+from distrl.errors import DistrlError
+from distrl.records import ParamValue, Step, Task, Trajectory
 
 Role: TypeAlias = Literal["learner", "worker"]
 WeightsKind: TypeAlias = Literal["full", "diff"]
