@@ -60,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         "round trips and shut the workers down. (Collection and training build on this.)",
     )
     run.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
-    run.add_argument("--heartbeats", type=_positive_int, default=5, help="round trips to time per host")
+    run.add_argument(
+        "--heartbeats",
+        type=_positive_int,
+        default=5,
+        metavar="N",
+        help="round trips to time per host (default 5)",
+    )
     run.set_defaults(command=_run)
 
     check = commands.add_parser(
