@@ -77,7 +77,7 @@ async def _over_tcp(messages: list[Message]) -> float:
                     all_received.set()
 
     with anyio.fail_after(60):
-        async with anyio.create_task_group() as tg:
+        async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, serve)
             started = time.perf_counter()
             async with FrameStream(await anyio.connect_tcp("127.0.0.1", port)) as frames:

@@ -152,8 +152,18 @@ def _to_action(fields: Mapping[str, object]) -> Action:
             raise _Rejected("TYPE has no typed_text string")
         if not typed:
             raise _Rejected("TYPE has empty typed_text")
+        if not _is_unicode(typed):
+            raise _Rejected("TYPE typed_text holds lone surrogates, which no device can type")
         return Action(type=action_type, text=typed)
     return Action(type=action_type)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _point(fields: Mapping[str, object], name: str) -> Point:

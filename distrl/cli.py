@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
+import os
 import sys
 from collections.abc import Sequence
 
@@ -98,7 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--host", required=True, help="this host's name in the inventory")
     worker.add_argument(
-        "--handshake-timeout", type=float, default=60.0, help="seconds to wait for the learner"
+        "--handshake-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the learner",
     )
     worker.set_defaults(command=_worker)
     return parser
@@ -108,26 +114,25 @@ def _run(args: argparse.Namespace) -> int:
     from distrl.fleet import HostReport, probe_fleet
 
     inventory = load_inventory(args.inventory)
-    print(_headline(inventory), flush=True)
+    _say(_headline(inventory))
 
     def show(report: HostReport) -> None:
         if report.ok:
             cpus = report.compute.get("cpus", "?")
             python = report.compute.get("python", "?")
             devices = len(report.devices)
-            print(
+            _say(
                 f"  {report.host:<16} ok    {devices} devices, worker up in {report.startup_s:.2f} s, "
                 f"heartbeat p50 {report.rtt_p50_ms:.2f} ms (python {python}, {cpus} cpus)",
-                flush=True,
             )
         else:
-            print(f"  {report.host:<16} FAIL  {report.error}", flush=True)
+            _say(f"  {report.host:<16} FAIL  {report.error}")
 
     reports = anyio.run(lambda: probe_fleet(inventory, heartbeats=args.heartbeats, on_report=show))
     failed = [r.host for r in reports if not r.ok]
     if failed:
         return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
-    print(
+    _say(
         f"all {len(reports)} host(s) answered and shut down cleanly. "
         "Episode collection and training are not built yet (see README, 'Status')."
     )
@@ -136,14 +141,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
-    print(_headline(inventory))
+    _say(_headline(inventory))
     for host in inventory.hosts:
         where = (
             "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
         )
-        print(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
-        print(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
-    print(f"inventory ok; output goes to {inventory.output_dir}")
+        _say(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
+        _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
+    _say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
 
 
@@ -152,8 +157,8 @@ def _action(args: argparse.Namespace) -> int:
     parsed = parse_action(args.text)
     if isinstance(parsed, InvalidAction):
         return _fail(f"not a valid action: {parsed.reason}", EXIT_FAILED)
-    print(f"action:  {format_action(parsed)}")
-    print(f"gesture: {to_gesture(parsed, width, height)} on a {width}x{height} screen")
+    _say(f"action:  {format_action(parsed)}")
+    _say(f"gesture: {to_gesture(parsed, width, height)} on a {width}x{height} screen")
     return 0
 
 
@@ -178,6 +183,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
 def _screen(text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))
@@ -193,6 +208,14 @@ def _logging(verbosity: int) -> None:
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+
+
+def _say(text: str) -> None:
+    """Print a line of output; if the reader has gone (``| head``), drop the rest and carry on."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _fail(message: str, status: int) -> int:

@@ -24,6 +24,7 @@ import re
 import sys
 import tomllib
 import typing
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,16 +38,32 @@ LOCAL_ADDRESS = "localhost"
 """A host at this address runs its worker as a local subprocess unless ``transport`` says otherwise."""
 
 
-def _num(default: float, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
-    """A numeric field with its bounds, checked at load time."""
-    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le})
+def _num(
+    default: float,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    allow_inf: bool = False,
+) -> Any:
+    """A numeric field with its bounds, checked at load time. Infinity is refused unless allowed."""
+    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le, "allow_inf": allow_inf})
+
+
+def _text(default: str, pattern: str, meaning: str) -> Any:
+    """A string field that must match ``pattern`` (empty always passes); ``meaning`` is for the error."""
+    return field(default=default, metadata={"pattern": re.compile(pattern), "meaning": meaning})
+
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+_NAME_MEANING = "a name (letters, digits, '.', '_', '-'; at most 64)"
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunSettings:
     """What a run does and where its output goes."""
 
-    name: str = "distrl"
+    name: str = _text("distrl", _NAME, _NAME_MEANING)
     """Run name, used for the output folder and in logs."""
     mode: Literal["async", "sync"] = "async"
     """``async`` (DistRL) or ``sync`` (DigiRL-style rounds with a barrier, the baseline)."""
@@ -110,7 +127,7 @@ class LearnerSettings:
 
     algorithm: Literal["a-ride", "digirl", "filtered-bc"] = "a-ride"
     """``a-ride`` (DistRL), ``digirl`` (AWR with hard filtering) or ``filtered-bc``."""
-    device: str = "auto"
+    device: str = _text("auto", r"auto|cpu|mps|cuda(:[0-9]+)?", "'auto', 'cpu', 'mps', 'cuda' or 'cuda:N'")
     """Torch device for training: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``."""
     lr_actor: float = _num(1e-4, gt=0)
     """Adam learning rate of the adapter."""
@@ -122,13 +139,13 @@ class LearnerSettings:
     """Discount factor γ."""
     retrace_lambda: float = _num(1.0, ge=0, le=1)
     """λ in the truncated importance weight c = λ·min(1, ρ)."""
-    rho_clip: float = _num(1.0, gt=0)
+    rho_clip: float = _num(1.0, gt=0, allow_inf=True)
     """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
     entropy_coef: float = _num(0.05, ge=0)
     """β, the entropy bonus coefficient."""
     invalid_penalty: float = _num(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
-    priority_weights: tuple[float, float, float] = (50.0, 1.0, 0.01)
+    priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
     """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     priority_alpha: float = _num(0.5, ge=0)
     """Sampling ∝ priority^α (0 is uniform)."""
@@ -174,7 +191,7 @@ class PolicySettings:
 class Devices:
     """The devices one host drives."""
 
-    sim: int = _num(0, ge=0)
+    sim: int = _num(0, ge=0, le=4096)
     """Number of built-in simulated phones."""
     adb_serials: tuple[str, ...] = ()
     """Devices by adb serial (``emulator-5554``, a USB serial, ``host:port``)."""
@@ -195,15 +212,15 @@ class Devices:
 class Host:
     """One machine: how to reach it, how to start the worker there, and its devices."""
 
-    name: str
+    name: str = _text("", _NAME, _NAME_MEANING)
     """Unique name, used in logs and metrics."""
-    address: str
+    address: str = _text("", r"[^\s@/]+", "a hostname or IP address")
     """Hostname or IP; ``localhost`` runs the worker as a local subprocess."""
     transport: Literal["auto", "local", "ssh"] = "auto"
     """``local`` (subprocess), ``ssh``, or ``auto``: local for ``localhost``, SSH otherwise."""
     port: int = _num(22, ge=1, le=65535)
     """SSH port."""
-    user: str = ""
+    user: str = _text("", r"[^\s@:]+", "a user name")
     """SSH user; empty for the current user."""
     identity_file: str = ""
     """SSH private key file; empty to use the SSH agent and default keys."""
@@ -211,7 +228,7 @@ class Host:
     """``check`` the host key against known_hosts, or ``ignore`` it (logged; throwaway hosts only)."""
     known_hosts_file: str = ""
     """known_hosts file to check against; empty for ``~/.ssh/known_hosts``."""
-    proxy_jump: str = ""
+    proxy_jump: str = _text("", r"([^\s@:]+@)?[^\s@:/]+(:[0-9]{1,5})?", "[user@]host[:port]")
     """Jump host as ``[user@]host[:port]``; empty to connect directly."""
     python: str = ""
     """Python on the host that has distrl installed; empty for this interpreter (local) or ``python3``."""
@@ -249,9 +266,8 @@ class Inventory:
 
     @property
     def output_dir(self) -> Path:
-        """``run.output_dir``, relative paths resolved against the inventory's folder."""
-        base = Path(self.source).resolve().parent if self.source else Path.cwd()
-        return base / self.run.output_dir / self.run.name
+        """Where this run writes: ``<run.output_dir>/<run.name>``."""
+        return Path(self.run.output_dir) / self.run.name
 
     @property
     def device_count(self) -> int:
@@ -265,7 +281,6 @@ _SECTIONS: dict[str, type[Any]] = {
     "policy": PolicySettings,
 }
 _HOST_ONLY = ("name", "address")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -288,6 +303,8 @@ def parse_inventory(text: str, *, source: str = "") -> Inventory:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError.at("", f"invalid TOML: {exc}", source or None) from exc
+    except RecursionError:
+        raise ConfigError.at("", "invalid TOML: nested too deeply", source or None) from None
     return _Reader(source or None).inventory(data)
 
 
@@ -296,6 +313,11 @@ class _Reader:
 
     def __init__(self, file: str | None) -> None:
         self.file = file
+        self.base = Path(file).resolve().parent if file else Path.cwd()
+
+    def local_path(self, value: str) -> str:
+        """A path on this machine: ``~`` expanded, relative paths from the inventory's folder."""
+        return str(self.base / Path(value).expanduser()) if value else ""
 
     def fail(self, path: str, problem: str) -> ConfigError:
         return ConfigError.at(path, problem, self.file)
@@ -304,6 +326,8 @@ class _Reader:
         allowed = [*_SECTIONS, "defaults", "hosts"]
         self.reject_unknown(data, allowed, "")
         sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
+        run: RunSettings = sections["run"]
+        sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
         timeouts: Timeouts = sections["timeouts"]
         if timeouts.heartbeat_timeout_s <= timeouts.heartbeat_interval_s:
             raise self.fail(
@@ -348,13 +372,9 @@ class _Reader:
         for key in _HOST_ONLY:
             if key not in own:
                 raise self.fail(path, f"missing required key '{key}'")
-        if not _NAME.fullmatch(own["name"]):
-            raise self.fail(
-                f"{path}.name",
-                f"{own['name']!r} is not a valid host name (letters, digits, '.', '_', '-'; at most 64)",
-            )
-        if not own["address"].strip():
-            raise self.fail(f"{path}.address", "must not be empty")
+        for key in _HOST_ONLY:
+            if not own[key]:
+                raise self.fail(f"{path}.{key}", "must not be empty")
         merged = {**defaults, **own, "env": {**defaults.get("env", {}), **own.get("env", {})}}
         transport = merged.get("transport", "auto")
         if transport == "auto":
@@ -367,6 +387,8 @@ class _Reader:
         merged["transport"] = transport
         if not merged.get("python"):
             merged["python"] = sys.executable if transport == "local" else "python3"
+        for key in ("identity_file", "known_hosts_file") + (("workdir",) if transport == "local" else ()):
+            merged[key] = self.local_path(merged.get(key, ""))
         host = Host(**merged)
         where = f"{path}.devices" if "devices" in own else "defaults.devices"
         for i, port in enumerate(host.devices.emulator_ports):
@@ -381,7 +403,7 @@ class _Reader:
         serials = host.devices.serials
         if not serials:
             raise self.fail(where, "no devices: set sim, adb_serials or emulator_ports")
-        duplicates = sorted({s for s in serials if serials.count(s) > 1})
+        duplicates = sorted(serial for serial, n in Counter(serials).items() if n > 1)
         if duplicates:
             raise self.fail(where, f"device {duplicates[0]!r} is listed twice")
         return host
@@ -396,6 +418,9 @@ class _Reader:
             where = _join(path, key)
             value = self.value(hints[key], raw, where)
             self.check_bounds(specs[key].metadata, value, where)
+            pattern = specs[key].metadata.get("pattern")
+            if pattern is not None and value and not pattern.fullmatch(value):
+                raise self.fail(where, f"{value!r} is not {specs[key].metadata['meaning']}")
             values[key] = value
         return values
 
@@ -415,9 +440,11 @@ class _Reader:
                 return float(raw)
             raise self.fail(path, f"expected a number, got {_describe(raw)}")
         if hint is str:
-            if isinstance(raw, str):
-                return raw
-            raise self.fail(path, f"expected a string, got {_describe(raw)}")
+            if not isinstance(raw, str):
+                raise self.fail(path, f"expected a string, got {_describe(raw)}")
+            if "\0" in raw:
+                raise self.fail(path, "must not contain a NUL character")
+            return raw
         if origin is Literal:
             if isinstance(raw, str) and raw in args:
                 return raw
@@ -446,9 +473,15 @@ class _Reader:
             return self.section(hint, raw, path)
         raise TypeError(f"no reader for {hint!r} at {path}")  # pragma: no cover - a bug in this module
 
-    def check_bounds(self, bounds: Mapping[str, float | None], value: object, path: str) -> None:
+    def check_bounds(self, bounds: Mapping[str, Any], value: object, path: str) -> None:
+        if isinstance(value, tuple):
+            for i, item in enumerate(value):
+                self.check_bounds(bounds, item, f"{path}[{i}]")
+            return
         if not isinstance(value, int | float):
             return
+        if math.isinf(value) and not bounds.get("allow_inf"):
+            raise self.fail(path, f"must be finite, got {value}")
         checks = (
             ("ge", operator.ge, "at least"),
             ("gt", operator.gt, "greater than"),

@@ -4,18 +4,19 @@ The tree::
 
     DistrlError                         base; carries structured ``fields``
     ├── ConfigError (ValueError)        bad inventory: ``path`` (TOML path), ``problem``, ``file``
-    ├── TransportError (ConnectionError)    host link: ``host``, ``phase``
-    │   └── TransportTimeout (TimeoutError)     an operation on a host ran past its timeout
+    ├── TransportError (ConnectionError)    host link: ``host``, ``phase``, ``exit_status``
+    │   └── TransportTimeout (TimeoutError)     an operation on a host ran past ``timeout_s``
     ├── DeviceError                     one device: ``host``, ``device``, ``operation``
-    │   ├── DeviceTimeout (TimeoutError)
+    │   ├── DeviceTimeout (TimeoutError)    ``timeout_s``
     │   └── DeviceOffline (ConnectionError)
     ├── WireError (ValueError)          a frame that cannot be decoded: ``reason``
     │   ├── FrameTooLarge               ``size``, ``limit``
     │   ├── TruncatedFrame              ``expected``, ``received``
     │   └── ProtocolMismatch            ``ours``, ``theirs``
     ├── PolicyError                     model loading, generation: ``model``, ``phase``
-    ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``
-    └── RemoteError                     an error from the other side whose type this side does not know
+    ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
+    │                                   ``last_error``
+    └── RemoteError                     from the other side, of a type unknown here: ``remote_type``
 
 Each class also subclasses the builtin a caller already catches, so ``except TimeoutError`` sees a
 ``DeviceTimeout``. Errors travel between learner and workers by name: ``error_to_wire`` turns one into
@@ -163,14 +164,15 @@ class RemoteError(DistrlError):
     remote_type: str | None
 
 
-def _known() -> dict[str, type[DistrlError]]:
-    found: dict[str, type[DistrlError]] = {}
+def error_class(name: str) -> type[DistrlError] | None:
+    """The error class called ``name`` in this tree, or None."""
     todo: list[type[DistrlError]] = [DistrlError]
     while todo:
         cls = todo.pop()
-        found[cls.__name__] = cls
+        if cls.__name__ == name:
+            return cls
         todo.extend(cls.__subclasses__())
-    return found
+    return None
 
 
 def error_to_wire(error: DistrlError) -> dict[str, Any]:
@@ -186,7 +188,7 @@ def error_from_wire(data: object) -> DistrlError:
     message = data.get("message")
     fields = data.get("fields")
     message = message if isinstance(message, str) else repr(message)
-    cls = _known().get(name) if isinstance(name, str) else None
+    cls = error_class(name) if isinstance(name, str) else None
     if cls is None or not isinstance(fields, dict):
         return RemoteError(message, remote_type=name if isinstance(name, str) else None)
     clean = {

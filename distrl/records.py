@@ -60,6 +60,7 @@ class Action:
         if self.type is ActionType.TYPE:
             if not self.text:
                 raise ValueError("TYPE needs non-empty text")
+            self.text.encode("utf-8")  # UnicodeEncodeError (a ValueError) for lone surrogates
         elif self.text:
             raise ValueError(f"{self.type.name} takes no text")
 

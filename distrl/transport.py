@@ -11,11 +11,12 @@ outlives its learner.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import subprocess
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -43,7 +44,7 @@ def worker_command(host: Host) -> list[str]:
     return [host.python, "-m", "distrl", "worker", "--host", host.name]
 
 
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def open_host(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
     """Start the worker on ``host`` and yield the link; on exit, stop it within ``cleanup_s``."""
     if not host.is_local:
@@ -57,10 +58,14 @@ async def open_host(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
         yield link
 
 
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
     env = {**os.environ, **host.env}
     command = worker_command(host)
+    if host.workdir and not await anyio.Path(host.workdir).is_dir():
+        raise TransportError(
+            f"host {host.name!r}: workdir {host.workdir} is not a folder", host=host.name, phase="start"
+        )
     try:
         process = await anyio.open_process(
             command,
@@ -71,9 +76,10 @@ async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLin
             env=env,
             start_new_session=True,  # Ctrl-C reaches the learner only; it stops the workers in order.
         )
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise TransportError(
-            f"host {host.name!r}: cannot start the worker ({' '.join(command)}): {exc.strerror or exc}",
+            f"host {host.name!r}: cannot start the worker ({' '.join(command)}): "
+            f"{getattr(exc, 'strerror', None) or exc}",
             host=host.name,
             phase="start",
         ) from exc
@@ -89,16 +95,23 @@ async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLin
 
 
 async def _stop(process: Process, stream: FrameStream, host: Host, cleanup_s: float) -> None:
-    """Close the worker's stdin (it exits on EOF), then terminate, then kill, each within ``cleanup_s``."""
+    """Close the worker's stdin (it exits on end of input); past ``cleanup_s``, SIGTERM its process group,
+    and past another ``cleanup_s``, SIGKILL it. Whatever the worker started dies with its group."""
     await stream.aclose()
-    with anyio.move_on_after(cleanup_s):
-        await process.wait()
-    if process.returncode is None:
-        log.warning("host %s: worker %d did not exit on EOF; terminating it", host.name, process.pid)
-        process.terminate()
+    for signal_number in (signal.SIGTERM, signal.SIGKILL):
         with anyio.move_on_after(cleanup_s):
             await process.wait()
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
-    await process.aclose()
+        if process.returncode is not None:
+            break
+        log.warning(
+            "host %s: worker %d still running; sending %s", host.name, process.pid, signal_number.name
+        )
+        _kill_group(process.pid, signal_number)
+    with anyio.move_on_after(cleanup_s):
+        await process.aclose()
+    _kill_group(process.pid, signal.SIGKILL)  # leftovers of a worker that exited
+
+
+def _kill_group(pgid: int, signal_number: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal_number)

@@ -81,7 +81,9 @@ def assert_well_formed(text: str, result: Action | InvalidAction) -> None:
         assert result.text == text
         assert result.reason
         assert "\n" not in result.reason
-    elif len(formatted := format_action(result)) <= MAX_DECISION_CHARS:
+    else:
+        result.text.encode("utf-8")  # an action is always sendable: no lone surrogates
+    if isinstance(result, Action) and len(formatted := format_action(result)) <= MAX_DECISION_CHARS:
         # Whatever parses is an action the canonical format can carry (escaping may make it too long).
         assert parse_action(formatted) == rounded(result)
 
@@ -244,7 +246,7 @@ def test_format_matches_the_paper() -> None:
         'a", "b',
         '", "typed_text": "x',
         "Action Decision: x",
-        "\ud800",
+        "\u2028 \U0001f600 \x00",
     ],
 )
 def test_typed_text_survives_formatting(text: str) -> None:
@@ -286,7 +288,25 @@ FIELDS = st.lists(
 ).map(lambda fields: ", ".join(template.format(key, value) for key, value, template in fields))
 
 
-@given(st.one_of(st.text(), MARKED, DECODED, FIELDS))
+SURROGATES = st.text(st.characters(codec=None, categories=["Cs", "Lu", "Po"])).map(
+    lambda text: '"action_type": "TYPE", "typed_text": "' + text + '"'
+)
+ESCAPED_SURROGATES = st.integers(0xD800, 0xDFFF).map(
+    lambda code: f'"action_type": "TYPE", "typed_text": "a\\u{code:04x}"'
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"action_type": "TYPE", "typed_text": "\ud800"', '"action_type": "TYPE", "typed_text": "\\udfff"'],
+)
+def test_lone_surrogates_cannot_be_typed(text: str) -> None:
+    result = parse_action(text)
+    assert isinstance(result, InvalidAction)
+    assert "lone surrogates" in result.reason
+
+
+@given(st.one_of(st.text(), MARKED, DECODED, FIELDS, SURROGATES, ESCAPED_SURROGATES))
 def test_parse_never_raises(text: str) -> None:
     assert_well_formed(text, parse_action(text))
 

@@ -1037,3 +1037,20 @@ async def test_a_subprocess_pipe_pair_carries_frames() -> None:
 def test_an_error_report_carries_the_error_by_class_name() -> None:
     frame = encode(ErrorReport(ref=0, error=DistrlError("plain")))
     assert _header(frame)["error"] == {"type": "DistrlError", "message": "plain", "fields": {}}
+
+
+def test_decode_takes_a_strided_memoryview() -> None:
+    frame = encode(Heartbeat(seq=1, sent_at_s=2.5))
+    doubled = bytes(b for byte in frame for b in (byte, 0))
+    assert decode(memoryview(doubled)[::2]) == decode(frame)
+
+
+def test_an_error_report_with_a_field_its_class_lacks_is_refused() -> None:
+    header = _header(encode(ErrorReport(ref=1, error=DistrlError("x"))))
+    header["error"] = {"type": "ConfigError", "message": "m", "fields": {"path": "a", "colour": "red"}}
+    with pytest.raises(WireError, match="colour is not a field of ConfigError"):
+        decode(_frame(header))
+    header["error"]["fields"] = {"path": "a"}
+    report = decode(_frame(header))
+    assert isinstance(report, ErrorReport)
+    assert isinstance(report.error, ConfigError)

@@ -75,17 +75,6 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def _running(argument: str) -> bool:
-    """Whether a live process has ``argument`` on its command line."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if argument.encode() in cmdline.read_bytes().split(b"\0") and not _gone(int(cmdline.parent.name)):
-                return True
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-    return False
-
-
 async def test_worker_handshake_heartbeat_and_shutdown() -> None:
     with anyio.fail_after(60):
         async with worker() as (process, stream):
@@ -189,7 +178,8 @@ def test_worker_dies_with_a_killed_learner(tmp_path: Path) -> None:
 
 async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Path) -> None:
     hung = tmp_path / "hung-python"
-    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    pid_file = tmp_path / "hung.pid"
+    hung.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
     hung.chmod(0o755)
     inventory = parse_inventory(
         f"""
@@ -229,4 +219,4 @@ async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Pa
     assert "the worker exited during hello" in quits.error
     assert "no answer to hello within 4 s" in hangs.error
     # The hung worker was stopped by the cleanup, not left behind.
-    assert not _running(str(hung))
+    assert _gone(int(pid_file.read_text()))

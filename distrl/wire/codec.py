@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import TypeVar, assert_never, cast
 
-from distrl.errors import DistrlError, WireError, error_from_wire, error_to_wire
+from distrl.errors import DistrlError, WireError, error_class, error_from_wire, error_to_wire
 from distrl.records import (
     Action,
     ActionType,
@@ -432,6 +432,11 @@ def _error_from_wire(value: object, where: str) -> DistrlError:
         for key in fields_obj.names()
     }
     obj.close()
+    known = error_class(name)
+    if known is not None:
+        for key in fields:
+            if key not in known.fields:
+                raise invalid(fields_obj.at(key), f"is not a field of {name}")
     return error_from_wire({"type": name, "message": message, "fields": fields})
 
 

@@ -120,7 +120,8 @@ def decode(
     Raises ``WireError`` or one of its subclasses (``FrameTooLarge``, ``TruncatedFrame``,
     ``ProtocolMismatch``) for anything wrong with it, and no other exception.
     """
-    view = memoryview(frame).cast("B")
+    view = memoryview(frame)
+    view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
     if len(view) < PREFIX_BYTES:
         problem = f"a frame needs {PREFIX_BYTES} prefix bytes, got {len(view)}"
         raise TruncatedFrame(problem, reason=problem, expected=PREFIX_BYTES, received=len(view))
@@ -160,7 +161,6 @@ def _decode_body(header: memoryview, attachments: memoryview) -> Message:
     return message
 
 
-# -- streams ----------------------------------------------------------------------------------------
 # -- streams ----------------------------------------------------------------------------------------
 
 
