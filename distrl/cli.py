@@ -120,9 +120,9 @@ def _run(args: argparse.Namespace) -> int:
         if report.ok:
             cpus = report.compute.get("cpus", "?")
             python = report.compute.get("python", "?")
-            devices = len(report.devices)
+            devices = _count(len(report.devices), "device")
             _say(
-                f"  {report.host:<16} ok    {devices} devices, worker up in {report.startup_s:.2f} s, "
+                f"  {report.host:<16} ok    {devices}, worker up in {report.startup_s:.2f} s, "
                 f"heartbeat p50 {report.rtt_p50_ms:.2f} ms (python {python}, {cpus} cpus)",
             )
         else:
@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     if failed:
         return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
     _say(
-        f"all {len(reports)} host(s) answered and shut down cleanly. "
+        f"{_count(len(reports), 'host')} answered and shut down cleanly. "
         "Episode collection and training are not built yet (see README, 'Status')."
     )
     return 0
@@ -171,9 +171,13 @@ def _worker(args: argparse.Namespace) -> int:
 def _headline(inventory: Inventory) -> str:
     hosts = len(inventory.hosts)
     return (
-        f"distrl {__version__}: {inventory.source}: {hosts} host{'s' * (hosts != 1)}, "
-        f"{inventory.device_count} devices, mode {inventory.run.mode}"
+        f"distrl {__version__}: {inventory.source}: {_count(hosts, 'host')}, "
+        f"{_count(inventory.device_count, 'device')}, mode {inventory.run.mode}"
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def _positive_int(text: str) -> int:
