@@ -52,11 +52,16 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m distrl", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"distrl {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output (-vv: debug)"
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
     run = commands.add_parser(
         "run",
+        parents=[common],
         help="run the fleet of an inventory",
         description="Start a worker on every host of the inventory, shake hands with each, time heartbeat "
         "round trips and shut the workers down. (Collection and training build on this.)",
@@ -73,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
+        parents=[common],
         help="check an inventory without running anything",
         description="Load and check the inventory, then print its hosts and devices.",
     )
@@ -81,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
     action = commands.add_parser(
         "action",
+        parents=[common],
         help="parse a model's text action and show the gesture it makes",
         description='Parse an AitW/AutoUI action, e.g. \'Action Decision: "action_type": "DUAL_POINT", '
         '"touch_point": "[0.5, 0.5]", "lift_point": "[0.5, 0.5]", "typed_text": ""\'. '
@@ -94,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser(
         "worker",
+        parents=[common],
         help="the worker agent (started by the learner on each host)",
         description="Speak the worker protocol on stdin/stdout until shutdown or end of input. The learner "
         "starts this on every host; running it by hand is for debugging.",

@@ -40,8 +40,13 @@ class HostLink:
 
 
 def worker_command(host: Host) -> list[str]:
-    """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted)."""
-    return [host.python, "-m", "distrl", "worker", "--host", host.name]
+    """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted).
+
+    The worker logs as verbosely as this process does."""
+    verbosity = (
+        ["-vv"] if log.isEnabledFor(logging.DEBUG) else ["-v"] if log.isEnabledFor(logging.INFO) else []
+    )
+    return [host.python, "-m", "distrl", *verbosity, "worker", "--host", host.name]
 
 
 @contextlib.asynccontextmanager

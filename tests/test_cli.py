@@ -148,3 +148,11 @@ def _wait_for_worker(parent: int) -> int:
             return int(children[0])
         time.sleep(0.05)
     raise AssertionError("the run started no worker")
+
+
+def test_verbose_run_shows_the_workers_log_too() -> None:
+    quiet = distrl("run", str(EXAMPLE), "--heartbeats", "1")
+    assert "INFO" not in quiet.stderr
+    verbose = distrl("run", str(EXAMPLE), "--heartbeats", "1", "-v")
+    assert verbose.returncode == 0
+    assert "INFO distrl.worker: worker local: serving 8 device(s)" in verbose.stderr
