@@ -372,7 +372,6 @@ class _Reader:
         for key in _HOST_ONLY:
             if key not in own:
                 raise self.fail(path, f"missing required key '{key}'")
-        for key in _HOST_ONLY:
             if not own[key]:
                 raise self.fail(f"{path}.{key}", "must not be empty")
         merged = {**defaults, **own, "env": {**defaults.get("env", {}), **own.get("env", {})}}
