@@ -35,8 +35,6 @@ class HostLink:
 
     host: Host
     stream: FrameStream
-    pid: int | None
-    """Process id of the worker where it is a local process."""
 
 
 def worker_command(host: Host) -> list[str]:
@@ -93,7 +91,7 @@ async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLin
     stream = FrameStream.from_pair(receive=process.stdout, send=process.stdin)
     log.debug("host %s: worker pid %d started: %s", host.name, process.pid, command)
     try:
-        yield HostLink(host=host, stream=stream, pid=process.pid)
+        yield HostLink(host=host, stream=stream)
     finally:
         with anyio.CancelScope(shield=True):
             await _stop(process, stream, host, timeouts.cleanup_s)
