@@ -188,6 +188,34 @@ class PolicySettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SimSettings:
+    """The built-in simulated phones: their screens, their latency and their faults."""
+
+    width: int = _num(1080, ge=240, le=4096)
+    """Screen width in pixels."""
+    height: int = _num(2400, ge=320, le=8192)
+    """Screen height in pixels (portrait: at least the width)."""
+    image_format: Literal["jpeg", "png"] = "jpeg"
+    """How in-process sim devices encode screenshots (over adb the sim sends PNG, as ``screencap -p``)."""
+    jpeg_quality: int = _num(85, ge=1, le=95)
+    """JPEG quality of screenshots."""
+    nuisances: bool = True
+    """Pop-ups and slow page loads, as real phones have them."""
+    latency: Literal["calibrated", "off"] = "calibrated"
+    """Per-operation delays calibrated from real emulators, or none."""
+    time_scale: float = _num(1.0, ge=0)
+    """Multiplies every simulated delay (0.1 runs ten times faster than a real emulator; 0 is no delay)."""
+    hang_rate: float = _num(0.0, ge=0, le=1)
+    """Chance per operation that the device stops answering (the operation times out)."""
+    crash_rate: float = _num(0.0, ge=0, le=1)
+    """Chance per operation that the device crashes (down until reset reboots it)."""
+    offline_rate: float = _num(0.0, ge=0, le=1)
+    """Chance per operation that the device goes offline (until reset)."""
+    white_frame_rate: float = _num(0.0, ge=0, le=1)
+    """Chance per screenshot of an all-white frame."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Devices:
     """The devices one host drives."""
 
@@ -261,6 +289,7 @@ class Inventory:
     timeouts: Timeouts = field(default_factory=Timeouts)
     learner: LearnerSettings = field(default_factory=LearnerSettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
+    sim: SimSettings = field(default_factory=SimSettings)
     source: str = ""
     """The file it was read from (empty when parsed from a string)."""
 
@@ -279,6 +308,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "timeouts": Timeouts,
     "learner": LearnerSettings,
     "policy": PolicySettings,
+    "sim": SimSettings,
 }
 _HOST_ONLY = ("name", "address")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -334,6 +364,9 @@ class _Reader:
                 "timeouts.heartbeat_timeout_s",
                 f"must be longer than timeouts.heartbeat_interval_s ({timeouts.heartbeat_interval_s:g} s)",
             )
+        sim: SimSettings = sections["sim"]
+        if sim.height < sim.width:
+            raise self.fail("sim.height", f"must be at least sim.width ({sim.width}): phones are portrait")
         return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
 
     def section(self, cls: type[T], table: object, path: str) -> T:
@@ -531,6 +564,7 @@ __all__ = [
     "Inventory",
     "LearnerSettings",
     "PolicySettings",
+    "SimSettings",
     "RunSettings",
     "Timeouts",
     "load_inventory",

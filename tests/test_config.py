@@ -17,6 +17,7 @@ from distrl.config import (
     LearnerSettings,
     PolicySettings,
     RunSettings,
+    SimSettings,
     Timeouts,
     load_inventory,
     parse_inventory,
@@ -53,11 +54,12 @@ def test_example_documents_every_key_in_its_place() -> None:
     def keys(cls: type[object]) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
-    assert set(data) == {"run", "timeouts", "learner", "policy", "defaults", "hosts"}
+    assert set(data) == {"run", "timeouts", "learner", "policy", "sim", "defaults", "hosts"}
     assert set(data["run"]) == keys(RunSettings)
     assert set(data["timeouts"]) == keys(Timeouts)
     assert set(data["learner"]) == keys(LearnerSettings)
     assert set(data["policy"]) == keys(PolicySettings)
+    assert set(data["sim"]) == keys(SimSettings)
     assert set(data["defaults"]) | set(host) == keys(Host)
     assert set(host["devices"]) == keys(Devices)
 
@@ -198,6 +200,10 @@ MALFORMED = [
     ('[run]\nmode = "round-robin"\n' + ONE_HOST, "run.mode", "'async', 'sync'"),
     ("run = 3\n" + ONE_HOST, "run", "expected a table"),
     ("[policy]\ntemperature = -0.5\n" + ONE_HOST, "policy.temperature", "at least 0"),
+    ("[sim]\nwidth = 2000\nheight = 1000\n" + ONE_HOST, "sim.height", "portrait"),
+    ("[sim]\ncrash_rate = 1.5\n" + ONE_HOST, "sim.crash_rate", "at most 1"),
+    ('[sim]\nlatency = "fast"\n' + ONE_HOST, "sim.latency", "'calibrated', 'off'"),
+    ("[sim]\nwidth = 100\n" + ONE_HOST, "sim.width", "at least 240"),
     ('[policy]\nlora_targets = "q_proj"\n' + ONE_HOST, "policy.lora_targets", "expected an array"),
     (
         "[learner]\npriority_weights = [1.0, -2.0, 3]\n" + ONE_HOST,

@@ -28,6 +28,8 @@ LAYERS: dict[str, set[str]] = {
     "transport": {"wire", "errors", "config"},
     "worker": {"wire", "errors", "config", "records", "actions", "transport"},
     "fleet": {"wire", "errors", "config", "records", "transport", "worker"},
+    "sim": {"records", "actions", "errors"},
+    "device": {"records", "actions", "errors", "config", "sim"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

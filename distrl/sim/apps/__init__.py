@@ -1,0 +1,14 @@
+"""The apps installed on every simulated phone, in launcher order."""
+
+from __future__ import annotations
+
+from distrl.sim.app import App
+
+__all__ = ["installed_apps"]
+
+
+def installed_apps() -> list[App]:
+    """A fresh instance of every installed app (the launcher first)."""
+    from distrl.sim.apps.launcher import Launcher
+
+    return [Launcher()]

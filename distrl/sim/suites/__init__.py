@@ -1,0 +1,158 @@
+"""Task suites: templates with parameters, train/test splits, start states, success checks, an expert.
+
+A ``Template`` turns parameters into a goal sentence, the Android shell commands that set up its start
+state (``settings put global wifi_on 0``; the same commands run on the sim and on a real emulator), a
+success check over the phone's state (``Phone.state()``, AndroidWorld style) and an expert that picks
+the next action from the phone as it is. Suites hold templates; held-out templates make the test split,
+so test goals are new tasks, not new wordings of training tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from distrl.records import Action, ParamValue, Task
+from distrl.sim.app import Json
+
+if TYPE_CHECKING:
+    from distrl.sim.phone import Phone
+
+__all__ = [
+    "SUITES",
+    "Params",
+    "Suite",
+    "Template",
+    "expert_action",
+    "is_successful",
+    "setup_commands",
+    "suite",
+    "tasks",
+    "template_of",
+]
+
+Params = Mapping[str, ParamValue]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Template:
+    """A family of tasks that differ in their parameters."""
+
+    name: str
+    """Unique in its suite (``alarm``); part of every task id."""
+    split: str
+    """``train`` or ``test``: held-out templates make the test split."""
+    params: Callable[[], Sequence[Params]]
+    """Every parameter set of this template (deterministic, in a fixed order)."""
+    goal: Callable[[Params], str]
+    """The instruction for one parameter set."""
+    setup: Callable[[Params], list[str]]
+    """Android shell commands run after the clean-state reset, before the first observation."""
+    check: Callable[[Params, Json], bool]
+    """Success from the phone's state."""
+    expert: Callable[[Params, Phone], Action]
+    """The next action towards the goal, from the phone as it is now (state and screen)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """A task suite: its templates and its step limit."""
+
+    name: str
+    max_steps: int
+    templates: tuple[Template, ...]
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """Every task of the suite (or of one split), in a stable order."""
+        return [task for task in _all_tasks(self.name) if split is None or task.split == split]
+
+
+def _suites() -> dict[str, Suite]:
+    from distrl.sim.suites.general import GENERAL
+    from distrl.sim.suites.web_shopping import WEB_SHOPPING
+
+    return {s.name: s for s in (GENERAL, WEB_SHOPPING)}
+
+
+class _Registry(Mapping[str, Suite]):
+    """The suites by name, loaded on first use."""
+
+    def __getitem__(self, name: str) -> Suite:
+        return _loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_loaded())
+
+    def __len__(self) -> int:
+        return len(_loaded())
+
+
+@cache
+def _loaded() -> dict[str, Suite]:
+    return _suites()
+
+
+SUITES: Mapping[str, Suite] = _Registry()
+"""``general`` and ``web_shopping``."""
+
+
+def suite(name: str) -> Suite:
+    """The suite called ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise ValueError(f"unknown task suite {name!r}: use one of {', '.join(sorted(SUITES))}") from None
+
+
+@cache
+def _all_tasks(name: str) -> tuple[Task, ...]:
+    found = suite(name)
+    out: list[Task] = []
+    for template in found.templates:
+        for index, params in enumerate(template.params()):
+            out.append(
+                Task(
+                    id=f"{found.name}/{template.name}/{index:04d}",
+                    suite=found.name,
+                    goal=template.goal(params),
+                    split=template.split,
+                    max_steps=found.max_steps,
+                    params={"template": template.name, **params},
+                )
+            )
+    return tuple(out)
+
+
+def tasks(suite_name: str, split: str | None = None) -> list[Task]:
+    """Every task of ``suite_name`` (optionally one split)."""
+    return suite(suite_name).tasks(split)
+
+
+def template_of(task: Task) -> Template:
+    """The template ``task`` came from; ValueError for a task no sim suite made."""
+    name = task.params.get("template")
+    for template in suite(task.suite).templates:
+        if template.name == name:
+            return template
+    raise ValueError(f"task {task.id!r} names no template of suite {task.suite!r}")
+
+
+def _params(task: Task) -> Params:
+    return {k: v for k, v in task.params.items() if k != "template"}
+
+
+def setup_commands(task: Task) -> list[str]:
+    """The shell commands that put a clean phone into ``task``'s start state."""
+    return template_of(task).setup(_params(task))
+
+
+def is_successful(task: Task, state: Json) -> bool:
+    """Whether ``state`` (``Phone.state()``, or ``dumpsys distrl`` over adb) completes ``task``."""
+    return template_of(task).check(_params(task), state)
+
+
+def expert_action(task: Task, phone: Phone) -> Action:
+    """The expert's next action for ``task`` on ``phone``."""
+    return template_of(task).expert(_params(task), phone)
