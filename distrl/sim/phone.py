@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import io
 import random as _random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,12 +28,13 @@ from PIL import Image
 
 from distrl.sim.app import App, Context, Frame, Json, frame
 from distrl.sim.apps import installed_apps
+from distrl.sim.apps.launcher import Launcher
 from distrl.sim.keyboard import KEYBOARD_HEIGHT, keyboard_elements
 from distrl.sim.ui import DP_WIDTH, Box, Element, Painter, Palette
 
 __all__ = ["KEYCODES", "LAUNCHER", "Phone", "PhoneConfig"]
 
-LAUNCHER = "com.google.android.apps.nexuslauncher"
+LAUNCHER = Launcher.package
 STATUS_HEIGHT = 28.0
 NAV_HEIGHT = 48.0
 INPUT_S = 1.0
@@ -107,19 +108,25 @@ class PhoneConfig:
 
 
 class Phone:
-    """One simulated phone. Not thread-safe: one caller at a time (``SimDevice`` serialises)."""
+    """One simulated phone. Not thread-safe: one caller at a time (``SimDevice`` serialises).
+
+    ``apps`` replaces the installed apps (the launcher is always there), for custom task suites.
+    """
 
     EPOCH = datetime(2023, 10, 15, 15, 34, tzinfo=UTC)
     """What the virtual clock reads at zero (AndroidWorld freezes its devices at this moment)."""
 
-    def __init__(self, config: PhoneConfig | None = None) -> None:
+    def __init__(self, config: PhoneConfig | None = None, *, apps: Sequence[App] | None = None) -> None:
         self.config = config or PhoneConfig()
         self.width = self.config.width
         self.height = self.config.height
         self.scale = self.width / DP_WIDTH
         self.screen_height = self.height / self.scale
         self.content_height = self.screen_height - STATUS_HEIGHT - NAV_HEIGHT
-        self.apps: dict[str, App] = {app.package: app for app in installed_apps()}
+        chosen = installed_apps() if apps is None else [app for app in apps if app.package != LAUNCHER]
+        if apps is not None:
+            chosen.insert(0, Launcher())
+        self.apps: dict[str, App] = {app.package: app for app in chosen}
         self.white = False
         self._version = 0
         self._rendered: tuple[int, Image.Image] | None = None

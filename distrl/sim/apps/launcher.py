@@ -52,13 +52,6 @@ class Launcher(BaseApp):
 
             out.append(
                 Element(
-                    id=f"launcher/app/{slug}",
-                    box=Box(x, y - 4, x + cell_w, y + CELL_H - 12),
-                    on_tap=launch,
-                )
-            )
-            out.append(
-                Element(
                     id=f"launcher/icon/{slug}",
                     box=icon,
                     kind="icon",
@@ -75,6 +68,13 @@ class Launcher(BaseApp):
                     text=app.label,
                     size=13,
                     align="centre",
+                )
+            )
+            out.append(
+                Element(
+                    id=f"launcher/app/{slug}",
+                    box=Box(x, y - 4, x + cell_w, y + CELL_H - 12),
+                    on_tap=launch,
                 )
             )
         return out
