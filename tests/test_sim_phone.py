@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
@@ -73,7 +74,7 @@ class NotesApp(BaseApp):
                     box=Box(16, 240 + n * 60, 396, 290 + n * 60),
                     kind="card",
                     text=f"Note {n}",
-                    on_tap=lambda n=n: ctx.push("detail", n=n),
+                    on_tap=functools.partial(ctx.push, "detail", n=n),
                 )
             )
         return out
