@@ -26,17 +26,17 @@ from typing import Any
 import orjson
 from PIL import Image
 
+from distrl.sim import overlay
 from distrl.sim.app import App, Context, Frame, Json, frame
 from distrl.sim.apps import installed_apps
 from distrl.sim.apps.launcher import Launcher
 from distrl.sim.keyboard import KEYBOARD_HEIGHT, keyboard_elements
+from distrl.sim.overlay import NAV_HEIGHT, STATUS_HEIGHT
 from distrl.sim.ui import DP_WIDTH, Box, Element, Painter, Palette
 
 __all__ = ["KEYCODES", "LAUNCHER", "Phone", "PhoneConfig"]
 
 LAUNCHER = Launcher.package
-STATUS_HEIGHT = 28.0
-NAV_HEIGHT = 48.0
 INPUT_S = 1.0
 """Virtual seconds an input event takes (the finger, the UI settling)."""
 SCREENSHOT_S = 1.0
@@ -434,7 +434,7 @@ class Phone:
     def _content(self) -> list[Element]:
         ctx = self.context()
         if ctx.loading:
-            return _loading_view(ctx)
+            return overlay.loading_view(ctx)
         return ctx.app.view(ctx)
 
     def _max_scroll(self) -> float:
@@ -458,29 +458,10 @@ class Phone:
         if top["focus"] is not None and top["dialog"] is None:
             kb_top = STATUS_HEIGHT + self.content_height - KEYBOARD_HEIGHT
             placed.extend((e, e.box.shifted(kb_top)) for e in keyboard_elements(self, ctx))
-        toast = self.data["toast"]
-        if toast is not None:
-            y = STATUS_HEIGHT + self.content_height - 90
-            width = min(DP_WIDTH - 48, 40 + len(str(toast["text"])) * 8.0)
-            box = Box((DP_WIDTH - width) / 2, y, (DP_WIDTH + width) / 2, y + 40)
-            placed.append(
-                (
-                    Element(
-                        id="system/toast",
-                        box=box,
-                        text=str(toast["text"]),
-                        kind="card",
-                        fill=(60, 60, 66),
-                        colour=(255, 255, 255),
-                        radius=20,
-                        align="centre",
-                    ),
-                    box,
-                )
-            )
+        placed.extend(overlay.toast(self))
         if top["dialog"] is not None:
-            placed.extend(self._dialog(ctx, top["dialog"]))
-        placed.extend(self._system_bars())
+            placed.extend(overlay.dialog(self, ctx, top["dialog"]))
+        placed.extend(overlay.system_bars(self))
         return placed
 
     def elements(self) -> list[Element]:
@@ -496,121 +477,6 @@ class Phone:
             if element.fill is not None or element.kind in ("button", "field", "card", "key", "bar"):
                 return None  # opaque and inert: the tap stops here
         return None
-
-    def _dialog(self, ctx: Context, dialog: Json) -> list[tuple[Element, Box]]:
-        screen = Box(0, 0, DP_WIDTH, self.screen_height)
-
-        def dismiss() -> None:
-            if dialog.get("cancelable", True):
-                ctx.frame["dialog"] = None
-
-        out: list[tuple[Element, Box]] = [
-            (Element(id="dialog/scrim", box=screen, kind="bar", fill=Palette.SCRIM, on_tap=dismiss), screen)
-        ]
-        buttons: list[str] = list(dialog["buttons"])
-        height = 200.0 + 20 * (len(str(dialog["text"])) // 34)
-        top = (self.screen_height - height) / 2
-        card = Box(28, top, DP_WIDTH - 28, top + height)
-        out.append((Element(id="dialog/card", box=card, kind="card", fill=Palette.SURFACE, radius=24), card))
-        title = Box(52, top + 20, DP_WIDTH - 52, top + 56)
-        out.append(
-            (Element(id="dialog/title", box=title, text=str(dialog["title"]), size=20, bold=True), title)
-        )
-        body = Box(52, top + 60, DP_WIDTH - 52, top + height - 64)
-        out.append(
-            (
-                Element(id="dialog/text", box=body, text=str(dialog["text"]), colour=Palette.MUTED, lines=6),
-                body,
-            )
-        )
-        x1 = DP_WIDTH - 44
-        for label in reversed(buttons):
-            width = 24 + len(label) * 9.5
-            box = Box(x1 - width, top + height - 56, x1, top + height - 16)
-
-            def press(label: str = label) -> None:
-                ctx.frame["dialog"] = None
-                ctx.app.on_dialog(ctx, str(dialog["id"]), label)
-
-            out.append(
-                (
-                    Element(
-                        id=f"dialog/button/{label}",
-                        box=box,
-                        text=label,
-                        kind="button",
-                        fill=Palette.SURFACE,
-                        colour=Palette.PRIMARY,
-                        bold=True,
-                        align="centre",
-                        on_tap=press,
-                    ),
-                    box,
-                )
-            )
-            x1 = box.x0 - 8
-        return out
-
-    def _system_bars(self) -> list[tuple[Element, Box]]:
-        settings = self.data["settings"]
-        status = Box(0, 0, DP_WIDTH, STATUS_HEIGHT)
-        bar_fill = Palette.BAR
-        icons = []
-        if settings["global"].get("airplane_mode_on") == "1":
-            icons.append("Airplane")
-        else:
-            if settings["global"].get("wifi_on") == "1":
-                icons.append("Wi-Fi")
-            icons.append("LTE" if settings["global"].get("mobile_data") == "1" else "")
-        if settings["global"].get("bluetooth_on") == "1":
-            icons.append("BT")
-        icons.append("87%")
-        right = "  ".join(i for i in icons if i)
-        out: list[tuple[Element, Box]] = [
-            (Element(id="system/status_bar", box=status, kind="bar", fill=bar_fill), status),
-            (
-                Element(
-                    id="system/clock",
-                    box=Box(16, 0, 120, STATUS_HEIGHT),
-                    text=self.now.strftime("%H:%M"),
-                    size=13,
-                    bold=True,
-                ),
-                Box(16, 0, 120, STATUS_HEIGHT),
-            ),
-            (
-                Element(
-                    id="system/status_icons",
-                    box=Box(150, 0, DP_WIDTH - 16, STATUS_HEIGHT),
-                    text=right,
-                    size=12,
-                    align="right",
-                ),
-                Box(150, 0, DP_WIDTH - 16, STATUS_HEIGHT),
-            ),
-        ]
-        nav_top = self.screen_height - NAV_HEIGHT
-        nav = Box(0, nav_top, DP_WIDTH, self.screen_height)
-        out.append((Element(id="system/nav_bar", box=nav, kind="bar", fill=bar_fill), nav))
-        for i, (name, action) in enumerate(
-            (("back", self.back), ("home", self.home), ("recents", lambda: self.key(187)))
-        ):
-            cx = DP_WIDTH * (0.25 + 0.25 * i)
-            box = Box(cx - 30, nav_top + 4, cx + 30, nav_top + NAV_HEIGHT - 4)
-            out.append(
-                (
-                    Element(
-                        id=f"system/nav/{name}",
-                        box=box,
-                        kind="icon",
-                        icon=name,
-                        colour=Palette.MUTED,
-                        on_tap=action,
-                    ),
-                    box,
-                )
-            )
-        return out
 
     def render(self) -> Image.Image:
         """The screen as an RGB image (cached until the phone changes)."""
@@ -643,39 +509,3 @@ def _with_box(element: Element, box: Box) -> Element:
     from dataclasses import replace
 
     return replace(element, box=box, fixed=True)
-
-
-def _loading_view(ctx: Context) -> list[Element]:
-    """A page still loading: the app's bar stays, the rest is blank with a progress bar; taps do nothing."""
-    height = ctx.viewport_height
-    bar = [e for e in ctx.app.view(ctx) if e.fixed and e.box.y1 <= 64]
-    top = max((e.box.y1 for e in bar), default=0.0)
-    remaining = float(ctx.frame.get("loading_until", 0.0)) - ctx.now
-    progress = max(0.1, min(0.9, 1 - remaining / 4))
-    blank = Box(0, top, DP_WIDTH, height)
-    return [
-        *bar,
-        Element(
-            id="system/loading_page",
-            box=blank,
-            kind="bar",
-            fill=Palette.SURFACE,
-            fixed=True,
-            on_tap=lambda: None,
-        ),
-        Element(
-            id="system/loading_bar",
-            box=Box(0, top, DP_WIDTH, top + 4),
-            kind="progress",
-            value=progress,
-            fixed=True,
-        ),
-        Element(
-            id="system/loading_text",
-            box=Box(0, height / 2 - 20, DP_WIDTH, height / 2 + 20),
-            text="Loading…",
-            colour=Palette.MUTED,
-            align="centre",
-            fixed=True,
-        ),
-    ]
