@@ -7,6 +7,7 @@ non-zero exit status: 2 for usage and inventory errors, 1 when something failed 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ from distrl.actions import format_action, parse_action, to_gesture
 from distrl.config import Inventory, load_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.records import InvalidAction
+from distrl.sim.latency import FaultRates
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -115,6 +117,59 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds to wait for the learner",
     )
     worker.set_defaults(command=_worker)
+
+    sim = commands.add_parser(
+        "sim",
+        parents=[common],
+        help="serve simulated phones that the real adb server lists as emulators",
+        description="Serve simulated phones as emulators: phone k's console on BASE+2k and its adbd on "
+        "BASE+2k+1 (loopback only), so `adb devices` lists emulator-BASE, emulator-BASE+2, ... and adb, "
+        "adbutils and the emulator console drive them like real ones. Each phone announces itself to the "
+        "adb server, as an emulator does. Runs until Ctrl-C.",
+    )
+    sim.add_argument(
+        "--devices", type=_positive_int, default=1, metavar="N", help="phones to serve (default 1)"
+    )
+    sim.add_argument(
+        "--base-port", type=_port, default=5554, metavar="PORT", help="first console port (default 5554)"
+    )
+    sim.add_argument("--size", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)")
+    sim.add_argument("--seed", type=int, default=0, help="phone k is seeded with SEED+k (default 0)")
+    sim.add_argument(
+        "--time-scale",
+        type=_scale,
+        default=1.0,
+        metavar="F",
+        help="wall seconds per simulated second of latency (default 1; 0: no waiting)",
+    )
+    sim.add_argument(
+        "--latency",
+        choices=["off", "calibrated"],
+        default="off",
+        help="device latency: none, or a real emulator's (default off)",
+    )
+    sim.add_argument(
+        "--faults",
+        type=_fault_rates,
+        default="",
+        metavar="RATES",
+        help="fault probabilities per operation, e.g. hang=0.01,crash=0.001,offline=0.001,white_frame=0.02",
+    )
+    sim.add_argument(
+        "--token-file",
+        default="~/.emulator_console_auth_token",
+        metavar="PATH",
+        help="console auth token (created if missing; an empty file turns auth off)",
+    )
+    sim.add_argument(
+        "--adb-server-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="the adb server to announce the phones to (default $ANDROID_ADB_SERVER_PORT or 5037)",
+    )
+    sim.add_argument("--no-register", action="store_true", help="do not announce the phones to an adb server")
+    sim.set_defaults(command=_sim)
     return parser
 
 
@@ -176,6 +231,62 @@ def _worker(args: argparse.Namespace) -> int:
     worker_main(args.host, handshake_s=args.handshake_timeout)
 
 
+def _sim(args: argparse.Namespace) -> int:
+    import socket
+    from pathlib import Path
+
+    from distrl.sim.latency import LatencyProfile
+    from distrl.sim.phone import PhoneConfig
+    from distrl.sim.server import ServedPhone, serve_phones
+
+    width, height = args.size
+    try:
+        config = PhoneConfig(width=width, height=height, seed=args.seed)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    adb_port = args.adb_server_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+    register: int | None = None
+    if not args.no_register:
+        try:
+            socket.create_connection(("127.0.0.1", adb_port), timeout=2).close()
+            register = adb_port
+        except OSError:
+            _say(
+                f"no adb server on port {adb_port}; one started later finds phones whose adbd port is in "
+                "5555-5585 by itself (others: adb connect 127.0.0.1:PORT)"
+            )
+    profile = LatencyProfile.calibrated() if args.latency == "calibrated" else LatencyProfile.off()
+
+    class Report:
+        """Where ``serve_phones`` reports readiness: one line per phone."""
+
+        def started(self, value: list[ServedPhone] | None = None) -> None:
+            for item in value or []:
+                _say(f"{item.serial}  adbd 127.0.0.1:{item.adb_port}  console {item.console_port}")
+
+    serve = functools.partial(
+        serve_phones,
+        args.devices,
+        base_port=args.base_port,
+        phone_config=config,
+        latency=profile,
+        time_scale=args.time_scale,
+        faults=args.faults,
+        token_file=Path(args.token_file),
+        register_with=register,
+        task_status=Report(),
+    )
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        _say("stopped")
+    except OSError as exc:
+        return _fail(f"cannot serve the phones: {exc.strerror or exc}", EXIT_FAILED)
+    except ValueError as exc:  # serve_phones checks the ports before it starts anything
+        return _fail(str(exc), EXIT_USAGE)
+    return 0
+
+
 def _headline(inventory: Inventory) -> str:
     hosts = len(inventory.hosts)
     return (
@@ -203,6 +314,30 @@ def _seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1024 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 1024 to 65535, got {value}")
+    return value
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, got {text!r}")
+    return value
+
+
+def _fault_rates(text: str) -> FaultRates:
+    try:
+        return FaultRates.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _screen(text: str) -> tuple[int, int]:

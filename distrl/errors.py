@@ -8,7 +8,9 @@ The tree::
     │   └── TransportTimeout (TimeoutError)     an operation on a host ran past ``timeout_s``
     ├── DeviceError                     one device: ``host``, ``device``, ``operation``
     │   ├── DeviceTimeout (TimeoutError)    ``timeout_s``
-    │   └── DeviceOffline (ConnectionError)
+    │   ├── DeviceOffline (ConnectionError)
+    │   │   └── DeviceCrashed               the device died; down until it is reset (rebooted)
+    │   └── BadScreenshot (ValueError)      unusable screen capture: ``reason``, ``attempts``
     ├── WireError (ValueError)          a frame that cannot be decoded: ``reason``
     │   ├── FrameTooLarge               ``size``, ``limit``
     │   ├── TruncatedFrame              ``expected``, ``received``
@@ -106,6 +108,20 @@ class DeviceTimeout(DeviceError, TimeoutError):
 
 class DeviceOffline(DeviceError, ConnectionError):
     """The device is gone (adb lost it, the emulator died)."""
+
+
+class DeviceCrashed(DeviceOffline):
+    """The device crashed; it stays down until it is reset, which reboots it."""
+
+
+class BadScreenshot(DeviceError, ValueError):
+    """A screen capture is unusable: corrupt image data, or white frames past the retry budget."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "device", "operation", "reason", "attempts")
+    reason: str | None
+    """``corrupt`` (cannot be decoded) or ``white`` (every pixel the same)."""
+    attempts: int | None
+    """Captures taken before giving up."""
 
 
 class WireError(DistrlError, ValueError):

@@ -1,0 +1,423 @@
+"""``AdbDevice``: an Android emulator (or a phone, or the sim served as an emulator) through adb.
+
+adbutils is blocking, so every adb call runs in a worker thread behind a ``CapacityLimiter``, under the
+operation's timeout, and with a socket timeout on every read so that a thread left behind by a
+cancelled or timed-out call ends on its own soon after. Commands go through adbutils'
+``open_transport`` rather than its helpers (``shell``, ``click``, ``swipe``, ``keyevent``,
+``send_keys``): the wire is the same (``input tap X Y`` …), but the helpers read with a 10-minute
+timeout while switching transport, cannot take one for ``click`` and friends, and read output in a
+quadratic loop.
+
+Commands use shell protocol v2 (``shell,v2,raw:``) where the device advertises ``shell_v2`` (Android 7
+and later, and the sim): the exit status is known, stdout is kept apart from stderr (a warning never
+corrupts a PNG), and a connection lost half-way (the device crashed) is told from a command that
+printed nothing. Older devices get plain ``shell:``.
+
+Every adbutils and socket error is translated in ``AdbDevice._translate``, the one boundary: lost or
+unknown devices become ``DeviceOffline``, stalls ``DeviceTimeout``, the rest ``DeviceError``, each
+with ``host``, ``device`` and ``operation``.
+
+- ``observe``: ``screencap -p``, decoded and checked: a corrupt PNG raises ``BadScreenshot`` (never a
+  black image, as adbutils' ``screenshot`` would give); a white frame is captured again, up to
+  ``white_frame_retries`` times, then ``BadScreenshot``.
+- ``act``: ``input tap|swipe|text|keyevent``; text is shell-quoted with its spaces sent as ``%s`` (as
+  DigiRL and AndroidWorld do; Android's ``input`` has no way to type a literal ``%s``). The screen size
+  comes from ``wm size`` (the override size when set), asked once per reset.
+- ``reset``: ``avd snapshot load <snapshot>`` on the emulator console (``console.EmulatorConsole``,
+  with the auth token), then the task's setup commands, each checked by its exit status. When the
+  snapshot cannot be loaded (no console, ``KO``, a timeout) the device is rebooted, the last resort:
+  ``adb reboot`` (the ``reboot:`` service), then ``sys.boot_completed`` polled, under
+  ``device_boot_s``.
+- ``state``: ``dumpsys distrl`` parsed as JSON (the sim answers it); None for any other answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import adbutils
+import anyio
+from anyio.lowlevel import RunVar
+from PIL import Image
+
+from distrl.actions import KeyEvent, Swipe, Tap, TypeText, to_gesture
+from distrl.config import Timeouts
+from distrl.device.console import ConsoleError, EmulatorConsole, read_token
+from distrl.device.protocol import Gate
+from distrl.device.screen import (
+    IMAGE_FORMATS,
+    WHITE_FRAME_RETRIES,
+    decode,
+    encode,
+    image_limiter,
+    is_blank,
+)
+from distrl.errors import BadScreenshot, DeviceError, DeviceOffline, DeviceTimeout
+from distrl.records import Action, Observation, Task
+from distrl.sim.suites import setup_commands
+
+__all__ = ["AdbDevice", "adb_limiter"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_SHELL_BYTES = 64 * 1024 * 1024
+"""Most bytes one shell command may answer (a 4K PNG screenshot is far below)."""
+CONSOLE_HOST = "127.0.0.1"
+"""The emulator console accepts local connections only."""
+REBOOT_POLL_S = 0.5
+"""How often a rebooting device is asked whether it has booted (adb has no event for it)."""
+REBOOT_LEAVE_S = 5.0
+"""Longest wait for a rebooting device to drop off adb before waiting for it to come back (at most a
+quarter of ``device_boot_s``)."""
+TOKEN_FILE = "~/.emulator_console_auth_token"
+"""Where the emulator keeps its console auth token."""
+
+_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("distrl.device.adb_limiter")
+_SIZE = re.compile(rb"(Physical|Override) size:\s*(\d+)x(\d+)")
+_OFFLINE_WORDS = ("not found", "offline", "unauthorized", "no devices", "closed", "connect")
+
+
+def adb_limiter() -> anyio.CapacityLimiter:
+    """This event loop's default limiter for adb threads (32 at once)."""
+    try:
+        return _LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(32)
+        _LIMITER.set(limiter)
+        return limiter
+
+
+class AdbDevice:
+    """An adb device behind the ``Device`` protocol."""
+
+    def __init__(
+        self,
+        serial: str,
+        *,
+        timeouts: Timeouts,
+        adb_host: str = "127.0.0.1",
+        adb_port: int | None = None,
+        console_port: int | None = None,
+        console_token_file: str = TOKEN_FILE,
+        limiter: anyio.CapacityLimiter | None = None,
+        snapshot: str = "default_boot",
+        host: str = "local",
+        image_format: str = "png",
+        jpeg_quality: int = 85,
+        white_frame_retries: int = WHITE_FRAME_RETRIES,
+    ) -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
+        if not snapshot or any(c.isspace() for c in snapshot):
+            raise ValueError(f"snapshot name {snapshot!r} must be one word")
+        if console_port is None:
+            match = re.fullmatch(r"emulator-(\d+)", serial)
+            console_port = int(match[1]) if match else None
+        self._serial = serial
+        self.timeouts = timeouts
+        """The limits every operation runs under."""
+        self.console_port = console_port
+        """The emulator console's port (``emulator-5554`` → 5554); None when there is none."""
+        self.console_token_file = os.path.expanduser(console_token_file)
+        """File holding the console's auth token (``~`` expanded)."""
+        self.snapshot = snapshot
+        """The emulator snapshot ``reset`` loads."""
+        self.image_format = image_format
+        """``png`` (as captured) or ``jpeg`` (re-encoded): the encoding of observations."""
+        self.jpeg_quality = jpeg_quality
+        """JPEG quality when ``image_format`` is ``jpeg``."""
+        self.white_frame_retries = white_frame_retries
+        """Captures retried after a white frame before ``observe`` gives up."""
+        self._limiter = limiter
+        # The client's socket timeout bounds the reads adbutils does on its own (server version).
+        self._client = adbutils.AdbClient(
+            host=adb_host, port=adb_port, socket_timeout=min(timeouts.device_act_s, timeouts.device_observe_s)
+        )
+        self._adb = self._client.device(serial)
+        self._size: tuple[int, int] | None = None
+        self._shell_v2: bool | None = None  # whether the device speaks shell protocol v2 (asked once)
+        self._gate = Gate(host=host, device=serial)
+
+    @property
+    def name(self) -> str:
+        """The adb serial."""
+        return self._serial
+
+    async def __aenter__(self) -> AdbDevice:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def reset(self, task: Task) -> Observation:
+        """Load the snapshot (reboot if that fails), run ``task``'s setup commands, observe.
+
+        Each phase runs under its own limit: the snapshot load ``device_reset_s``, a reboot
+        ``device_boot_s``, the setup ``device_reset_s``, the first observation ``device_observe_s``.
+        A setup command that fails raises ``DeviceError``; a task no suite made raises ``ValueError``."""
+        commands = setup_commands(task)
+        t = self.timeouts
+        async with self._gate.operation("reset", t.device_reset_s * 2 + t.device_boot_s + t.device_observe_s):
+            self._size = None
+            try:
+                async with self._gate.deadline("reset (snapshot load)", t.device_reset_s):
+                    await self._load_snapshot()
+            except DeviceError as exc:
+                log.warning("%s: %s; rebooting", self._serial, exc)
+                async with self._gate.deadline("reset (reboot)", t.device_boot_s):
+                    await self._reboot()
+            async with self._gate.deadline("reset (setup)", t.device_reset_s):
+                for command in commands:
+                    await self._setup(command)
+            async with self._gate.deadline("reset (observe)", t.device_observe_s):
+                return await self._capture("reset")
+
+    async def observe(self) -> Observation:
+        """``screencap -p``, checked, retried after white frames."""
+        async with self._gate.operation("observe", self.timeouts.device_observe_s):
+            return await self._capture("observe")
+
+    async def act(self, action: Action) -> None:
+        """``input`` the gesture ``action`` stands for; the STATUS actions send nothing."""
+        timeout_s = self.timeouts.device_act_s
+        async with self._gate.operation("act", timeout_s):
+            if action.type.ends_episode:
+                return
+            width, height = await self._window_size("act")
+            gesture = to_gesture(action, width, height)
+            if isinstance(gesture, Tap):
+                command = f"input tap {gesture.x} {gesture.y}"
+            elif isinstance(gesture, Swipe):
+                g = gesture
+                command = f"input swipe {g.x1} {g.y1} {g.x2} {g.y2} {g.duration_ms}"
+            elif isinstance(gesture, TypeText):
+                command = "input text " + shlex.quote(gesture.text.replace(" ", "%s"))
+            elif isinstance(gesture, KeyEvent):
+                command = f"input keyevent {gesture.keycode}"
+            else:  # pragma: no cover - EndEpisode returned above
+                return
+            await self._shell("act", command, timeout_s)
+
+    async def state(self) -> dict[str, Any] | None:
+        """``dumpsys distrl`` as a JSON object; None when the device answers anything else."""
+        timeout_s = self.timeouts.device_observe_s
+        async with self._gate.operation("state", timeout_s):
+            output = await self._run("state", "dumpsys distrl", timeout_s)
+        try:
+            data = json.loads(output.stdout)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def aclose(self) -> None:
+        """Close the device (adbutils keeps no connections open); later operations raise ``DeviceOffline``."""
+        self._gate.close()
+
+    # ------------------------------------------------------------------ operations' parts
+    async def _capture(self, operation: str) -> Observation:
+        attempts = 1 + self.white_frame_retries
+        for attempt in range(1, attempts + 1):
+            data = await self._shell(operation, "screencap -p", self.timeouts.device_observe_s)
+            try:
+                frame = await anyio.to_thread.run_sync(self._check_frame, data, limiter=image_limiter())
+            except ValueError as exc:
+                raise self._gate.error(
+                    BadScreenshot, operation, f"screencap: {exc}", reason="corrupt", attempts=attempt
+                ) from exc
+            if frame is not None:
+                screenshot, width, height = frame
+                return Observation(
+                    screenshot=screenshot,
+                    width=width,
+                    height=height,
+                    image_format=self.image_format,
+                    timestamp_s=time.time(),
+                )
+            log.debug("%s: white frame (capture %d of %d)", self._serial, attempt, attempts)
+        raise self._gate.error(
+            BadScreenshot, operation, f"{attempts} white frames in a row", reason="white", attempts=attempts
+        )
+
+    def _check_frame(self, data: bytes) -> tuple[bytes, int, int] | None:
+        """In a worker thread: the observation's bytes and size, or None for a blank frame."""
+        image: Image.Image = decode(data)
+        if is_blank(image):
+            return None
+        if self.image_format == "jpeg":
+            data = encode(image, "jpeg", self.jpeg_quality)
+        return data, image.width, image.height
+
+    async def _window_size(self, operation: str) -> tuple[int, int]:
+        if self._size is None:
+            output = await self._shell(operation, "wm size", self.timeouts.device_act_s)
+            sizes = {kind: (int(w), int(h)) for kind, w, h in _SIZE.findall(output)}
+            size = sizes.get(b"Override") or sizes.get(b"Physical")
+            if size is None:
+                raise self._gate.error(
+                    DeviceError, operation, f"cannot read the screen size from {output!r:.200}"
+                )
+            self._size = size
+        return self._size
+
+    async def _load_snapshot(self) -> None:
+        port = self.console_port
+        if port is None:
+            raise self._gate.error(DeviceError, "reset", "has no emulator console to load a snapshot with")
+        try:
+            token = await read_token(self.console_token_file)
+            async with EmulatorConsole.connect(port, token=token, host=CONSOLE_HOST) as console:
+                await console.command(f"avd snapshot load {self.snapshot}")
+        except ConsoleError as exc:
+            raise self._gate.error(DeviceError, "reset", f"snapshot {self.snapshot!r}: {exc}") from exc
+        except (OSError, anyio.BrokenResourceError) as exc:
+            raise self._gate.error(
+                DeviceOffline, "reset", f"cannot reach the emulator console on port {port}: {exc}"
+            ) from exc
+        # A real emulator can drop off adb for a moment while the snapshot loads.
+        timeout_s = self.timeouts.device_reset_s
+        await self._call("reset", timeout_s, self._wait_for, "device", timeout_s)
+
+    async def _reboot(self) -> None:
+        """``adb reboot``, then wait until the device is back with ``sys.boot_completed`` = 1.
+
+        adb has no event for a finished boot, so the wait polls every ``REBOOT_POLL_S`` (the caller
+        bounds it with ``device_boot_s``)."""
+        t = self.timeouts
+        # The connection goes down with the device, so losing it is the expected answer.
+        with contextlib.suppress(DeviceError):
+            await self._call("reset", t.device_act_s, self._service_sync, "reboot:", t.device_act_s)
+        self._shell_v2 = None
+        # Give the adb server the moment it needs to see the device go, so the old system is not
+        # taken for the new one; a device that is back already (or never left) just ends the wait.
+        leave_s = min(REBOOT_LEAVE_S, t.device_boot_s / 4)
+        with contextlib.suppress(DeviceError), anyio.move_on_after(leave_s):
+            await self._call("reset", leave_s, self._wait_for, "disconnect", leave_s)
+        while True:
+            try:
+                await self._call("reset", t.device_boot_s, self._wait_for, "device", t.device_boot_s)
+                booted = await self._shell("reset", "getprop sys.boot_completed", t.device_act_s)
+            except (DeviceOffline, DeviceTimeout):
+                booted = b""
+            if booted.strip() == b"1":
+                return
+            await anyio.sleep(REBOOT_POLL_S)
+
+    async def _setup(self, command: str) -> None:
+        output = await self._run("reset", command, self.timeouts.device_reset_s)
+        if output.exit_code not in (None, 0):
+            text = (output.stdout + output.stderr).decode("utf-8", "replace").strip()
+            raise self._gate.error(
+                DeviceError,
+                "reset",
+                f"setup command {command!r} failed with exit status {output.exit_code}: {text:.200}",
+            )
+
+    # ------------------------------------------------------------------ the adbutils boundary
+    async def _shell(self, operation: str, command: str, timeout_s: float) -> bytes:
+        """``command``'s stdout; a ``DeviceError`` when its exit status is not 0."""
+        output = await self._run(operation, command, timeout_s)
+        if output.exit_code not in (None, 0):
+            text = (output.stderr or output.stdout).decode("utf-8", "replace").strip()
+            raise self._gate.error(
+                DeviceError, operation, f"{command!r} exited with status {output.exit_code}: {text:.200}"
+            )
+        return output.stdout
+
+    async def _run(self, operation: str, command: str, timeout_s: float) -> _Output:
+        """Run ``command`` in the device's shell: protocol v2 where the device speaks it, so that its
+        exit status is known and a connection lost half-way is told from a command that printed
+        nothing; plain ``shell:`` (no exit status) on devices older than Android 7."""
+        if self._shell_v2 is None:
+            features = await self._call(operation, timeout_s, self._features_sync, timeout_s)
+            self._shell_v2 = "shell_v2" in features.split(",")
+        if self._shell_v2:
+            return await self._call(operation, timeout_s, self._shell_v2_sync, command, timeout_s)
+        stdout = await self._call(operation, timeout_s, self._service_sync, "shell:" + command, timeout_s)
+        return _Output(None, stdout, b"")
+
+    async def _call(self, operation: str, timeout_s: float, func: Callable[..., T], *args: object) -> T:
+        """``func(*args)`` in a worker thread, its errors translated. A cancelled call leaves the thread
+        to finish on its own, within its socket timeout."""
+        limiter = self._limiter or adb_limiter()
+        try:
+            return await anyio.to_thread.run_sync(func, *args, abandon_on_cancel=True, limiter=limiter)
+        except (adbutils.AdbError, OSError, EOFError, subprocess.SubprocessError) as exc:
+            raise self._translate(exc, operation, timeout_s) from exc
+
+    def _translate(self, exc: BaseException, operation: str, timeout_s: float) -> DeviceError:
+        """The ``DeviceError`` for an adbutils or socket error: the one place where they are mapped."""
+        problem = f"adb {operation}: {type(exc).__name__}: {exc}"
+        if isinstance(exc, adbutils.AdbTimeout | TimeoutError | subprocess.TimeoutExpired):
+            return self._gate.error(DeviceTimeout, operation, problem, timeout_s=timeout_s)
+        if isinstance(exc, adbutils.AdbError) and not any(w in str(exc).lower() for w in _OFFLINE_WORDS):
+            return self._gate.error(DeviceError, operation, problem)
+        return self._gate.error(DeviceOffline, operation, problem)
+
+    # The methods below run in worker threads; each socket read is bounded by ``timeout_s``.
+    def _wait_for(self, state: str, timeout_s: float) -> None:
+        """Until the adb server has the device in ``state`` (``device``, ``disconnect``)."""
+        self._client.wait_for(self._serial, "any", state, timeout_s)
+
+    def _features_sync(self, timeout_s: float) -> str:
+        with self._adb.open_transport("features", timeout=timeout_s) as conn:
+            features: str = conn.read_string_block()
+            return features
+
+    def _service_sync(self, service: str, timeout_s: float) -> bytes:
+        """Open ``service`` on the device (``shell:…``, ``reboot:``) and read until it closes."""
+        with self._adb.open_transport(timeout=timeout_s) as conn:
+            conn.send_command(service)
+            conn.check_okay()
+            return _read_all(conn.conn)
+
+    def _shell_v2_sync(self, command: str, timeout_s: float) -> _Output:
+        """``shell,v2,raw:<command>``, its packets (id byte, u32 LE length, data) taken apart."""
+        data = self._service_sync("shell,v2,raw:" + command, timeout_s)
+        stdout: list[bytes] = []
+        stderr: list[bytes] = []
+        at = 0
+        while at + 5 <= len(data):
+            kind, size = data[at], int.from_bytes(data[at + 1 : at + 5], "little")
+            payload = data[at + 5 : at + 5 + size]
+            at += 5 + size
+            if kind == 1:
+                stdout.append(payload)
+            elif kind == 2:
+                stderr.append(payload)
+            elif kind == 3 and len(payload) == 1:
+                return _Output(payload[0], b"".join(stdout), b"".join(stderr))
+        raise adbutils.AdbError("the shell stream closed before the exit status (connection closed)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """What a shell command gave: its exit status (None over shell v1), stdout, stderr."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """Everything until the peer closes, at most ``MAX_SHELL_BYTES`` (linear, unlike adbutils')."""
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := sock.recv(256 * 1024):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > MAX_SHELL_BYTES:
+            raise adbutils.AdbError(f"shell output is larger than {MAX_SHELL_BYTES} bytes")
+    return b"".join(chunks)

@@ -1,0 +1,79 @@
+"""Screenshots: decoding and checking what a device sends, encoding what a simulated phone shows.
+
+Image work is CPU-bound, so devices run these functions in worker threads behind ``image_limiter()``,
+one ``CapacityLimiter`` per event loop sized to the machine's cores: hundreds of devices share a few
+threads and the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import anyio
+from anyio.lowlevel import RunVar
+from PIL import Image
+
+__all__ = [
+    "IMAGE_FORMATS",
+    "WHITE_FRAME_RETRIES",
+    "decode",
+    "encode",
+    "image_limiter",
+    "is_blank",
+]
+
+IMAGE_FORMATS = ("png", "jpeg")
+"""The encodings an ``Observation`` may carry."""
+
+WHITE_FRAME_RETRIES = 5
+"""Captures retried after a white frame before giving up (DigiRL retries up to 5 times)."""
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+"""The IEND chunk every whole PNG ends with (Pillow decodes a PNG cut short of it without a word)."""
+_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("distrl.device.image_limiter")
+
+
+def image_limiter() -> anyio.CapacityLimiter:
+    """This event loop's limiter for image threads (one token per CPU core)."""
+    try:
+        return _LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(max(1, os.cpu_count() or 1))
+        _LIMITER.set(limiter)
+        return limiter
+
+
+def is_blank(image: Image.Image) -> bool:
+    """True when every pixel of ``image`` is the same colour (a white frame, a blank screen)."""
+    extrema = image.getextrema()
+    bands = extrema if isinstance(extrema[0], tuple) else (extrema,)
+    return all(low == high for low, high in bands)
+
+
+def decode(data: bytes) -> Image.Image:
+    """A PNG screenshot as an RGB image. Raises ValueError, never returns a black image, on bad data."""
+    if not data.startswith(_PNG_SIGNATURE):
+        head = data[:40]
+        raise ValueError(f"not a PNG ({len(data)} bytes starting {head!r})")
+    if not data.endswith(_PNG_END):
+        raise ValueError(f"corrupt PNG ({len(data)} bytes): cut short, no IEND chunk at the end")
+    try:
+        with Image.open(io.BytesIO(data), formats=["PNG"]) as image:
+            image.load()
+            return image.convert("RGB")
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise ValueError(f"corrupt PNG ({len(data)} bytes): {exc}") from exc
+
+
+def encode(image: Image.Image, image_format: str, quality: int = 85) -> bytes:
+    """``image`` as ``png`` (fast compression) or ``jpeg`` bytes."""
+    out = io.BytesIO()
+    if image_format == "png":
+        image.save(out, "PNG", compress_level=1)
+    elif image_format == "jpeg":
+        image.save(out, "JPEG", quality=quality)
+    else:
+        raise ValueError(f"image format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
+    return out.getvalue()

@@ -1,0 +1,243 @@
+"""``SimDevice``: a simulated phone in this process, with realistic latency and injected faults.
+
+A ``SimDevice`` is cheap (a process holds hundreds): the phone is a state machine, its screen is drawn
+and encoded in a worker thread behind the process's image limiter, and the time a real emulator would
+take is slept with ``anyio.sleep`` as drawn by a ``LatencyModel``. The phone's own virtual clock does
+not follow that latency, so what an episode sees depends on the seed and the inputs only, whatever the
+latency or ``time_scale``.
+
+Reset restores the snapshot taken when the phone booted, then runs the task's setup commands with the
+sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and ``adb shell``.
+
+Faults (``FaultModel``) strike ``observe`` and ``act``; ``reset`` is the way back and is never struck:
+
+- ``HANG``: the operation never finishes; its timeout raises ``DeviceTimeout``.
+- ``CRASH``: ``DeviceCrashed``, and the device stays down until ``reset``, which reboots it (boot
+  latency on top of the reset).
+- ``OFFLINE``: ``DeviceOffline``, and the device stays unreachable until ``reset``.
+- ``WHITE_FRAME``: the screenshot is all white; ``observe`` sees that every pixel is the same and
+  captures again, up to ``white_frame_retries`` times, then raises ``BadScreenshot``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+
+from distrl.actions import EndEpisode, Swipe, Tap, TypeText, to_gesture
+from distrl.config import Timeouts
+from distrl.device.protocol import Gate
+from distrl.device.screen import IMAGE_FORMATS, WHITE_FRAME_RETRIES, image_limiter, is_blank
+from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline
+from distrl.records import Action, Observation, Task
+from distrl.sim.latency import Fault, FaultModel, LatencyModel, Op
+from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
+from distrl.sim.shell import run_shell
+from distrl.sim.suites import setup_commands
+
+__all__ = ["SimDevice"]
+
+log = logging.getLogger(__name__)
+
+
+class SimDevice:
+    """A simulated phone behind the ``Device`` protocol."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        phone_config: PhoneConfig,
+        timeouts: Timeouts,
+        latency: LatencyModel | None = None,
+        faults: FaultModel | None = None,
+        image_format: str = "jpeg",
+        jpeg_quality: int = 85,
+        host: str = "local",
+        white_frame_retries: int = WHITE_FRAME_RETRIES,
+    ) -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
+        if not 1 <= jpeg_quality <= 95:
+            raise ValueError(f"jpeg_quality must be 1-95, got {jpeg_quality}")
+        if white_frame_retries < 0:
+            raise ValueError(f"white_frame_retries must be ≥ 0, got {white_frame_retries}")
+        self._name = name
+        self.timeouts = timeouts
+        """The limits every operation runs under."""
+        self.latency = latency
+        """How long operations take; None for no waiting. May be replaced between operations."""
+        self.faults = faults
+        """Which faults strike; None for none. May be replaced between operations."""
+        self.image_format = image_format
+        """``png`` or ``jpeg``: the encoding of observations."""
+        self.jpeg_quality = jpeg_quality
+        """JPEG quality of observations (1-95)."""
+        self.white_frame_retries = white_frame_retries
+        """Captures retried after a white frame before ``observe`` gives up."""
+        self._phone = Phone(phone_config)
+        self._boot = self._phone.snapshot()
+        self._down: Fault | None = None  # CRASH or OFFLINE until the next reset
+        self._gate = Gate(host=host, device=name)
+
+    @property
+    def name(self) -> str:
+        """The device's name (``sim-0``)."""
+        return self._name
+
+    @property
+    def phone(self) -> Phone:
+        """The simulated phone itself, for experts and tests; not to be touched during an operation."""
+        return self._phone
+
+    async def __aenter__(self) -> SimDevice:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def reset(self, task: Task) -> Observation:
+        """Restore the boot snapshot (rebooting first after a crash), set ``task`` up, observe.
+
+        Each phase runs under its own limit: the reboot ``device_boot_s``, the restore and setup
+        ``device_reset_s``, the first observation ``device_observe_s``. A setup command that fails
+        raises ``DeviceError``; a task no suite made raises ``ValueError``."""
+        commands = setup_commands(task)
+        timeouts = self.timeouts
+        budget = timeouts.device_boot_s + timeouts.device_reset_s + timeouts.device_observe_s
+        async with self._gate.operation("reset", budget):
+            if self._down is Fault.CRASH:
+                async with self._gate.deadline("reset (reboot)", timeouts.device_boot_s):
+                    await self._wait(Op.BOOT)
+                    self._phone.reboot()
+            async with self._gate.deadline("reset", timeouts.device_reset_s):
+                await self._wait(Op.RESET)
+                await anyio.to_thread.run_sync(self._restore, commands, limiter=image_limiter())
+                self._down = None
+            async with self._gate.deadline("reset (observe)", timeouts.device_observe_s):
+                return await self._capture("reset", strike=False)
+
+    async def observe(self) -> Observation:
+        """A screenshot, retried after white frames."""
+        async with self._gate.operation("observe", self.timeouts.device_observe_s):
+            self._check_up("observe")
+            return await self._capture("observe", strike=True)
+
+    async def act(self, action: Action) -> None:
+        """Perform ``action`` on the phone, then wait as long as the UI takes to settle."""
+        gesture = to_gesture(action, self._phone.width, self._phone.height)
+        async with self._gate.operation("act", self.timeouts.device_act_s):
+            if isinstance(gesture, EndEpisode):
+                return
+            self._check_up("act")
+            phone = self._phone
+            before = phone.top_package
+            if isinstance(gesture, Tap):
+                op = Op.TAP
+                await self._strike(op, "act")
+                phone.tap(gesture.x, gesture.y)
+            elif isinstance(gesture, Swipe):
+                op = Op.SWIPE
+                await self._strike(op, "act")
+                phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
+            elif isinstance(gesture, TypeText):
+                op = Op.TEXT
+                await self._strike(op, "act")
+                phone.type_text(gesture.text)
+            else:
+                op = Op.KEY
+                await self._strike(op, "act")
+                phone.key(gesture.keycode)
+            await self._wait(op)
+            if phone.top_package not in (before, LAUNCHER):
+                await self._wait(Op.LAUNCH)
+            elif phone.context().loading:
+                await self._wait(Op.PAGE_LOAD)
+
+    async def state(self) -> dict[str, Any]:
+        """The phone's whole state (settings, apps' data, the top screen) as JSON-able values."""
+        async with self._gate.operation("state", self.timeouts.device_observe_s):
+            self._check_up("state")
+            state: dict[str, Any] = self._phone.state()
+            return state
+
+    async def aclose(self) -> None:
+        """Close the device; later operations raise ``DeviceOffline``."""
+        self._gate.close()
+
+    # ------------------------------------------------------------------ internals
+    def _restore(self, commands: list[str]) -> None:
+        """In a worker thread: the boot snapshot, then the setup commands."""
+        phone = self._phone
+        phone.white = False
+        phone.restore(self._boot)
+        for command in commands:
+            result = run_shell(phone, command)
+            if result.exit_code != 0:
+                output = result.output.decode("utf-8", "replace").strip()
+                raise self._gate.error(
+                    DeviceError,
+                    "reset",
+                    f"setup command {command!r} failed with exit status {result.exit_code}: {output:.200}",
+                )
+
+    async def _capture(self, operation: str, *, strike: bool) -> Observation:
+        attempts = 1 + self.white_frame_retries
+        for attempt in range(1, attempts + 1):
+            fault = await self._strike(Op.SCREENSHOT, operation) if strike else None
+            await self._wait(Op.SCREENSHOT)
+            data, blank = await anyio.to_thread.run_sync(
+                self._screenshot, fault is Fault.WHITE_FRAME, limiter=image_limiter()
+            )
+            if not blank:
+                return Observation(
+                    screenshot=data,
+                    width=self._phone.width,
+                    height=self._phone.height,
+                    image_format=self.image_format,
+                    timestamp_s=time.time(),
+                )
+            log.debug("%s: white frame (capture %d of %d)", self._name, attempt, attempts)
+        raise self._gate.error(
+            BadScreenshot,
+            operation,
+            f"{attempts} white frames in a row",
+            reason="white",
+            attempts=attempts,
+        )
+
+    def _screenshot(self, white: bool) -> tuple[bytes, bool]:
+        """In a worker thread: the encoded screen, and whether every pixel of it is the same."""
+        phone = self._phone
+        phone.white = white
+        try:
+            data = phone.screenshot(self.image_format, self.jpeg_quality)
+            blank = is_blank(phone.render())  # the frame just encoded, from the phone's cache
+        finally:
+            phone.white = False
+        return data, blank
+
+    async def _strike(self, op: Op, operation: str) -> Fault | None:
+        """Draw a fault for ``op`` and act it out; returns ``WHITE_FRAME`` or None to carry on."""
+        fault = self.faults.draw(op) if self.faults is not None else None
+        if fault is Fault.HANG:
+            log.debug("%s: injected hang in %s", self._name, operation)
+            await anyio.sleep_forever()
+        if fault is Fault.CRASH or fault is Fault.OFFLINE:
+            log.debug("%s: injected %s in %s", self._name, fault, operation)
+            self._down = fault
+            self._check_up(operation)
+        return fault
+
+    def _check_up(self, operation: str) -> None:
+        if self._down is Fault.CRASH:
+            raise self._gate.error(DeviceCrashed, operation, "crashed; reset reboots it")
+        if self._down is Fault.OFFLINE:
+            raise self._gate.error(DeviceOffline, operation, "offline; reset brings it back")
+
+    async def _wait(self, op: Op) -> None:
+        if self.latency is not None:
+            await anyio.sleep(self.latency.wall(op))

@@ -1,0 +1,603 @@
+"""The ``Device`` contract, passed by ``SimDevice`` and by ``AdbDevice`` (the sim served as an emulator,
+driven through the real adb server); then faults, cancellation, and what only one of them has.
+
+Tasks here carry their setup commands in ``params["setup"]`` (the autouse ``setup_from_params`` fixture
+reads them where the devices call the suites' ``setup_commands``), so the contract does not depend on
+which templates the suites hold; ``test_reset_runs_a_suite_task_setup`` covers the real suites.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+from PIL import Image
+
+import distrl.device.adb
+import distrl.device.sim
+from distrl.actions import KeyEvent, Swipe, Tap, TypeText, swipe_action, tap_action, to_gesture
+from distrl.config import Timeouts
+from distrl.device import AdbDevice, Device, SimDevice
+from distrl.device.console import ConsoleError, EmulatorConsole, read_token
+from distrl.device.screen import decode, is_blank
+from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline, DeviceTimeout
+from distrl.records import Action, ActionType, Observation, Task
+from distrl.sim import adbd as sim_adbd
+from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Spread
+from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
+from distrl.sim.shell import ShellResult
+from distrl.sim.shell import run_shell as sim_run_shell
+from distrl.sim.suites import setup_commands as suite_setup_commands
+
+if TYPE_CHECKING:
+    from conftest import AdbServer, SimFleet
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUTS = Timeouts(
+    device_boot_s=6.0, device_reset_s=2.0, device_observe_s=1.5, device_act_s=1.5, cleanup_s=1.0
+)
+CONFIG = PhoneConfig(nuisances=False)
+SLACK_S = 0.5
+"""How late a timeout may fire on a loaded test machine."""
+
+HOME = Action(type=ActionType.PRESS_HOME)
+BACK = Action(type=ActionType.PRESS_BACK)
+ENTER = Action(type=ActionType.PRESS_ENTER)
+
+
+def _task(*commands: str, name: str = "start") -> Task:
+    """A task whose start state is ``commands`` run on a clean phone."""
+    return Task(id=f"test/{name}", suite="test", goal=f"test {name}", params={"setup": "\n".join(commands)})
+
+
+WIFI_OFF = _task("settings put global wifi_on 0", name="wifi_off")
+
+
+def _test_setup(task: Task) -> list[str]:
+    """The setup commands of a test task (the suites' own for a suite task)."""
+    if task.suite != "test":
+        return suite_setup_commands(task)
+    return [line for line in str(task.params.get("setup", "")).split("\n") if line]
+
+
+@pytest.fixture(autouse=True)
+def setup_from_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(distrl.device.sim, "setup_commands", _test_setup)
+    monkeypatch.setattr(distrl.device.adb, "setup_commands", _test_setup)
+
+
+def _fixed(**seconds: float) -> LatencyProfile:
+    """A profile where each named op takes exactly that long and every other op no time."""
+    return LatencyProfile(**{op: (Spread(low_s=s, high_s=s),) for op, s in seconds.items()})
+
+
+# ---------------------------------------------------------------------------------------------- rigs
+
+
+@dataclass
+class Rig:
+    """A device under test, and the handles a test needs around it."""
+
+    kind: str
+    device: Device
+    config: PhoneConfig
+    """The phone's configuration: ``Phone(config)`` is the phone as it booted."""
+    other: Callable[[Timeouts], Device]
+    """Another device with other timeouts: on the same phone (adb), or a like one (sim)."""
+    set_latency: Callable[[LatencyProfile | None], None]
+    """How long the phone takes from now on (None: no time)."""
+    set_faults: Callable[[FaultRates | None], None]
+    """Which faults strike the phone from now on (None: none)."""
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.config.width, self.config.height
+
+
+@pytest.fixture
+async def sim_rig() -> AsyncIterator[Rig]:
+    device = SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS)
+
+    def other(timeouts: Timeouts) -> Device:
+        return SimDevice(
+            "sim-1", phone_config=CONFIG, timeouts=timeouts, latency=device.latency, faults=device.faults
+        )
+
+    def set_latency(profile: LatencyProfile | None) -> None:
+        device.latency = LatencyModel(profile, seed=0) if profile else None
+
+    def set_faults(rates: FaultRates | None) -> None:
+        device.faults = FaultModel(rates, seed=0) if rates else None
+
+    yield Rig("sim", device, CONFIG, other, set_latency, set_faults)
+    await device.aclose()
+
+
+@pytest.fixture
+async def adb_rig(adb_server: AdbServer, sim_fleet: SimFleet) -> AsyncIterator[Rig]:
+    served = sim_fleet.phones[0]
+
+    def other(timeouts: Timeouts) -> Device:
+        return AdbDevice(
+            served.serial,
+            timeouts=timeouts,
+            adb_port=adb_server.port,
+            console_port=served.console_port,
+            console_token_file=str(sim_fleet.token_file),
+        )
+
+    # The fleet's event loop reads these attributes per command; plain assignments are safe.
+    def set_latency(profile: LatencyProfile | None) -> None:
+        served.adbd.latency = LatencyModel(profile, seed=0) if profile else None
+
+    def set_faults(rates: FaultRates | None) -> None:
+        served.adbd.faults = FaultModel(rates, seed=0) if rates else None
+
+    device = other(TIMEOUTS)
+    yield Rig("adb", device, served.phone.config, other, set_latency, set_faults)
+    await device.aclose()
+
+
+@pytest.fixture(params=["sim", "adb"])
+def rig(request: pytest.FixtureRequest) -> Rig:
+    found: Rig = request.getfixturevalue(f"{request.param}_rig")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- oracle
+#
+# What a device does is checked against a phone of the same configuration driven directly: the same
+# setup commands, the one screenshot a reset takes, then the same gestures. Its state must be the
+# device's, to the last field (the virtual clock and the random stream's position included).
+
+
+def _reference(rig: Rig, task: Task) -> Phone:
+    """A phone like the rig's, put through what ``reset(task)`` does: boot, setup, one screenshot."""
+    phone = Phone(rig.config)
+    for command in _test_setup(task):
+        assert sim_run_shell(phone, command).exit_code == 0, command
+    phone.screenshot("png")
+    return phone
+
+
+def _apply(phone: Phone, action: Action) -> None:
+    """What ``act(action)`` does to the phone."""
+    gesture = to_gesture(action, phone.width, phone.height)
+    if isinstance(gesture, Tap):
+        phone.tap(gesture.x, gesture.y)
+    elif isinstance(gesture, Swipe):
+        phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
+    elif isinstance(gesture, TypeText):
+        phone.type_text(gesture.text)
+    elif isinstance(gesture, KeyEvent):
+        phone.key(gesture.keycode)
+
+
+async def _act(rig: Rig, phone: Phone, action: Action) -> dict[str, Any]:
+    """``action`` on the device and on the reference phone; the device's state, checked equal."""
+    await rig.device.act(action)
+    _apply(phone, action)
+    state = await rig.device.state()
+    assert state == phone.state()
+    return state
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _image(observation: Observation) -> Image.Image:
+    image = Image.open(io.BytesIO(observation.screenshot))
+    assert image.format == observation.image_format.upper()
+    image.load()
+    return image
+
+
+def _tap(phone: Phone, element_id: str) -> Action:
+    """A tap in the middle of ``element_id`` as it is on ``phone``'s screen now."""
+    element = next(e for e in phone.elements() if e.id == element_id)
+    x, y = element.box.centre
+    return tap_action(int(x), int(y), phone.width, phone.height)
+
+
+def _apps(config: PhoneConfig) -> list[str]:
+    """The installed apps but the launcher, Settings first when it is there."""
+    apps = [pkg for pkg in Phone(config).packages if pkg != LAUNCHER]
+    return sorted(apps, key=lambda pkg: pkg != "com.android.settings")
+
+
+def _an_app(config: PhoneConfig) -> str:
+    apps = _apps(config)
+    if not apps:
+        pytest.skip("the sim has no app but the launcher yet")
+    return apps[0]
+
+
+def _launch(package: str) -> str:
+    return f"monkey -p {package} -c android.intent.category.LAUNCHER 1"
+
+
+def _top(state: dict[str, Any] | None) -> dict[str, Any]:
+    assert state is not None
+    top: dict[str, Any] = state["top"]
+    return top
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+
+async def test_reset_returns_the_start_screen(rig: Rig) -> None:
+    observation = await rig.device.reset(WIFI_OFF)
+    image = _image(observation)
+    assert image.size == (observation.width, observation.height) == rig.size
+    assert not is_blank(image)
+    state = await rig.device.state()
+    assert state == _reference(rig, WIFI_OFF).state()
+    assert state is not None
+    assert state["top"] == {"package": LAUNCHER, "screen": "home", "args": {}}
+    assert state["settings"]["global"]["wifi_on"] == "0"  # the task's setup ran
+
+
+async def test_observe_returns_a_decodable_image_of_the_phone_size(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    observation = await rig.device.observe()
+    image = _image(observation)
+    assert image.size == rig.size
+    assert (observation.width, observation.height) == rig.size
+    assert not is_blank(image)
+    assert observation.timestamp_s > 0
+
+
+async def test_a_tap_on_a_launcher_icon_opens_the_app(rig: Rig) -> None:
+    package = _an_app(rig.config)
+    await rig.device.reset(_task())
+    phone = _reference(rig, _task())
+    state = await _act(rig, phone, _tap(phone, f"launcher/app/{package}"))
+    assert _top(state)["package"] == package
+
+
+async def test_home_keeps_the_app_running_and_back_closes_it(rig: Rig) -> None:
+    package = _an_app(rig.config)
+    task = _task(_launch(package))
+    await rig.device.reset(task)
+    phone = _reference(rig, task)
+    assert _top(await rig.device.state())["package"] == package
+    state = await _act(rig, phone, HOME)
+    assert state["top"] == {"package": LAUNCHER, "screen": "home", "args": {}}
+    assert package in state["tasks"]  # HOME leaves the app running, as Android does
+    await rig.device.reset(task)
+    phone = _reference(rig, task)
+    for _ in range(3):  # BACK closes a pop-up first, if the app showed one
+        state = await _act(rig, phone, BACK)
+        if package not in state["tasks"]:
+            break
+    assert _top(state)["package"] == LAUNCHER
+    assert package not in state["tasks"]  # BACK on the app's first screen closes it
+
+
+def _a_field(config: PhoneConfig, task: Callable[[str], Task]) -> tuple[Task, str]:
+    """A start state whose screen has a field that a tap focuses, and the field's id."""
+    for package in _apps(config):
+        phone = Phone(config)
+        phone.launch(package)
+        for element in phone.elements():
+            if element.kind == "field" and element.on_tap is not None:
+                return task(package), element.id
+    pytest.skip("no app of the sim has a field on its first screen yet")
+
+
+async def test_typing_goes_into_the_focused_field_and_enter_submits_it(rig: Rig) -> None:
+    task, field = _a_field(rig.config, lambda package: _task(_launch(package)))
+    await rig.device.reset(task)
+    phone = _reference(rig, task)
+    await _act(rig, phone, _tap(phone, field))
+    focus = phone.top_frame["focus"]
+    assert focus is not None
+    typed = await _act(rig, phone, Action(type=ActionType.TYPE, text="blue shoes"))
+    frame = typed["tasks"][phone.top_package][-1]
+    assert frame["fields"][focus] == "blue shoes"  # the space arrived (adb sends it as %s)
+    entered = await _act(rig, phone, ENTER)
+    assert entered != typed
+
+
+SWIPE_UP = ((0.5, 0.7), (0.5, 0.3))
+"""A swipe up the middle of the screen, as ``(x, y)`` fractions from and to."""
+
+
+def _swipe_up(config: PhoneConfig) -> Action:
+    (x0, y0), (x1, y1) = SWIPE_UP
+    w, h = config.width, config.height
+    return swipe_action(int(x0 * w), int(y0 * h), int(x1 * w), int(y1 * h), w, h)
+
+
+def _scrollable(config: PhoneConfig) -> str:
+    """An app whose first screen scrolls when swiped up."""
+    for package in _apps(config):
+        phone = Phone(config)
+        phone.launch(package)
+        _apply(phone, _swipe_up(config))
+        if phone.top_frame["scroll"] > 0:
+            return package
+    pytest.skip("no app of the sim scrolls on its first screen yet")
+
+
+async def test_a_swipe_up_scrolls_the_content(rig: Rig) -> None:
+    package = _scrollable(rig.config)
+    task = _task(_launch(package))
+    await rig.device.reset(task)
+    phone = _reference(rig, task)
+    state = await _act(rig, phone, _swipe_up(rig.config))
+    assert state["tasks"][package][-1]["scroll"] > 0
+
+
+async def test_status_actions_do_nothing_on_the_device(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    before = await rig.device.state()
+    await rig.device.act(Action(type=ActionType.STATUS_TASK_COMPLETE))
+    await rig.device.act(Action(type=ActionType.STATUS_TASK_IMPOSSIBLE))
+    assert await rig.device.state() == before
+
+
+async def test_reset_after_changes_restores_the_clean_state(rig: Rig) -> None:
+    first = await rig.device.reset(WIFI_OFF)
+    clean = await rig.device.state()
+    apps = _apps(rig.config)
+    await rig.device.reset(_task("settings put global wifi_on 1", "settings put system font_scale 2.0"))
+    if apps:
+        await rig.device.act(_tap(Phone(rig.config), f"launcher/app/{apps[0]}"))
+    await rig.device.act(BACK)
+    await rig.device.act(Action(type=ActionType.DUAL_POINT, touch=(0.5, 0.5), lift=(0.1, 0.5)))
+    changed = await rig.device.state()
+    assert changed != clean
+    again = await rig.device.reset(WIFI_OFF)
+    assert await rig.device.state() == clean
+    assert again.screenshot == first.screenshot
+
+
+async def test_a_failing_setup_command_raises_a_device_error(rig: Rig) -> None:
+    with pytest.raises(DeviceError, match=r"com\.example\.missing") as caught:
+        await rig.device.reset(_task("am start -n com.example.missing/.Main"))
+    assert caught.value.operation == "reset"
+    assert caught.value.device == rig.device.name
+    await rig.device.reset(_task())  # the device is fine
+
+
+async def test_operations_after_aclose_raise_device_offline(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    await rig.device.aclose()
+    await rig.device.aclose()  # idempotent
+    with pytest.raises(DeviceOffline):
+        await rig.device.reset(_task())
+    with pytest.raises(DeviceOffline):
+        await rig.device.observe()
+    with pytest.raises(DeviceOffline):
+        await rig.device.act(HOME)
+    with pytest.raises(DeviceOffline):
+        await rig.device.act(Action(type=ActionType.STATUS_TASK_COMPLETE))
+    with pytest.raises(DeviceOffline):
+        await rig.device.state()
+
+
+async def test_timeouts_fire(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    rig.set_latency(_fixed(screenshot=1.0, key=1.0, tap=1.0, reset=1.0))
+    short = Timeouts(device_boot_s=0.2, device_reset_s=0.2, device_observe_s=0.2, device_act_s=0.2)
+    slow = rig.other(short)
+    operations: list[Callable[[], Any]] = [slow.observe, lambda: slow.act(HOME)]
+    if rig.kind == "sim":
+        operations.append(lambda: slow.reset(_task()))
+    for operation in operations:
+        start = anyio.current_time()
+        with pytest.raises(DeviceTimeout) as caught:
+            await operation()
+        assert anyio.current_time() - start < 0.2 + SLACK_S
+        assert caught.value.timeout_s is not None
+    await slow.aclose()
+    rig.set_latency(None)
+    await rig.device.reset(_task())  # the phone is fine
+
+
+async def test_a_cancelled_observe_leaves_the_device_working(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    rig.set_latency(_fixed(screenshot=0.3))
+    for delay in (0.0, 0.01, 0.1):
+        with anyio.move_on_after(delay) as scope:
+            await rig.device.observe()
+        assert scope.cancelled_caught
+    rig.set_latency(None)
+    with anyio.move_on_after(0.001):  # cancelled while the screen is encoded
+        await rig.device.observe()
+    _image(await rig.device.observe())
+    await rig.device.act(HOME)
+    assert _top(await rig.device.state())["package"] == LAUNCHER
+
+
+# ---------------------------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [(Fault.HANG, DeviceTimeout), (Fault.CRASH, DeviceOffline), (Fault.OFFLINE, DeviceOffline)],
+)
+async def test_each_fault_surfaces_as_its_error_in_time_and_reset_recovers(
+    rig: Rig, fault: Fault, error: type[DeviceError]
+) -> None:
+    await rig.device.reset(WIFI_OFF)
+    rig.set_latency(_fixed(boot=1.0))
+    rig.set_faults(FaultRates(**{fault.value: 1.0}))
+    for operation in (rig.device.observe, lambda: rig.device.act(HOME)):
+        start = anyio.current_time()
+        with pytest.raises(error):
+            await operation()
+        assert anyio.current_time() - start < TIMEOUTS.device_observe_s + SLACK_S
+    rig.set_faults(None)
+    if fault is not Fault.HANG:
+        with pytest.raises(DeviceOffline):  # down until reset
+            await rig.device.observe()
+    start = anyio.current_time()
+    observation = await rig.device.reset(WIFI_OFF)
+    took = anyio.current_time() - start
+    _image(observation)
+    assert _top(await rig.device.state())["package"] == LAUNCHER
+    if rig.kind == "sim":
+        assert (took >= 1.0) == (fault is Fault.CRASH)  # only a crash reboots
+
+
+async def test_a_crashed_sim_raises_device_crashed_until_reset(sim_rig: Rig) -> None:
+    await sim_rig.device.reset(_task())
+    sim_rig.set_faults(FaultRates(crash=1.0))
+    with pytest.raises(DeviceCrashed, match="crashed"):
+        await sim_rig.device.act(HOME)
+    sim_rig.set_faults(None)
+    with pytest.raises(DeviceCrashed):
+        await sim_rig.device.state()
+    await sim_rig.device.reset(_task())
+    assert await sim_rig.device.state() is not None
+
+
+async def test_white_frames_are_retried_then_raise_bad_screenshot(rig: Rig) -> None:
+    await rig.device.reset(_task())
+    rig.set_faults(FaultRates(white_frame=1.0))
+    start = anyio.current_time()
+    with pytest.raises(BadScreenshot) as caught:
+        await rig.device.observe()
+    assert anyio.current_time() - start < TIMEOUTS.device_observe_s + SLACK_S
+    assert caught.value.reason == "white"
+    assert caught.value.attempts == 6  # the first capture and DigiRL's 5 retries
+    rig.set_faults(FaultRates(white_frame=0.5))
+    for _ in range(5):
+        assert not is_blank(_image(await rig.device.observe()))
+    rig.set_faults(None)
+    _image(await rig.device.reset(_task()))
+
+
+# ---------------------------------------------------------------------------------------------- adb only
+
+
+@pytest.fixture
+def screencap_output(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """Answers the sim's adbd gives instead of running a command, by command line."""
+    canned: dict[str, bytes] = {}
+
+    def run_shell(phone: Phone, command: str) -> ShellResult:
+        if command in canned:
+            return ShellResult(canned[command], 0)
+        return sim_run_shell(phone, command)
+
+    monkeypatch.setattr(sim_adbd, "run_shell", run_shell)
+    return canned
+
+
+async def test_a_corrupt_png_raises_bad_screenshot_never_a_black_image(
+    adb_rig: Rig, screencap_output: dict[str, bytes]
+) -> None:
+    good = (await adb_rig.device.reset(_task())).screenshot
+    screencap_output["screencap -p"] = good[: len(good) // 2]
+    with pytest.raises(BadScreenshot, match="corrupt PNG") as caught:
+        await adb_rig.device.observe()
+    assert caught.value.reason == "corrupt"
+    screencap_output["screencap -p"] = b"screencap: error\n"
+    with pytest.raises(BadScreenshot, match="not a PNG"):
+        await adb_rig.device.observe()
+    del screencap_output["screencap -p"]
+    assert (await adb_rig.device.observe()).screenshot == good
+
+
+async def test_state_is_none_where_the_device_cannot_report_it(
+    adb_rig: Rig, screencap_output: dict[str, bytes]
+) -> None:
+    screencap_output["dumpsys distrl"] = b"Can't find service: distrl\n"  # a real emulator's answer
+    assert await adb_rig.device.state() is None
+
+
+async def test_reset_reboots_when_the_snapshot_cannot_be_loaded(
+    adb_server: AdbServer, sim_fleet: SimFleet
+) -> None:
+    served = sim_fleet.phones[0]
+    device = AdbDevice(
+        served.serial,
+        timeouts=TIMEOUTS,
+        adb_port=adb_server.port,
+        console_token_file=str(sim_fleet.token_file),
+        snapshot="no_such_snapshot",
+    )
+    async with device:
+        await device.reset(_task("settings put global wifi_on 0"))
+        await device.act(HOME)
+        await device.reset(WIFI_OFF)  # KO from the console: reboot, then the setup
+        state = await device.state()
+        assert state is not None
+        assert state["settings"]["global"]["wifi_on"] == "0"
+        assert state["settings"]["system"]["font_scale"] == "1.0"
+        assert state["top"]["package"] == LAUNCHER
+
+
+async def test_the_console_client_authenticates_and_reports_ko(sim_fleet: SimFleet) -> None:
+    served = sim_fleet.phones[0]
+    token = await read_token(str(sim_fleet.token_file))
+    assert token
+    with anyio.fail_after(5):
+        async with EmulatorConsole.connect(served.console_port, token=token) as console:
+            listing = await console.command("avd snapshot list")
+            assert any("default_boot" in line for line in listing)
+            with pytest.raises(ConsoleError, match="KO"):
+                await console.command("avd snapshot load no_such_snapshot")
+            assert await console.command("ping") == ["I am alive!"]
+        with pytest.raises(ConsoleError, match="KO: authentication"):
+            async with EmulatorConsole.connect(served.console_port, token="wrong"):
+                pass
+        with pytest.raises(ConsoleError, match="token file is missing"):
+            async with EmulatorConsole.connect(served.console_port, token=None):
+                pass
+
+
+# ---------------------------------------------------------------------------------------------- units
+
+
+def test_decode_refuses_what_is_not_a_whole_png() -> None:
+    image = Image.new("RGB", (40, 80), (10, 20, 30))
+    image.putpixel((3, 3), (200, 0, 0))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    data = out.getvalue()
+    assert decode(data).size == (40, 80)
+    for bad in (b"", b"garbage", data[: len(data) - 20], data[:8] + b"\0" * 40):
+        with pytest.raises(ValueError, match="PNG"):
+            decode(bad)
+
+
+def test_is_blank_means_every_pixel_the_same() -> None:
+    assert is_blank(Image.new("RGB", (30, 30), (255, 255, 255)))
+    assert is_blank(Image.new("L", (30, 30), 0))
+    speck = Image.new("RGB", (30, 30), (255, 255, 255))
+    speck.putpixel((29, 29), (255, 255, 254))
+    assert not is_blank(speck)
+
+
+def test_sim_device_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="image_format"):
+        SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS, image_format="gif")
+    with pytest.raises(ValueError, match="jpeg_quality"):
+        SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS, jpeg_quality=0)
+
+
+def test_adb_device_derives_the_console_port_from_the_serial() -> None:
+    assert AdbDevice("emulator-5556", timeouts=TIMEOUTS).console_port == 5556
+    assert AdbDevice("R58M123ABC", timeouts=TIMEOUTS).console_port is None
+    assert AdbDevice("R58M123ABC", timeouts=TIMEOUTS, console_port=5560).console_port == 5560
+    with pytest.raises(ValueError, match="snapshot"):
+        AdbDevice("emulator-5554", timeouts=TIMEOUTS, snapshot="two words")
+
+
+async def test_reset_runs_a_suite_task_setup() -> None:
+    suites = pytest.importorskip("distrl.sim.suites")
+    try:
+        task = suites.tasks("general")[0]
+    except (ImportError, ValueError):
+        pytest.skip("the general suite is not written yet")
+    async with SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS) as device:
+        _image(await device.reset(task))
