@@ -367,6 +367,9 @@ class _Reader:
         sim: SimSettings = sections["sim"]
         if sim.height < sim.width:
             raise self.fail("sim.height", f"must be at least sim.width ({sim.width}): phones are portrait")
+        fault_total = sim.hang_rate + sim.crash_rate + sim.offline_rate + sim.white_frame_rate
+        if fault_total > 1:
+            raise self.fail("sim", f"the fault rates add up to {fault_total:g}, more than 1")
         return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
 
     def section(self, cls: type[T], table: object, path: str) -> T:

@@ -204,6 +204,7 @@ MALFORMED = [
     ("[sim]\ncrash_rate = 1.5\n" + ONE_HOST, "sim.crash_rate", "at most 1"),
     ('[sim]\nlatency = "fast"\n' + ONE_HOST, "sim.latency", "'calibrated', 'off'"),
     ("[sim]\nwidth = 100\n" + ONE_HOST, "sim.width", "at least 240"),
+    ("[sim]\nhang_rate = 0.6\ncrash_rate = 0.6\n" + ONE_HOST, "sim", "add up to 1.2"),
     ('[policy]\nlora_targets = "q_proj"\n' + ONE_HOST, "policy.lora_targets", "expected an array"),
     (
         "[learner]\npriority_weights = [1.0, -2.0, 3]\n" + ONE_HOST,

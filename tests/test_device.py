@@ -20,8 +20,8 @@ from PIL import Image
 import distrl.device.adb
 import distrl.device.sim
 from distrl.actions import KeyEvent, Swipe, Tap, TypeText, swipe_action, tap_action, to_gesture
-from distrl.config import Timeouts
-from distrl.device import AdbDevice, Device, SimDevice
+from distrl.config import Timeouts, parse_inventory
+from distrl.device import AdbDevice, Device, SimDevice, sim_device
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
 from distrl.device.screen import decode, is_blank
 from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline, DeviceTimeout
@@ -601,3 +601,30 @@ async def test_reset_runs_a_suite_task_setup() -> None:
         pytest.skip("the general suite is not written yet")
     async with SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS) as device:
         _image(await device.reset(task))
+
+
+def test_sim_device_follows_the_inventory_sim_section() -> None:
+    inventory = parse_inventory(
+        '[sim]\nwidth = 540\nheight = 1200\nimage_format = "png"\nnuisances = false\nlatency = "off"\n'
+        "time_scale = 0.5\nwhite_frame_rate = 0.25\n"
+        '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    device = sim_device("sim-0", inventory.sim, inventory.timeouts, seed=7)
+    assert (device.phone.width, device.phone.height) == (540, 1200)
+    assert device.phone.config.seed == 7
+    assert not device.phone.config.nuisances
+    assert device.image_format == "png"
+    assert device.latency is not None
+    assert device.latency.time_scale == 0.5
+    assert device.latency.profile.is_off
+    assert device.faults is not None
+    assert device.faults.rates.white_frame == 0.25
+    quiet = sim_device(
+        "sim-1",
+        parse_inventory('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n').sim,
+        inventory.timeouts,
+        seed=0,
+    )
+    assert quiet.faults is None
+    assert quiet.latency is not None
+    assert not quiet.latency.profile.is_off

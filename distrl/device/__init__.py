@@ -11,6 +11,6 @@ and driven by ``AdbDevice`` through the real adb server.
 
 from distrl.device.adb import AdbDevice
 from distrl.device.protocol import Device
-from distrl.device.sim import SimDevice
+from distrl.device.sim import SimDevice, sim_device
 
-__all__ = ["Device", "AdbDevice", "SimDevice"]
+__all__ = ["AdbDevice", "Device", "SimDevice", "sim_device"]

@@ -28,17 +28,17 @@ from typing import Any
 import anyio
 
 from distrl.actions import EndEpisode, Swipe, Tap, TypeText, to_gesture
-from distrl.config import Timeouts
+from distrl.config import SimSettings, Timeouts
 from distrl.device.protocol import Gate
 from distrl.device.screen import IMAGE_FORMATS, WHITE_FRAME_RETRIES, image_limiter, is_blank
 from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline
 from distrl.records import Action, Observation, Task
-from distrl.sim.latency import Fault, FaultModel, LatencyModel, Op
+from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Op
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import setup_commands
 
-__all__ = ["SimDevice"]
+__all__ = ["SimDevice", "sim_device"]
 
 log = logging.getLogger(__name__)
 
@@ -241,3 +241,28 @@ class SimDevice:
     async def _wait(self, op: Op) -> None:
         if self.latency is not None:
             await anyio.sleep(self.latency.wall(op))
+
+
+def sim_device(
+    name: str, settings: SimSettings, timeouts: Timeouts, *, seed: int, host: str = "local"
+) -> SimDevice:
+    """A ``SimDevice`` as an inventory's ``[sim]`` section describes it, seeded with ``seed`` throughout."""
+    profile = LatencyProfile.calibrated() if settings.latency == "calibrated" else LatencyProfile.off()
+    rates = FaultRates(
+        hang=settings.hang_rate,
+        crash=settings.crash_rate,
+        offline=settings.offline_rate,
+        white_frame=settings.white_frame_rate,
+    )
+    return SimDevice(
+        name,
+        phone_config=PhoneConfig(
+            width=settings.width, height=settings.height, seed=seed, nuisances=settings.nuisances
+        ),
+        timeouts=timeouts,
+        latency=LatencyModel(profile, seed=seed, time_scale=settings.time_scale),
+        faults=FaultModel(rates, seed=seed) if rates.total > 0 else None,
+        image_format=settings.image_format,
+        jpeg_quality=settings.jpeg_quality,
+        host=host,
+    )
