@@ -70,6 +70,8 @@ DEFAULT_SETTINGS: Mapping[str, Mapping[str, str]] = {
         "mobile_data": "1",
         "auto_time": "1",
         "device_name": "Pixel 6",
+        "zen_mode": "0",
+        "low_power": "0",
     },
     "system": {
         "screen_brightness": "128",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from PIL import Image, ImageDraw, ImageFont
@@ -138,6 +138,25 @@ def _font(size_px: int, bold: bool) -> ImageFont.FreeTypeFont | ImageFont.ImageF
     return ImageFont.load_default(size=size_px)
 
 
+@lru_cache(maxsize=8192)
+def _text_mask(row: str, size_px: int, stroke: int) -> tuple[Image.Image, int, int, float]:
+    """``row`` drawn once as an alpha mask, with its offset from the text origin and its advance width.
+
+    Drawing text is most of a frame's cost; screens repeat the same strings, so each is rasterised once.
+    """
+    font = _font(size_px, False)
+    left, up, right, bottom = (int(v) for v in font.getbbox(row, stroke_width=stroke))
+    mask = Image.new("L", (max(1, right - left), max(1, bottom - up)))
+    ImageDraw.Draw(mask).text((-left, -up), row, font=font, fill=255, stroke_width=stroke, stroke_fill=255)
+    return mask, left, up, float(font.getlength(row))
+
+
+@lru_cache(maxsize=8192)
+def _rows(text: str, size_px: int, max_px: int, lines: int) -> tuple[str, ...]:
+    """``text`` wrapped into at most ``lines`` rows of ``max_px`` pixels, the last cut with an ellipsis."""
+    return tuple(_wrap(text, _font(size_px, False), float(max_px), lines))
+
+
 def text_width_dp(text: str, size_dp: float) -> float:
     """Width of ``text`` at ``size_dp`` in dp (measured at 10 pixels per dp)."""
     return float(_font(round(size_dp * 10), False).getlength(text)) / 10
@@ -181,15 +200,15 @@ class Painter:
     ) -> None:
         if not text:
             return
-        font = _font(max(1, round(size * self.scale)), bold)
+        size_px = max(1, round(size * self.scale))
         inner = Box(box.x0 + pad, box.y0, box.x1 - pad, box.y1)
-        max_px = max(1.0, inner.width * self.scale)
-        rows = _wrap(text, font, max_px, max(1, lines))
+        max_px = max(1, round(inner.width * self.scale))
+        rows = _rows(text, size_px, max_px, max(1, lines))
         line_h = size * 1.3
         top = inner.y0 + max(0.0, (inner.height - line_h * len(rows)) / 2)
         stroke = max(1, round(self.scale * 0.35)) if bold else 0
         for i, row in enumerate(rows):
-            width_px = float(font.getlength(row))
+            mask, left, up, width_px = _text_mask(row, size_px, stroke)
             if align == "centre":
                 x = inner.x0 * self.scale + (max_px - width_px) / 2
             elif align == "right":
@@ -197,7 +216,7 @@ class Painter:
             else:
                 x = inner.x0 * self.scale
             y = (top + i * line_h + (line_h - size) / 2) * self.scale
-            self.draw.text((x, y), row, font=font, fill=colour, stroke_width=stroke, stroke_fill=colour)
+            self.image.paste(colour, (round(x) + left, round(y) + up), mask)
 
     def element(self, element: Element) -> None:
         """Draw one element according to its kind."""
