@@ -9,6 +9,10 @@ __all__ = ["installed_apps"]
 
 def installed_apps() -> list[App]:
     """A fresh instance of every installed app (the launcher first)."""
+    from distrl.sim.apps.basic import basic_apps
+    from distrl.sim.apps.chrome import Chrome
+    from distrl.sim.apps.clock import Clock
     from distrl.sim.apps.launcher import Launcher
+    from distrl.sim.apps.settings import Settings
 
-    return [Launcher()]
+    return [Launcher(), Settings(), Clock(), Chrome(), *basic_apps()]

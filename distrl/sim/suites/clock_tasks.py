@@ -1,0 +1,372 @@
+"""General tasks done in the Clock: alarms (at many times, labelled, on given days), switching and
+deleting the alarms a fresh Clock has, timers, the stopwatch and world clocks.
+
+Success is read from the Clock's data (``state["apps"]["com.google.android.deskclock"]``): an alarm task
+succeeds when an alarm at exactly that time is on (with that label, on exactly those days, when the
+goal says so); the fresh Clock's own alarms (7:00 AM, 8:30 AM, 9:00 AM, 10:00 PM) are the ones the
+"turn off", "turn on" and "delete" goals name, so no setup is needed.
+"""
+
+from __future__ import annotations
+
+from distrl.records import Action
+from distrl.sim.app import Json
+from distrl.sim.apps.clock import picked_time, timer_digits
+from distrl.sim.suites import Params, Template
+from distrl.sim.suites import expert as ex
+from distrl.sim.suites.system_expert import CLOCK, Screen, clock_tab, norm, open_app, phrased, template
+
+__all__ = ["TEST", "TRAIN"]
+
+
+def _alarms(state: Json) -> list[Json]:
+    alarms: list[Json] = state["apps"].get(CLOCK, {}).get("alarms", [])
+    return alarms
+
+
+def _say_time(hour: int, minute: int, style: int) -> str:
+    """A time as people write it: ``6:30am``, ``6:30 AM``, ``6 pm``, ``18:30``, ``6:30 in the morning``."""
+    h12 = hour % 12 or 12
+    half = "am" if hour < 12 else "pm"
+    hm = f"{h12}:{minute:02d}"
+    short = str(h12) if minute == 0 else hm
+    style %= 6
+    if style == 0:
+        return f"{short}{half}"
+    if style == 1:
+        return f"{short} {half.upper()}"
+    if style == 2:
+        return f"{hm} {half.upper()}"
+    if style == 3:
+        return f"{short} {half[0]}.m."
+    if style == 4 and hour >= 13:
+        return f"{hour}:{minute:02d}"
+    if 5 <= hour < 12:
+        return f"{short} in the morning"
+    if 12 < hour < 17:
+        return f"{short} in the afternoon"
+    if 17 <= hour < 21:
+        return f"{short} in the evening"
+    return f"{hm} {half.upper()}"
+
+
+_ALARM_PHRASES = (
+    "Set an alarm for {t}",
+    "set an alarm for {t}",
+    "Create an alarm at {t}",
+    "Wake me up at {t}",
+    "Add an alarm for {t}",
+    "Can you set an alarm for {t}?",
+    "set my alarm for {t}",
+    "Set alarm {t}",
+)
+
+_DEFAULT_ALARM_TIMES = {(7, 0), (8, 30), (9, 0), (22, 0)}
+
+
+def _train_alarm_times() -> list[tuple[int, int]]:
+    times = [(h, m) for h in range(24) for m in (0, 30)]
+    times += [(h, m) for h in (5, 6, 8, 9, 10, 13, 14, 16, 17, 19, 20, 23) for m in (15, 45)]
+    times += [(4, 50), (6, 10), (6, 20), (7, 5), (7, 25), (7, 35), (11, 55), (18, 40)]
+    times += [(5, 52), (6, 12), (6, 48), (7, 17), (8, 3), (15, 27), (21, 11), (23, 59)]
+    return [t for t in times if t not in _DEFAULT_ALARM_TIMES]
+
+
+def _alarm_params() -> list[Params]:
+    return [
+        {"hour": h, "minute": m, "label": "", "days": "", "phrase": i % len(_ALARM_PHRASES), "style": i % 7}
+        for i, (h, m) in enumerate(_train_alarm_times())
+    ]
+
+
+_LABELS = ("Gym", "Work", "Take medicine", "Meeting", "Pick up kids", "Yoga", "Call mom", "Laundry",
+           "Dentist", "Walk the dog", "Study", "Lunch")  # fmt: skip
+
+_LABEL_PHRASES = (
+    "Set an alarm for {t} labeled {label}",
+    "set an alarm at {t} called {label}",
+    "Create an alarm for {t} with the label {label}",
+    "Add a {label} alarm at {t}",
+)
+
+
+def _labelled_params() -> list[Params]:
+    times = [(6, 15), (6, 45), (7, 30), (8, 0), (9, 15), (10, 30), (12, 0), (13, 30), (15, 0), (16, 45),
+             (17, 30), (18, 0), (19, 15), (20, 30), (21, 45), (5, 30), (11, 0), (14, 15), (16, 0), (18, 45),
+             (19, 0), (21, 0), (22, 30), (23, 15)]  # fmt: skip
+    return [
+        {
+            "hour": h,
+            "minute": m,
+            "label": _LABELS[i % len(_LABELS)],
+            "days": "",
+            "phrase": i % 4,
+            "style": i % 6,
+        }
+        for i, (h, m) in enumerate(times)
+    ]
+
+
+_DAY_WORDS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+_DAY_PHRASES = ("Set an alarm for {t} every {day}", "set a repeating alarm at {t} on {day}s")
+
+
+def _days_params() -> list[Params]:
+    times = [(6, 0), (6, 30), (7, 15), (7, 45), (8, 15), (9, 30), (10, 0), (5, 45), (6, 5), (8, 40), (11, 30),
+             (17, 0), (18, 30), (20, 0)]  # fmt: skip
+    return [
+        {"hour": h, "minute": m, "label": "", "days": str((i * 3 + 1) % 7), "phrase": i % 2, "style": i % 6}
+        for i, (h, m) in enumerate(times)
+    ]
+
+
+def _alarm_goal(p: Params) -> str:
+    t = _say_time(int(p["hour"]), int(p["minute"]), int(p["style"]))
+    if p["label"]:
+        return _LABEL_PHRASES[int(p["phrase"])].format(t=t, label=p["label"])
+    if p["days"]:
+        return _DAY_PHRASES[int(p["phrase"])].format(t=t, day=_DAY_WORDS[int(str(p["days"]))])
+    return _ALARM_PHRASES[int(p["phrase"])].format(t=t)
+
+
+def _alarm_check(p: Params, state: Json) -> bool:
+    want_days = {int(d) for d in str(p["days"])}
+    for alarm in _alarms(state):
+        if int(alarm["hour"]) != p["hour"] or int(alarm["minute"]) != p["minute"] or not alarm["enabled"]:
+            continue
+        if p["label"] and norm(str(alarm.get("label", ""))) != norm(str(p["label"])):
+            continue
+        if want_days and {int(d) for d in alarm.get("days", [])} != want_days:
+            continue
+        return True
+    return False
+
+
+_HOUR_FIELD = "clock/edit/hour"
+
+_MINUTE_FIELD = "clock/edit/minute"
+
+_LABEL_FIELD = "clock/edit/label"
+
+
+def _alarm_plan(p: Params, screen: Screen) -> Action:
+    phone = screen.phone
+    step = open_app(screen, CLOCK)
+    if step is not None:
+        return step
+    frame = phone.top_frame
+    if frame["screen"] != "edit" or int(frame["args"].get("alarm_id", -1)) >= 0:
+        return clock_tab(screen, "alarm") or screen.tap_or_scroll("clock/add_alarm")
+    hour, minute = int(p["hour"]), int(p["minute"])
+    picked = picked_time(phone.context(CLOCK))
+    fields = frame["fields"]
+    if picked is None or picked[0] != hour:
+        return screen.tap_or_scroll(f"clock/edit/hour/{hour}")
+    if picked[1] != minute:
+        if minute % 5 == 0:
+            return screen.tap_or_scroll(f"clock/edit/minute/{minute}")
+        if frame["focus"] == _MINUTE_FIELD and not fields.get(_MINUTE_FIELD):
+            return ex.type_text(f"{minute:02d}")
+        return screen.tap_or_scroll(_MINUTE_FIELD)
+    want_days = {int(d) for d in str(p["days"])}
+    days = {int(d) for d in frame["args"].get("days", [])}
+    if days != want_days:
+        return screen.tap_or_scroll(f"clock/edit/day/{min(days ^ want_days)}")
+    label = str(p["label"])
+    text = str(fields.get(_LABEL_FIELD, ""))
+    if label and norm(text) != norm(label):
+        if frame["focus"] != _LABEL_FIELD:
+            return screen.tap_or_scroll(_LABEL_FIELD)
+        if label.startswith(text):
+            return ex.type_text(label[len(text) :])
+        return screen.tap_or_scroll("keyboard/delete")
+    return screen.tap_or_scroll("clock/edit/save")
+
+
+_EXISTING = ((1, 7, 0, True), (2, 8, 30, False), (3, 9, 0, False), (4, 22, 0, True))
+"""The alarms of a fresh Clock: id, hour, minute, enabled."""
+
+_TOGGLE_PHRASES = {
+    "off": ("Turn off the {t} alarm", "disable my {t} alarm", "Switch off the alarm at {t}"),
+    "on": ("Turn on the {t} alarm", "enable my {t} alarm", "Switch on the alarm at {t}"),
+}
+
+_DELETE_PHRASES = ("Delete the {t} alarm", "remove my alarm for {t}")
+
+
+def _toggle_alarm_params() -> list[Params]:
+    out: list[Params] = []
+    for alarm_id, hour, minute, enabled in _EXISTING:
+        want = "off" if enabled else "on"
+        for i in range(3):
+            out.append(
+                {"id": alarm_id, "hour": hour, "minute": minute, "state": want, "phrase": i, "style": i}
+            )
+    return out
+
+
+def _toggle_alarm_goal(p: Params) -> str:
+    t = _say_time(int(p["hour"]), int(p["minute"]), int(p["style"]))
+    return _TOGGLE_PHRASES[str(p["state"])][int(p["phrase"])].format(t=t)
+
+
+def _toggle_alarm_check(p: Params, state: Json) -> bool:
+    for alarm in _alarms(state):
+        if alarm["id"] == p["id"]:
+            same_time = (int(alarm["hour"]), int(alarm["minute"])) == (p["hour"], p["minute"])
+            return same_time and bool(alarm["enabled"]) == (p["state"] == "on")
+    return False
+
+
+def _toggle_alarm_plan(p: Params, screen: Screen) -> Action:
+    return clock_tab(screen, "alarm") or screen.tap_or_scroll(f"clock/alarm/{p['id']}/toggle")
+
+
+def _delete_alarm_params() -> list[Params]:
+    return [
+        {"id": alarm_id, "hour": hour, "minute": minute, "phrase": i, "style": i + alarm_id}
+        for alarm_id, hour, minute, _ in _EXISTING
+        for i in range(len(_DELETE_PHRASES))
+    ]
+
+
+def _delete_alarm_goal(p: Params) -> str:
+    t = _say_time(int(p["hour"]), int(p["minute"]), int(p["style"]))
+    return _DELETE_PHRASES[int(p["phrase"])].format(t=t)
+
+
+def _delete_alarm_check(p: Params, state: Json) -> bool:
+    ids = {int(alarm["id"]) for alarm in _alarms(state)}
+    others = {alarm_id for alarm_id, *_ in _EXISTING} - {int(p["id"])}
+    return int(p["id"]) not in ids and others <= ids
+
+
+def _delete_alarm_plan(p: Params, screen: Screen) -> Action:
+    return clock_tab(screen, "alarm") or screen.tap_or_scroll(f"clock/alarm/{p['id']}/delete")
+
+
+_TIMER_PHRASES = ("Set a timer for {n}", "start a {n} timer", "Set a {n} timer")
+
+
+def _timer_params() -> list[Params]:
+    return [
+        {"minutes": minutes, "phrase": i % 3}
+        for i, minutes in enumerate((1, 2, 3, 4, 5, 7, 8, 10, 12, 15, 20, 25, 30, 40, 45, 60, 90, 120))
+    ]
+
+
+def _timer_goal(p: Params) -> str:
+    minutes = int(p["minutes"])
+    if minutes % 60 == 0:
+        hours = minutes // 60
+        n = f"{hours} hour" if int(p["phrase"]) else f"{hours} hour{'s' * (hours > 1)}"
+    else:
+        n = f"{minutes} minute" if int(p["phrase"]) else f"{minutes} minute{'s' * (minutes > 1)}"
+    return _TIMER_PHRASES[int(p["phrase"])].format(n=n)
+
+
+def _timer_check(p: Params, state: Json) -> bool:
+    timer = state["apps"].get(CLOCK, {}).get("timer")
+    return bool(timer) and bool(timer["running"]) and int(timer["duration_s"]) == int(p["minutes"]) * 60
+
+
+def _timer_plan(p: Params, screen: Screen) -> Action:
+    step = clock_tab(screen, "timer")
+    if step is not None:
+        return step
+    phone = screen.phone
+    timer = phone.data["apps"][CLOCK].get("timer")
+    if timer:
+        if int(timer["duration_s"]) == int(p["minutes"]) * 60 and not timer["running"]:
+            return screen.tap_or_scroll("clock/timer/pause")
+        return screen.tap_or_scroll("clock/timer/delete")
+    digits = str(phone.top_frame["args"].get("digits", ""))
+    target = timer_digits(int(p["minutes"]))
+    if digits == target:
+        return screen.tap_or_scroll("clock/timer/start")
+    if not target.startswith(digits):
+        return screen.tap_or_scroll("clock/timer/key/del")
+    rest = target[len(digits) :]
+    return screen.tap_or_scroll(f"clock/timer/key/{'00' if rest.startswith('00') else rest[0]}")
+
+
+_STOPWATCH_GOALS = ("Start the stopwatch", "start a stopwatch", "Open the clock and start the stopwatch")
+
+
+def _stopwatch_check(p: Params, state: Json) -> bool:
+    return bool(state["apps"].get(CLOCK, {}).get("stopwatch", {}).get("running"))
+
+
+def _stopwatch_plan(p: Params, screen: Screen) -> Action:
+    return clock_tab(screen, "stopwatch") or screen.tap_or_scroll("clock/stopwatch/start")
+
+
+_WORLD_CITIES = ("Tokyo", "Paris", "Sydney", "Dubai", "Mumbai", "Berlin", "Singapore", "Los Angeles",
+                 "Toronto", "Sao Paulo", "Seoul", "Moscow")  # fmt: skip
+
+_WORLD_PHRASES = (
+    "Add {city} to the world clock",
+    "add a clock for {city}",
+    "Show the time in {city} in the Clock app",
+)
+
+
+def _world_goal(p: Params) -> str:
+    return _WORLD_PHRASES[int(p["phrase"])].format(city=p["city"])
+
+
+def _world_check(p: Params, state: Json) -> bool:
+    return p["city"] in state["apps"].get(CLOCK, {}).get("cities", [])
+
+
+def _world_plan(p: Params, screen: Screen) -> Action:
+    phone = screen.phone
+    if phone.top_package == CLOCK and phone.top_frame["screen"] == "cities":
+        return screen.tap_or_scroll(f"clock/cities/{str(p['city']).lower().replace(' ', '_')}")
+    return clock_tab(screen, "clock") or screen.tap_or_scroll("clock/add_city")
+
+
+TRAIN: tuple[Template, ...] = (
+    template("alarm", "train", _alarm_params, _alarm_goal, _alarm_check, _alarm_plan),
+    template(
+        "alarm_toggle",
+        "train",
+        _toggle_alarm_params,
+        _toggle_alarm_goal,
+        _toggle_alarm_check,
+        _toggle_alarm_plan,
+    ),
+    template("timer", "train", _timer_params, _timer_goal, _timer_check, _timer_plan),
+    template(
+        "stopwatch",
+        "train",
+        lambda: [{"phrase": i} for i in range(len(_STOPWATCH_GOALS))],
+        phrased(_STOPWATCH_GOALS),
+        _stopwatch_check,
+        _stopwatch_plan,
+    ),
+)
+"""Clock templates of the training split."""
+
+TEST: tuple[Template, ...] = (
+    template("alarm_labelled", "test", _labelled_params, _alarm_goal, _alarm_check, _alarm_plan),
+    template("alarm_days", "test", _days_params, _alarm_goal, _alarm_check, _alarm_plan),
+    template(
+        "alarm_delete",
+        "test",
+        _delete_alarm_params,
+        _delete_alarm_goal,
+        _delete_alarm_check,
+        _delete_alarm_plan,
+    ),
+    template(
+        "world_clock",
+        "test",
+        lambda: [{"city": city, "phrase": i % 3} for i, city in enumerate(_WORLD_CITIES)],
+        _world_goal,
+        _world_check,
+        _world_plan,
+    ),
+)
+"""Held-out Clock templates (the test split)."""

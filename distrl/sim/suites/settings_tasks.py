@@ -1,0 +1,462 @@
+"""General tasks done in Settings: switches, sliders, choices, pages to open, renaming the phone.
+
+Success is read from the phone's Android settings (``state["settings"]``), or, for "open" and "check"
+tasks, from the page in front. Setups force only the start state a goal needs (Wi-Fi on before "turn
+off Wi-Fi", brightness low before "set the brightness to max").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from distrl.records import Action
+from distrl.sim.app import Json
+from distrl.sim.apps.settings import FONT_SIZES, SCREEN_TIMEOUTS, VOLUME_MAX
+from distrl.sim.suites import Params, Template
+from distrl.sim.suites import expert as ex
+from distrl.sim.suites.system_expert import (
+    SETTINGS,
+    Screen,
+    expert_for,
+    indexed,
+    int_setting,
+    setting,
+    settings_at,
+    template,
+    top,
+)
+
+__all__ = ["TEST", "TRAIN"]
+
+
+def _toggle_template(
+    name: str,
+    split: str,
+    *,
+    namespace: str,
+    key: str,
+    page: str,
+    element: str,
+    phrases: dict[str, Sequence[str]],
+    on_value: str = "1",
+    off_value: str = "0",
+    setups: dict[str, list[str]] | None = None,
+) -> Template:
+    """A template that turns one setting on or off through a switch on a settings page."""
+
+    def params() -> list[Params]:
+        return [{"state": state, "phrase": i} for state in ("on", "off") for i in range(len(phrases[state]))]
+
+    def goal(p: Params) -> str:
+        return phrases[str(p["state"])][int(p["phrase"])]
+
+    def setup(p: Params) -> list[str]:
+        if setups is not None:
+            return list(setups[str(p["state"])])
+        value = off_value if p["state"] == "on" else on_value
+        return [f"settings put {namespace} {key} {value}"]
+
+    def check(p: Params, state: Json) -> bool:
+        value = setting(state, namespace, key, "")
+        is_on = value != off_value and value != ""
+        return is_on == (p["state"] == "on")
+
+    def plan(p: Params, screen: Screen) -> Action:
+        return settings_at(screen, page) or screen.tap_or_scroll(element)
+
+    return Template(
+        name=name,
+        split=split,
+        params=params,
+        goal=goal,
+        setup=setup,
+        check=check,
+        expert=expert_for(check, plan),
+    )
+
+
+_WIFI = _toggle_template(
+    "wifi",
+    "train",
+    namespace="global",
+    key="wifi_on",
+    page="network",
+    element="settings/wifi",
+    phrases={
+        "on": ("Turn on Wi-Fi", "turn on wifi", "Enable Wi-Fi", "Switch the wifi on", "Turn wifi on",
+               "Can you turn on the Wi-Fi?"),
+        "off": ("Turn off Wi-Fi", "turn off wifi", "Disable Wi-Fi", "Switch the wifi off", "Turn wifi off",
+                "Can you turn off the Wi-Fi?"),
+    },
+)  # fmt: skip
+
+_AIRPLANE = _toggle_template(
+    "airplane_mode",
+    "train",
+    namespace="global",
+    key="airplane_mode_on",
+    page="network",
+    element="settings/airplane",
+    phrases={
+        "on": ("Turn on airplane mode", "turn on airplane mode", "Enable airplane mode",
+               "Put the phone in airplane mode", "Switch airplane mode on", "turn airplane mode on"),
+        "off": ("Turn off airplane mode", "turn off airplane mode", "Disable airplane mode",
+                "Take the phone out of airplane mode", "Switch airplane mode off", "turn airplane mode off"),
+    },
+    setups={
+        "on": ["settings put global airplane_mode_on 0"],
+        "off": [
+            "settings put global airplane_mode_on 1",
+            "settings put global wifi_on 0",
+            "settings put global bluetooth_on 0",
+        ],
+    },
+)  # fmt: skip
+
+_MOBILE_DATA = _toggle_template(
+    "mobile_data",
+    "train",
+    namespace="global",
+    key="mobile_data",
+    page="network",
+    element="settings/mobile_data",
+    phrases={
+        "on": ("Turn on mobile data", "turn on cellular data", "Enable mobile data", "Switch mobile data on"),
+        "off": ("Turn off mobile data", "turn off cellular data", "Disable mobile data",
+                "Switch mobile data off"),
+    },
+)  # fmt: skip
+
+_DARK = _toggle_template(
+    "dark_theme",
+    "train",
+    namespace="secure",
+    key="dark_mode",
+    page="display",
+    element="settings/dark_theme",
+    phrases={
+        "on": ("Turn on dark mode", "Enable dark theme", "turn on dark theme",
+               "Switch the phone to dark mode", "Make the screen dark themed"),
+        "off": ("Turn off dark mode", "Disable dark theme", "turn off dark theme",
+                "Switch the phone to light mode", "Go back to the light theme"),
+    },
+)  # fmt: skip
+
+_DND = _toggle_template(
+    "do_not_disturb",
+    "train",
+    namespace="global",
+    key="zen_mode",
+    page="sound",
+    element="settings/dnd",
+    phrases={
+        "on": ("Turn on Do Not Disturb", "turn on do not disturb", "Enable Do Not Disturb mode",
+               "Silence notifications with Do Not Disturb"),
+        "off": ("Turn off Do Not Disturb", "turn off do not disturb", "Disable Do Not Disturb mode",
+                "Switch Do Not Disturb off"),
+    },
+)  # fmt: skip
+
+_BLUETOOTH = _toggle_template(
+    "bluetooth",
+    "test",
+    namespace="global",
+    key="bluetooth_on",
+    page="connected",
+    element="settings/bluetooth",
+    phrases={
+        "on": ("Turn on Bluetooth", "turn bluetooth on", "Enable Bluetooth", "Switch on bluetooth",
+               "Turn Bluetooth on", "Can you turn on bluetooth?"),
+        "off": ("Turn off Bluetooth", "turn bluetooth off", "Disable Bluetooth", "Switch off bluetooth",
+                "Turn Bluetooth off", "Can you turn off bluetooth?"),
+    },
+)  # fmt: skip
+
+_LOCATION = _toggle_template(
+    "location",
+    "test",
+    namespace="secure",
+    key="location_mode",
+    page="location",
+    element="settings/location",
+    on_value="3",
+    phrases={
+        "on": ("Turn on location", "turn on location services", "Enable GPS", "Turn location on"),
+        "off": ("Turn off location", "turn off location services", "Disable GPS", "Turn location off"),
+    },
+)  # fmt: skip
+
+_BATTERY_SAVER = _toggle_template(
+    "battery_saver",
+    "test",
+    namespace="global",
+    key="low_power",
+    page="battery",
+    element="settings/battery_saver",
+    phrases={
+        "on": ("Turn on Battery Saver", "turn on battery saver", "Enable battery saver mode",
+               "Save battery by turning on Battery Saver"),
+        "off": ("Turn off Battery Saver", "turn off battery saver", "Disable battery saver mode",
+                "Switch Battery Saver off"),
+    },
+)  # fmt: skip
+
+_BRIGHTNESS_GOALS: tuple[tuple[str, str], ...] = (
+    ("max", "Set the brightness to max"), ("max", "Turn the brightness all the way up"),
+    ("max", "make the screen as bright as possible"), ("max", "Set screen brightness to maximum"),
+    ("max", "increase the brightness to 100%"),
+    ("min", "Set the brightness to min"), ("min", "Turn the brightness all the way down"),
+    ("min", "make the screen as dim as possible"), ("min", "Set screen brightness to minimum"),
+    ("min", "decrease the brightness to 0%"),
+    ("50", "Set the brightness to 50%"), ("50", "set brightness to half"),
+    ("50", "Put the screen brightness in the middle"), ("50", "Change the brightness to 50 percent"),
+    ("25", "Set the brightness to 25%"), ("25", "set screen brightness to a quarter"),
+    ("75", "Set the brightness to 75%"), ("75", "set screen brightness to three quarters"),
+    ("10", "Set the brightness to 10%"), ("90", "Set the brightness to 90%"),
+)  # fmt: skip
+
+
+def _level_fraction(level: str) -> float:
+    return {"max": 1.0, "min": 0.0}.get(level, int(level) / 100 if level.isdigit() else 0.5)
+
+
+def _level_ok(level: str, value: int, top: int) -> bool:
+    if level == "max":
+        return value == top
+    if level in ("min", "mute"):
+        return value == 0
+    return abs(value - _level_fraction(level) * top) <= max(0.05 * top, 0.5) + 1e-9
+
+
+def _brightness_params() -> list[Params]:
+    return [{"level": level, "phrase": i} for i, (level, _) in enumerate(_BRIGHTNESS_GOALS)]
+
+
+def _brightness_setup(p: Params) -> list[str]:
+    level = str(p["level"])
+    start = 40 if level in ("max", "50", "75", "90") else 200
+    return [f"settings put system screen_brightness {start}"]
+
+
+def _brightness_check(p: Params, state: Json) -> bool:
+    return _level_ok(str(p["level"]), int_setting(state, "system", "screen_brightness", 128), 255)
+
+
+def _brightness_plan(p: Params, screen: Screen) -> Action:
+    return settings_at(screen, "display") or screen.slide(
+        "settings/brightness", _level_fraction(str(p["level"]))
+    )
+
+
+_VOLUME_GOALS: tuple[tuple[str, str, str], ...] = (
+    ("volume_music", "max", "Turn the media volume all the way up"),
+    ("volume_music", "max", "Set media volume to max"),
+    ("volume_music", "mute", "Mute the media volume"),
+    ("volume_music", "mute", "turn media volume down to zero"),
+    ("volume_music", "50", "Set the media volume to 50%"),
+    ("volume_ring", "max", "Turn the ringer volume all the way up"),
+    ("volume_ring", "mute", "Set the ring volume to 0"),
+    ("volume_alarm", "max", "Set the alarm volume to max"),
+    ("volume_alarm", "max", "make my alarms as loud as possible"),
+    ("volume_alarm", "50", "Set the alarm volume to half"),
+)
+
+
+def _volume_params() -> list[Params]:
+    return [{"key": key, "level": level, "phrase": i} for i, (key, level, _) in enumerate(_VOLUME_GOALS)]
+
+
+def _volume_setup(p: Params) -> list[str]:
+    top = VOLUME_MAX[str(p["key"])]
+    start = 1 if p["level"] in ("max", "50") else top - 1
+    return [f"settings put system {p['key']} {start}"]
+
+
+def _volume_check(p: Params, state: Json) -> bool:
+    key = str(p["key"])
+    top = VOLUME_MAX[key]
+    return _level_ok(str(p["level"]), int_setting(state, "system", key, top // 2), top)
+
+
+def _volume_plan(p: Params, screen: Screen) -> Action:
+    level = str(p["level"])
+    fraction = 0.0 if level == "mute" else _level_fraction(level)
+    return settings_at(screen, "sound") or screen.slide(f"settings/{p['key']}", fraction)
+
+
+_TIMEOUT_PHRASES = (
+    "Set the screen timeout to {label}",
+    "change screen timeout to {label}",
+    "Make the screen turn off after {label} of inactivity",
+)
+
+
+def _timeout_params() -> list[Params]:
+    return [
+        {"ms": ms, "label": label, "phrase": i}
+        for ms, label in SCREEN_TIMEOUTS
+        if ms != 60000
+        for i in range(len(_TIMEOUT_PHRASES))
+    ]
+
+
+def _timeout_check(p: Params, state: Json) -> bool:
+    return int_setting(state, "system", "screen_off_timeout", 60000) == p["ms"]
+
+
+def _timeout_plan(p: Params, screen: Screen) -> Action:
+    return settings_at(screen, "timeout") or screen.tap_or_scroll(f"settings/timeout/{p['ms']}")
+
+
+_FONT_PHRASES = ("Set the font size to {label}", "make the text size {lower}")
+
+
+def _font_params() -> list[Params]:
+    return [
+        {"scale": scale, "label": label, "phrase": i}
+        for scale, label in FONT_SIZES
+        if label != "Default"
+        for i in range(len(_FONT_PHRASES))
+    ]
+
+
+def _font_check(p: Params, state: Json) -> bool:
+    try:
+        return float(setting(state, "system", "font_scale", "1.0")) == float(str(p["scale"]))
+    except ValueError:
+        return False
+
+
+def _font_plan(p: Params, screen: Screen) -> Action:
+    return settings_at(screen, "font_size") or screen.tap_or_scroll(
+        f"settings/font_size/{str(p['label']).lower()}"
+    )
+
+
+_PAGE_GOALS: tuple[tuple[str, str], ...] = (
+    ("display", "Open the display settings"), ("display", "go to display settings"),
+    ("sound", "Open sound settings"), ("sound", "show me the sound and vibration settings"),
+    ("battery", "Open the battery settings"), ("battery", "check the battery level in settings"),
+    ("network", "Open network settings"), ("network", "go to the Wi-Fi settings"),
+    ("location", "Open location settings"), ("apps", "Open the apps page in settings"),
+    ("apps_all", "Show me all the apps in settings"), ("timeout", "open the screen timeout settings"),
+)  # fmt: skip
+
+_ABOUT_GOALS = (
+    "What Android version is this phone running?",
+    "Check the Android version",
+    "What is the model of this phone?",
+    "Find the build number of this phone",
+    "what's my phone number?",
+    "What is this device's name?",
+    "Open About phone in settings",
+    "show me the phone's IP address",
+)
+
+
+def _page_params() -> list[Params]:
+    return [{"screen": screen, "phrase": i} for i, (screen, _) in enumerate(_PAGE_GOALS)]
+
+
+def _about_params() -> list[Params]:
+    return [{"screen": "about", "phrase": i} for i in range(len(_ABOUT_GOALS))]
+
+
+def _page_check(p: Params, state: Json) -> bool:
+    return top(state) == (SETTINGS, p["screen"])
+
+
+def _page_plan(p: Params, screen: Screen) -> Action:
+    return settings_at(screen, str(p["screen"])) or screen.wait()
+
+
+_NAMES = ("Alex's Pixel", "Work Phone", "My Pixel", "Kitchen Phone", "Pixel of Sam", "Travel Phone")
+
+_RENAME_PHRASES = ("Rename this phone to {name}", "Change the device name to {name}")
+
+
+def _rename_params() -> list[Params]:
+    return [{"name": name, "phrase": i % 2} for i, name in enumerate(_NAMES)]
+
+
+def _rename_check(p: Params, state: Json) -> bool:
+    return setting(state, "global", "device_name", "") == p["name"]
+
+
+def _rename_plan(p: Params, screen: Screen) -> Action:
+    step = settings_at(screen, "device_name")
+    if step is not None:
+        return step
+    name = str(p["name"])
+    field_id = "settings/device_name/field"
+    frame = screen.phone.top_frame
+    text = str(frame["fields"].get(field_id, ""))
+    if text == name:
+        return screen.tap_or_scroll("settings/device_name/rename")
+    if not name.startswith(text):
+        return ex.back()
+    if frame["focus"] != field_id:
+        return screen.tap_or_scroll(field_id)
+    return ex.type_text(name[len(text) :])
+
+
+TRAIN: tuple[Template, ...] = (
+    _WIFI,
+    _AIRPLANE,
+    _MOBILE_DATA,
+    _DARK,
+    _DND,
+    template(
+        "brightness",
+        "train",
+        _brightness_params,
+        indexed(_BRIGHTNESS_GOALS),
+        _brightness_check,
+        _brightness_plan,
+        _brightness_setup,
+    ),
+    template(
+        "screen_timeout",
+        "train",
+        _timeout_params,
+        lambda p: _TIMEOUT_PHRASES[int(p["phrase"])].format(label=p["label"]),
+        _timeout_check,
+        _timeout_plan,
+    ),
+    template("settings_page", "train", _page_params, indexed(_PAGE_GOALS), _page_check, _page_plan),
+    template(
+        "about_phone",
+        "train",
+        _about_params,
+        lambda p: _ABOUT_GOALS[int(p["phrase"])],
+        _page_check,
+        _page_plan,
+    ),
+)
+"""Settings templates of the training split."""
+
+TEST: tuple[Template, ...] = (
+    _BLUETOOTH,
+    _LOCATION,
+    _BATTERY_SAVER,
+    template(
+        "volume", "test", _volume_params, indexed(_VOLUME_GOALS), _volume_check, _volume_plan, _volume_setup
+    ),
+    template(
+        "font_size",
+        "test",
+        _font_params,
+        lambda p: _FONT_PHRASES[int(p["phrase"])].format(label=p["label"], lower=str(p["label"]).lower()),
+        _font_check,
+        _font_plan,
+    ),
+    template(
+        "rename_phone",
+        "test",
+        _rename_params,
+        lambda p: _RENAME_PHRASES[int(p["phrase"])].format(name=p["name"]),
+        _rename_check,
+        _rename_plan,
+    ),
+)
+"""Held-out Settings templates (the test split)."""
