@@ -2,7 +2,9 @@
 
 from distrl.config import Inventory, load_inventory, parse_inventory
 from distrl.errors import (
+    BadScreenshot,
     ConfigError,
+    DeviceCrashed,
     DeviceError,
     DeviceOffline,
     DeviceTimeout,
@@ -32,6 +34,25 @@ from distrl.records import (
 
 __version__ = "0.1.0"
 
+# Devices and the simulated phone pull in Pillow and adbutils: imported on first use (PEP 562).
+_LAZY = {
+    "Device": "distrl.device",
+    "AdbDevice": "distrl.device",
+    "SimDevice": "distrl.device",
+    "Phone": "distrl.sim",
+    "PhoneConfig": "distrl.sim",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'distrl' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "__version__",
     # inventory
@@ -49,6 +70,12 @@ __all__ = [
     "Step",
     "Task",
     "Trajectory",
+    # devices and the simulated phone
+    "Device",
+    "AdbDevice",
+    "SimDevice",
+    "Phone",
+    "PhoneConfig",
     # errors
     "DistrlError",
     "ConfigError",
@@ -57,6 +84,8 @@ __all__ = [
     "DeviceError",
     "DeviceTimeout",
     "DeviceOffline",
+    "DeviceCrashed",
+    "BadScreenshot",
     "WireError",
     "FrameTooLarge",
     "TruncatedFrame",
