@@ -156,13 +156,24 @@ def rig(request: pytest.FixtureRequest) -> Rig:
 # device's, to the last field (the virtual clock and the random stream's position included).
 
 
-def _reference(rig: Rig, task: Task) -> Phone:
-    """A phone like the rig's, put through what ``reset(task)`` does: boot, setup, one screenshot."""
+def _reference(rig: Rig, task: Task, rng: int = 0) -> Phone:
+    """A phone like the rig's, put through what ``reset(task)`` does: boot, setup, one screenshot.
+
+    ``rng`` is the device's random-stream position before the reset (a restore does not rewind it).
+    """
     phone = Phone(rig.config)
+    phone.data["rng"] = rng
     for command in _test_setup(task):
         assert sim_run_shell(phone, command).exit_code == 0, command
     phone.screenshot("png")
     return phone
+
+
+async def _reset(rig: Rig, task: Task) -> Phone:
+    """Reset the rig's device to ``task``; the reference phone in the same state."""
+    before = await rig.device.state()
+    await rig.device.reset(task)
+    return _reference(rig, task, int(before["rng"]) if before else 0)
 
 
 def _apply(phone: Phone, action: Action) -> None:
@@ -254,8 +265,7 @@ async def test_observe_returns_a_decodable_image_of_the_phone_size(rig: Rig) -> 
 
 async def test_a_tap_on_a_launcher_icon_opens_the_app(rig: Rig) -> None:
     package = _an_app(rig.config)
-    await rig.device.reset(_task())
-    phone = _reference(rig, _task())
+    phone = await _reset(rig, _task())
     state = await _act(rig, phone, _tap(phone, f"launcher/app/{package}"))
     assert _top(state)["package"] == package
 
@@ -263,14 +273,12 @@ async def test_a_tap_on_a_launcher_icon_opens_the_app(rig: Rig) -> None:
 async def test_home_keeps_the_app_running_and_back_closes_it(rig: Rig) -> None:
     package = _an_app(rig.config)
     task = _task(_launch(package))
-    await rig.device.reset(task)
-    phone = _reference(rig, task)
+    phone = await _reset(rig, task)
     assert _top(await rig.device.state())["package"] == package
     state = await _act(rig, phone, HOME)
     assert state["top"] == {"package": LAUNCHER, "screen": "home", "args": {}}
     assert package in state["tasks"]  # HOME leaves the app running, as Android does
-    await rig.device.reset(task)
-    phone = _reference(rig, task)
+    phone = await _reset(rig, task)
     for _ in range(3):  # BACK closes a pop-up first, if the app showed one
         state = await _act(rig, phone, BACK)
         if package not in state["tasks"]:
@@ -292,8 +300,7 @@ def _a_field(config: PhoneConfig, task: Callable[[str], Task]) -> tuple[Task, st
 
 async def test_typing_goes_into_the_focused_field_and_enter_submits_it(rig: Rig) -> None:
     task, field = _a_field(rig.config, lambda package: _task(_launch(package)))
-    await rig.device.reset(task)
-    phone = _reference(rig, task)
+    phone = await _reset(rig, task)
     await _act(rig, phone, _tap(phone, field))
     focus = phone.top_frame["focus"]
     assert focus is not None
@@ -328,8 +335,7 @@ def _scrollable(config: PhoneConfig) -> str:
 async def test_a_swipe_up_scrolls_the_content(rig: Rig) -> None:
     package = _scrollable(rig.config)
     task = _task(_launch(package))
-    await rig.device.reset(task)
-    phone = _reference(rig, task)
+    phone = await _reset(rig, task)
     state = await _act(rig, phone, _swipe_up(rig.config))
     assert state["tasks"][package][-1]["scroll"] > 0
 
@@ -354,7 +360,12 @@ async def test_reset_after_changes_restores_the_clean_state(rig: Rig) -> None:
     changed = await rig.device.state()
     assert changed != clean
     again = await rig.device.reset(WIFI_OFF)
-    assert await rig.device.state() == clean
+    restored = await rig.device.state()
+    assert restored is not None
+    assert clean is not None
+    assert changed is not None
+    assert restored["rng"] >= changed["rng"]  # chance goes on; everything else is back
+    assert {**restored, "rng": 0} == {**clean, "rng": 0}
     assert again.screenshot == first.screenshot
 
 

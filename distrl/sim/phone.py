@@ -179,13 +179,17 @@ class Phone:
         return result
 
     def snapshot(self) -> bytes:
-        """The whole phone as JSON bytes; ``restore`` brings it back exactly."""
+        """The whole phone as JSON bytes; ``restore`` brings it back."""
         return orjson.dumps(
             {"format": SNAPSHOT_FORMAT, "config": [self.width, self.height], "data": self.data}
         )
 
     def restore(self, blob: bytes) -> None:
-        """Go back to a ``snapshot``; a blob that is not one raises ValueError and changes nothing."""
+        """Go back to a ``snapshot``; a blob that is not one raises ValueError and changes nothing.
+
+        Everything comes back except the position of the random stream, which goes on: pop-ups and page
+        loads after a restore differ from those after the previous one, as on a real phone.
+        """
         try:
             loaded = orjson.loads(blob)
         except orjson.JSONDecodeError as exc:
@@ -199,12 +203,15 @@ class Phone:
         data = loaded.get("data")
         if not isinstance(data, dict) or set(data) != set(self.data):
             raise ValueError("snapshot data does not match this phone's layout")
+        data["rng"] = max(int(data["rng"]), int(self.data["rng"]))  # chance does not rewind
         self.data = data
         self._changed()
 
     def reboot(self) -> None:
-        """Back to the state after a cold boot (every app's data reset)."""
+        """Back to the state after a cold boot (every app's data reset; chance goes on where it was)."""
+        position = self.data["rng"]
         self.data = self._boot_data()
+        self.data["rng"] = position
         self.white = False
         self._changed()
 

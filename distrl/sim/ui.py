@@ -154,7 +154,9 @@ def _text_mask(row: str, size_px: int, stroke: int) -> tuple[Image.Image, int, i
 @lru_cache(maxsize=8192)
 def _rows(text: str, size_px: int, max_px: int, lines: int) -> tuple[str, ...]:
     """``text`` wrapped into at most ``lines`` rows of ``max_px`` pixels, the last cut with an ellipsis."""
-    return tuple(_wrap(text, _font(size_px, False), float(max_px), lines))
+    # No glyph is narrower than a fifth of the font size: what lies beyond cannot show.
+    limit = lines * (max_px * 5 // size_px + 2)
+    return tuple(_wrap(text[:limit], _font(size_px, False), float(max_px), lines))
 
 
 def text_width_dp(text: str, size_dp: float) -> float:
@@ -388,9 +390,14 @@ def _fit(
 ) -> str:
     if not force and font.getlength(text) <= max_px:
         return text
-    while text and font.getlength(text + "…") > max_px:
-        text = text[:-1]
-    return text.rstrip() + "…"
+    low, high = 0, len(text)  # the longest prefix that fits with its ellipsis: binary search
+    while low < high:
+        middle = (low + high + 1) // 2
+        if font.getlength(text[:middle] + "…") <= max_px:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low].rstrip() + "…"
 
 
 ElementBuilder = Callable[[], list[Element]]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from distrl.actions import EndEpisode, KeyEvent, Swipe, Tap, TypeText, swipe_action, tap_action, to_gesture
 from distrl.records import Action, ActionType
+from distrl.sim.overlay import NAV_HEIGHT, STATUS_HEIGHT
 from distrl.sim.ui import Element
 
 if TYPE_CHECKING:
@@ -87,12 +88,12 @@ def tap_or_scroll(phone: Phone, element_id: str) -> Action:
 
 
 def _visible(phone: Phone, element: Element) -> bool:
-    covered_from = phone.height * 0.93
+    """Whole on screen, between the status bar and the navigation bar or the keyboard."""
+    covered_from = (phone.screen_height - NAV_HEIGHT) * phone.scale
     keyboard = find(phone, "keyboard/panel")
     if keyboard is not None:
         covered_from = keyboard.box.y0
-    top = phone.height * 0.06
-    return element.box.y0 >= top and element.box.y1 <= covered_from
+    return element.box.y0 >= STATUS_HEIGHT * phone.scale and element.box.y1 <= covered_from
 
 
 def dismiss_dialog(phone: Phone) -> Action | None:

@@ -1,0 +1,185 @@
+"""The web-search part of the general suite: AitW "General" searches answered by the browser.
+
+"Search for hotels in Washington DC on Google", "What's the weather like in Paris?", "How much does a
+Nintendo Switch Lite cost?", "Open espn.com"; held out for the test split: "What time is it in Tokyo?"
+and "Find a Thai restaurant in Chicago". A search task succeeds when Chrome, in front, shows Google's
+results page for a query holding every key word of the goal (in any order, with other words allowed:
+"hotels washington dc" will do); an "Open" task when Chrome shows a page of that site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from distrl.records import Action
+from distrl.sim.apps.chrome import current_route, online
+from distrl.sim.suites import Params, Template
+from distrl.sim.suites.expert import done
+from distrl.sim.suites.web_expert import fill_and_submit, in_the_way, open_address, to_chrome
+from distrl.sim.web.google import CITIES
+from distrl.sim.web.google_pages import FIELD as GOOGLE_FIELD
+from distrl.sim.web.text import STOP_WORDS, tokens
+
+if TYPE_CHECKING:
+    from distrl.sim.app import Json
+    from distrl.sim.phone import Phone
+
+__all__ = ["TEMPLATES", "key_words"]
+
+THINGS = (
+    "hotels in Washington DC", "flights to Paris", "the best pizza in New York", "cheap flights to London",
+    "how to make pancakes", "the capital of Australia", "Taylor Swift concert tickets",
+    "the latest NBA scores",
+    "things to do in Chicago", "the population of Japan", "coffee shops near me", "car rental in Los Angeles",
+    "the meaning of serendipity", "easy chicken recipes", "how to tie a tie", "yoga classes in Seattle",
+    "the height of Mount Everest", "Python tutorials", "used cars for sale", "the best running shoes",
+    "Broadway shows in New York", "museums in Washington DC", "vegan restaurants in Berlin",
+    "the distance from Earth to Mars", "how to change a tire", "hiking trails in Colorado",
+    "news about the World Cup", "apartments for rent in Boston", "the lyrics of Bohemian Rhapsody",
+    "the Golden Gate Bridge",
+)  # fmt: skip
+ITEMS = (
+    "Nintendo Switch Lite", "Sony PlayStation 5", "Xbox Series X", "Apple AirPods Pro", "MacBook Air",
+    "iPad Air", "Kindle Paperwhite", "GoPro HERO11", "Apple Watch Series 8", "Bose QuietComfort 45",
+    "JBL Flip 6", "Samsung Galaxy S23", "Google Pixel 7", "iPhone 14", "Fitbit Charge 5", "Sony WH-1000XM5",
+    "Canon EOS Rebel T7", "DJI Mini 3 Pro", "Logitech MX Master 3S", "Samsung Galaxy Watch5",
+)  # fmt: skip
+SITES = (
+    "newegg.com", "ebay.com", "bestbuy.com", "walmart.com", "costco.com", "wikipedia.org", "youtube.com",
+    "reddit.com", "cnn.com", "espn.com", "nytimes.com", "weather.com", "imdb.com", "github.com", "yelp.com",
+    "tripadvisor.com", "allrecipes.com", "bbc.com", "theverge.com", "craigslist.org",
+)  # fmt: skip
+CUISINES = ("Italian", "Mexican", "Thai", "Japanese", "Indian", "Chinese")
+RESTAURANT_CITIES = ("New York", "Chicago", "San Francisco", "Boston")
+
+
+def key_words(text: str) -> frozenset[str]:
+    """The words a query must hold (stemmed, stop words and question words left out)."""
+    return frozenset(tokens(text)) - STOP_WORDS - {"how", "much", "does", "cost", "near"}
+
+
+def _showing_results(words: Callable[[Params], frozenset[str]]) -> Callable[[Params, Json], bool]:
+    def check(p: Params, state: Json) -> bool:
+        route = current_route(state)
+        return (
+            route is not None
+            and route.kind == "google_search"
+            and words(p) <= set(tokens(route.query))
+            and online(state)
+        )
+
+    return check
+
+
+def _on_site(p: Params, state: Json) -> bool:
+    route = current_route(state)
+    return route is not None and route.domain == p["site"] and route.kind != "invalid" and online(state)
+
+
+def _search_expert(
+    check: Callable[[Params, Json], bool], query: Callable[[Params], str]
+) -> Callable[[Params, Phone], Action]:
+    """Home screen search bar, then Google's search box (or the address bar off Google's home page)."""
+
+    def expert(p: Params, phone: Phone) -> Action:
+        state = phone.state()
+        if check(p, state):
+            return done()
+        blocked = in_the_way(phone) or to_chrome(phone, state, via_search_bar=True)
+        if blocked is not None:
+            return blocked
+        route = current_route(state)
+        if route is not None and route.kind == "google_home":
+            return fill_and_submit(phone, state, GOOGLE_FIELD, query(p))
+        return open_address(phone, state, query(p))
+
+    return expert
+
+
+def _open_expert(p: Params, phone: Phone) -> Action:
+    state = phone.state()
+    if _on_site(p, state):
+        return done()
+    blocked = in_the_way(phone) or to_chrome(phone, state)
+    if blocked is not None:
+        return blocked
+    return open_address(phone, state, str(p["site"]))
+
+
+def _each(name: str, values: Sequence[str]) -> Callable[[], list[Params]]:
+    return lambda: [{name: value} for value in values]
+
+
+def _article(item: str) -> str:
+    return "an" if item[:1].lower() in "aeiou" else "a"
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template(
+        name="search_google",
+        split="train",
+        params=_each("thing", THINGS),
+        goal=lambda p: f"Search for {p['thing']} on Google",
+        setup=lambda p: [],
+        check=_showing_results(lambda p: key_words(str(p["thing"]))),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(str(p["thing"]))), lambda p: str(p["thing"])
+        ),
+    ),
+    Template(
+        name="weather",
+        split="train",
+        params=_each("city", [city.name for city in CITIES]),
+        goal=lambda p: f"What's the weather like in {p['city']}?",
+        setup=lambda p: [],
+        check=_showing_results(lambda p: key_words(f"weather {p['city']}")),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(f"weather {p['city']}")), lambda p: f"weather in {p['city']}"
+        ),
+    ),
+    Template(
+        name="item_price",
+        split="train",
+        params=_each("item", ITEMS),
+        goal=lambda p: f"How much does {_article(str(p['item']))} {p['item']} cost?",
+        setup=lambda p: [],
+        check=_showing_results(lambda p: key_words(str(p["item"]))),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(str(p["item"]))), lambda p: f"{p['item']} price"
+        ),
+    ),
+    Template(
+        name="open_site",
+        split="train",
+        params=_each("site", SITES),
+        goal=lambda p: f"Open {p['site']}",
+        setup=lambda p: [],
+        check=_on_site,
+        expert=_open_expert,
+    ),
+    Template(
+        name="world_time",
+        split="test",
+        params=_each("city", [city.name for city in CITIES[10:]]),
+        goal=lambda p: f"What time is it in {p['city']}?",
+        setup=lambda p: [],
+        check=_showing_results(lambda p: key_words(f"time {p['city']}")),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(f"time {p['city']}")), lambda p: f"time in {p['city']}"
+        ),
+    ),
+    Template(
+        name="restaurant",
+        split="test",
+        params=lambda: [{"cuisine": c, "city": city} for c in CUISINES for city in RESTAURANT_CITIES],
+        goal=lambda p: f"Find {_article(str(p['cuisine']))} {p['cuisine']} restaurant in {p['city']}",
+        setup=lambda p: [],
+        check=_showing_results(lambda p: key_words(f"{p['cuisine']} restaurant {p['city']}")),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(f"{p['cuisine']} restaurant {p['city']}")),
+            lambda p: f"{p['cuisine']} restaurants in {p['city']}",
+        ),
+    ),
+)
+"""Web-search templates for the general suite (step limit 10)."""

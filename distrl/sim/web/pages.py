@@ -1,0 +1,224 @@
+"""Web pages as screens: what a URL looks like, given the browser that shows it.
+
+``render(route, browser)`` draws the page a ``Route`` names as ``Element``s below the browser's own
+bar. Pages never touch the phone: everything they read or change goes through the ``Browser``
+protocol (navigate, text fields, the carts, the cookie banners), which the Chrome app implements over
+its JSON data. Google's pages are in ``google_pages``, the shops' in ``shop_pages``; this module holds
+the protocol, the shared widgets and the pages of every other site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette, text_width_dp
+from distrl.sim.web.route import Route, display_url
+from distrl.sim.web.text import clip, stable, title_case
+
+__all__ = ["BAR_HEIGHT", "Browser", "CartItem", "generic_page", "logo", "render", "text"]
+
+BAR_HEIGHT = 56.0
+"""Height of the browser's own bar (address field, tabs, menu) above every page."""
+
+
+@dataclass(frozen=True, slots=True)
+class CartItem:
+    """One line of a shopping cart."""
+
+    product: str
+    """The product's slug (``distrl.sim.web.catalogue``)."""
+    qty: int
+
+
+class Browser(Protocol):
+    """What a page may read and do; the Chrome app implements it over the phone's state."""
+
+    @property
+    def now(self) -> datetime:
+        """The phone's clock (UTC)."""
+        ...
+
+    @property
+    def viewport(self) -> float:
+        """Height of the content area in dp, browser bar included."""
+        ...
+
+    @property
+    def ad(self) -> bool:
+        """Whether this results page shows a sponsored entry (drawn when the page opened)."""
+        ...
+
+    def go(self, url: str) -> None:
+        """Open ``url`` as a new page (BACK returns here)."""
+        ...
+
+    def field(self, field_id: str) -> str:
+        """Text typed into a field of this page."""
+        ...
+
+    @property
+    def focused(self) -> str | None: ...
+
+    def edit(self, field_id: str) -> None:
+        """Focus ``field_id`` with its text selected (typing replaces it)."""
+        ...
+
+    def cart(self, domain: str) -> list[CartItem]: ...
+
+    def add_to_cart(self, domain: str, slug: str) -> None: ...
+
+    def remove_from_cart(self, domain: str, slug: str) -> None: ...
+
+    def cookie_banner(self, domain: str) -> bool:
+        """Whether the site still waits for an answer to its cookie banner."""
+        ...
+
+    def answer_cookies(self, domain: str, accepted: bool) -> None: ...
+
+    def toast(self, text: str) -> None: ...
+
+
+def text(
+    element_id: str,
+    box: Box,
+    value: str,
+    *,
+    size: float = 15.0,
+    colour: Colour = Palette.TEXT,
+    bold: bool = False,
+    lines: int = 1,
+    align: str = "left",
+    fixed: bool = False,
+) -> Element:
+    """A line (or a few wrapped lines) of inert text (cut to a few hundred characters)."""
+    return Element(
+        id=element_id,
+        box=box,
+        text=clip(value, 80 * lines),
+        size=size,
+        colour=colour,
+        bold=bold,
+        lines=lines,
+        align="centre" if align == "centre" else "right" if align == "right" else "left",
+        fixed=fixed,
+    )
+
+
+def logo(
+    element_id: str,
+    runs: Sequence[tuple[str, Colour]],
+    x: float,
+    y: float,
+    size: float,
+    *,
+    centre: bool = False,
+    fixed: bool = False,
+    on_tap: Callable[[], None] | None = None,
+) -> list[Element]:
+    """A word mark written as runs of coloured bold text starting at ``(x, y)`` (top left)."""
+    widths = [text_width_dp(run, size) + size * 0.06 for run, _ in runs]
+    if centre:
+        x = (DP_WIDTH - sum(widths)) / 2
+    out: list[Element] = []
+    for i, ((run, colour), width) in enumerate(zip(runs, widths, strict=True)):
+        out.append(
+            Element(
+                id=f"{element_id}/{i}" if i else element_id,
+                box=Box(x, y, x + width + 2, y + size * 1.4),
+                text=run,
+                size=size,
+                colour=colour,
+                bold=True,
+                fixed=fixed,
+                on_tap=on_tap,
+            )
+        )
+        x += width
+    return out
+
+
+def render(route: Route, browser: Browser) -> list[Element]:
+    """The elements of the page ``route`` names, from ``BAR_HEIGHT`` down."""
+    from distrl.sim.web import google_pages, shop_pages
+
+    if route.kind in ("google_home", "google_search"):
+        return google_pages.render(route, browser)
+    if route.kind in ("shop_home", "shop_search", "product", "cart", "missing"):
+        return shop_pages.render(route, browser)
+    return generic_page(route, browser)
+
+
+_SENTENCES = (
+    "{T} has been covered widely over the past year, with new developments every few weeks.",
+    "Readers looking for the essentials will find the key facts summarised below.",
+    "Experts we spoke to agree that the details matter more than the headlines.",
+    "Prices, availability and opening hours can change, so check before you go.",
+    "Our editors update this page regularly as new information comes in.",
+    "Community members have shared hundreds of tips and photos about {t}.",
+    "See the related links at the bottom of the page for more background.",
+    "This guide was last reviewed on October 12, 2023.",
+)
+
+
+def generic_page(route: Route, browser: Browser) -> list[Element]:
+    """Any site the sim does not model: a coloured header with the site's name, a headline, text."""
+    del browser
+    host = display_url(route.url).split("/", 1)[0]
+    site = host.split(".")[-2] if host.count(".") else host
+    h = stable("site", route.domain)
+    hue = _site_colour(h)
+    top = BAR_HEIGHT
+    words = [w for w in route.path.replace("_", " ").replace("-", " ").replace("+", " ").split("/") if w]
+    topic = title_case(words[-1].split("?")[0]) if words else f"Welcome to {host}"
+    if "?" in route.url and "=" in route.url:
+        topic = title_case(route.url.split("=", 1)[1].split("&")[0].replace("+", " ").replace("%20", " "))
+    out = [
+        Element(id="page/header", box=Box(0, top, DP_WIDTH, top + 56), kind="bar", fill=hue),
+        text(
+            "page/site",
+            Box(16, top, DP_WIDTH - 60, top + 56),
+            site.title(),
+            size=22,
+            bold=True,
+            colour=(255, 255, 255),
+        ),
+        Element(
+            id="page/menu",
+            box=Box(DP_WIDTH - 52, top + 8, DP_WIDTH - 12, top + 48),
+            kind="icon",
+            icon="menu",
+            colour=(255, 255, 255),
+        ),
+        text("page/title", Box(16, top + 72, DP_WIDTH - 16, top + 148), topic, size=24, bold=True, lines=2),
+        text(
+            "page/byline",
+            Box(16, top + 150, DP_WIDTH - 16, top + 172),
+            f"{host}  |  Updated Oct 2023",
+            size=13,
+            colour=Palette.MUTED,
+        ),
+        Element(id="page/image", box=Box(16, top + 184, DP_WIDTH - 16, top + 364), kind="image"),
+    ]
+    y = top + 380
+    t = topic.lower()
+    for i in range(6):
+        sentence = _SENTENCES[(h + i) % len(_SENTENCES)].format(T=topic, t=t)
+        out.append(text(f"page/p/{i}", Box(16, y, DP_WIDTH - 16, y + 66), sentence, lines=3, size=16))
+        y += 76
+    return out
+
+
+def _site_colour(h: int) -> Colour:
+    palette: tuple[Colour, ...] = (
+        (25, 103, 210),
+        (196, 43, 28),
+        (15, 118, 110),
+        (88, 28, 135),
+        (30, 41, 59),
+        (180, 83, 9),
+        (22, 101, 52),
+    )
+    return palette[h % len(palette)]
