@@ -95,7 +95,11 @@ OPS: dict[str, Callable[[SimDevice | AdbDevice], Awaitable[object]]] = {
 
 async def _ops(device: SimDevice | AdbDevice, task: Task, repeats: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for name, op in {**OPS, "reset": lambda d: d.reset(task)}.items():
+
+    def reset(device: SimDevice | AdbDevice) -> Awaitable[object]:
+        return device.reset(task)
+
+    for name, op in {**OPS, "reset": reset}.items():
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
@@ -112,19 +116,18 @@ async def _ops(device: SimDevice | AdbDevice, task: Task, repeats: int) -> dict[
 def _free_ports(count: int) -> int:
     """The first of ``count`` consecutive free loopback ports."""
     for base in range(20_000, 60_000, 16):
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                probe = socket.socket()
-                sockets.append(probe)
-                probe.bind(("127.0.0.1", port))
+        if all(_free(port) for port in range(base, base + count)):
             return base
-        except OSError:
-            continue
-        finally:
-            for probe in sockets:
-                probe.close()
     raise RuntimeError("no free ports")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 @contextlib.contextmanager
@@ -138,22 +141,47 @@ def _adb_and_sim(workdir: Path) -> Iterator[tuple[str, int, str]]:
     os.environ.update(ANDROID_ADB_SERVER_PORT=str(adb_port), ADBUTILS_ADB_PATH=binary)
     token = workdir / "token"
     token.write_text("")
-    adb = subprocess.Popen([binary, "nodaemon", "server"], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    adb = subprocess.Popen(
+        [binary, "nodaemon", "server"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     sim = None
     try:
         _wait_port(adb_port)
         base = _free_ports(2)
         sim = subprocess.Popen(
-            [sys.executable, "-m", "distrl", "sim", "--devices", "1", "--base-port", str(base),
-             "--latency", "off", "--token-file", str(token), "--adb-server-port", str(adb_port)],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "distrl",
+                "sim",
+                "--devices",
+                "1",
+                "--base-port",
+                str(base),
+                "--latency",
+                "off",
+                "--token-file",
+                str(token),
+                "--adb-server-port",
+                str(adb_port),
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         serial = f"emulator-{base}"
         deadline = time.monotonic() + 30
-        while f"{serial}\tdevice" not in subprocess.run(
-            [binary, "devices"], env=env, capture_output=True, text=True, timeout=10
-        ).stdout:
+        while (
+            f"{serial}\tdevice"
+            not in subprocess.run(
+                [binary, "devices"], env=env, capture_output=True, text=True, timeout=10
+            ).stdout
+        ):
             if time.monotonic() > deadline or sim.poll() is not None:
                 raise RuntimeError("the adb server did not list the simulated phone")
             time.sleep(0.1)
