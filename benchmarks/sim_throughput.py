@@ -9,7 +9,7 @@ Prints one JSON line:
   ``screencap -p``), next to the same operations on ``SimDevice`` (JPEG, in-process). Latency off
   everywhere, so the figures are the machinery's own cost.
 
-It also saves the frames it rendered of the launcher and a shopping page to ``benchmarks/figures/``
+It also saves the frames it rendered of the launcher and a shop's product page to ``benchmarks/figures/``
 (the README shows them).
 
 Bounded: fixed step counts, about a minute on 2 cores. Run: ``python benchmarks/sim_throughput.py``
@@ -220,7 +220,7 @@ async def _compare_ops(repeats: int) -> dict[str, dict[str, dict[str, float]]]:
 
 
 async def _figures() -> list[str]:
-    """The launcher and a shopping results page, as the phone renders them."""
+    """The launcher and a shop's product page, as the phone renders them."""
     FIGURES.mkdir(exist_ok=True)
     device = SimDevice("sim-0", phone_config=PhoneConfig(nuisances=False), timeouts=TIMEOUTS)
     saved = []
@@ -228,13 +228,13 @@ async def _figures() -> list[str]:
         await device.reset(tasks("general")[0])
         device.phone.render().save(FIGURES / "sim-launcher.png")
         saved.append("sim-launcher.png")
-        shopping = next(t for t in tasks("web_shopping") if "first entry" in t.goal)
+        shopping = next(t for t in tasks("web_shopping") if "select the first entry" in t.goal)
         await device.reset(shopping)
-        for _ in range(shopping.max_steps):
-            top = device.phone.state()["top"]
-            if top["screen"] not in ("main", "home") and "search" in str(top["args"].get("url", "")):
+        for _ in range(shopping.max_steps):  # the expert, until it has the first entry's page open
+            action = expert_action(shopping, device.phone)
+            if action.type.ends_episode:
                 break
-            await device.act(expert_action(shopping, device.phone))
+            await device.act(action)
         device.phone.render().save(FIGURES / "sim-shopping.png")
         saved.append("sim-shopping.png")
     return saved
