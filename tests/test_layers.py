@@ -30,6 +30,8 @@ LAYERS: dict[str, set[str]] = {
     "fleet": {"wire", "errors", "config", "records", "transport", "worker"},
     "sim": {"records", "actions", "errors"},
     "device": {"records", "actions", "errors", "config", "sim"},
+    "weights": {"errors"},
+    "policy": {"records", "actions", "errors", "config", "weights"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},
