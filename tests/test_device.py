@@ -19,7 +19,7 @@ from PIL import Image
 
 import distrl.device.adb
 import distrl.device.sim
-from distrl.actions import KeyEvent, Swipe, Tap, TypeText, swipe_action, tap_action, to_gesture
+from distrl.actions import swipe_action, tap_action, to_gesture
 from distrl.config import Timeouts, parse_inventory
 from distrl.device import AdbDevice, Device, SimDevice, sim_device
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
@@ -178,15 +178,7 @@ async def _reset(rig: Rig, task: Task) -> Phone:
 
 def _apply(phone: Phone, action: Action) -> None:
     """What ``act(action)`` does to the phone."""
-    gesture = to_gesture(action, phone.width, phone.height)
-    if isinstance(gesture, Tap):
-        phone.tap(gesture.x, gesture.y)
-    elif isinstance(gesture, Swipe):
-        phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
-    elif isinstance(gesture, TypeText):
-        phone.type_text(gesture.text)
-    elif isinstance(gesture, KeyEvent):
-        phone.key(gesture.keycode)
+    phone.perform(to_gesture(action, phone.width, phone.height))
 
 
 async def _act(rig: Rig, phone: Phone, action: Action) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from distrl.actions import EndEpisode, Swipe, Tap, TypeText, to_gesture
+from distrl.actions import EndEpisode, to_gesture
 from distrl.records import ActionType, Task
 from distrl.sim.apps.basic import BASIC_APPS
 from distrl.sim.apps.calculator import calculate
@@ -746,14 +746,7 @@ def _solve(task: Task, phone: Phone, *, limit: int | None = None) -> tuple[int, 
         if isinstance(gesture, EndEpisode):
             assert gesture.status is ActionType.STATUS_TASK_COMPLETE
             return step, is_successful(task, phone.state())
-        if isinstance(gesture, Tap):
-            phone.tap(gesture.x, gesture.y)
-        elif isinstance(gesture, Swipe):
-            phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
-        elif isinstance(gesture, TypeText):
-            phone.type_text(gesture.text)
-        else:
-            phone.key(gesture.keycode)
+        phone.perform(gesture)
         phone.advance(1.0)  # the screenshot between steps
     return limit + 1, is_successful(task, phone.state())
 

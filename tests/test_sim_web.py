@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from distrl.actions import KeyEvent, Swipe, Tap, TypeText, to_gesture
+from distrl.actions import to_gesture
 from distrl.records import ActionType
 from distrl.sim.app import Json
 from distrl.sim.apps.chrome import (
@@ -578,15 +578,7 @@ def _solve(template: Template, params: Params, seed: int, limit: int, seen: _Nui
         if action.type is ActionType.STATUS_TASK_COMPLETE:
             assert check(params, phone.state()), f"{template.name} {params}: done too early"
             return step
-        gesture = to_gesture(action, phone.width, phone.height)
-        if isinstance(gesture, Tap):
-            phone.tap(gesture.x, gesture.y)
-        elif isinstance(gesture, Swipe):
-            phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
-        elif isinstance(gesture, TypeText):
-            phone.type_text(gesture.text)
-        elif isinstance(gesture, KeyEvent):
-            phone.key(gesture.keycode)
+        phone.perform(to_gesture(action, phone.width, phone.height))
         phone.advance(1.0)  # the screenshot between steps
         seen.saw(phone)
     raise AssertionError(f"{template.name} {params} (seed {seed}) is not solved in {limit} steps")

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from distrl.actions import EndEpisode, Swipe, Tap, TypeText, to_gesture
+from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText, to_gesture
 from distrl.config import SimSettings, Timeouts
 from distrl.device.protocol import Gate
 from distrl.device.screen import IMAGE_FORMATS, WHITE_FRAME_RETRIES, image_limiter, is_blank
@@ -39,6 +39,8 @@ from distrl.sim.shell import run_shell
 from distrl.sim.suites import setup_commands
 
 __all__ = ["SimDevice", "sim_device"]
+
+_GESTURE_OPS: dict[type[Gesture], Op] = {Tap: Op.TAP, Swipe: Op.SWIPE, TypeText: Op.TEXT, KeyEvent: Op.KEY}
 
 log = logging.getLogger(__name__)
 
@@ -135,22 +137,9 @@ class SimDevice:
             self._check_up("act")
             phone = self._phone
             before = phone.top_package
-            if isinstance(gesture, Tap):
-                op = Op.TAP
-                await self._strike(op, "act")
-                phone.tap(gesture.x, gesture.y)
-            elif isinstance(gesture, Swipe):
-                op = Op.SWIPE
-                await self._strike(op, "act")
-                phone.swipe(gesture.x1, gesture.y1, gesture.x2, gesture.y2, gesture.duration_ms)
-            elif isinstance(gesture, TypeText):
-                op = Op.TEXT
-                await self._strike(op, "act")
-                phone.type_text(gesture.text)
-            else:
-                op = Op.KEY
-                await self._strike(op, "act")
-                phone.key(gesture.keycode)
+            op = _GESTURE_OPS[type(gesture)]
+            await self._strike(op, "act")
+            phone.perform(gesture)
             await self._wait(op)
             if phone.top_package not in (before, LAUNCHER):
                 await self._wait(Op.LAUNCH)

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from PIL import Image
 
+from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText
 from distrl.sim import overlay
 from distrl.sim.app import App, Context, Frame, Json, frame
 from distrl.sim.apps import installed_apps
@@ -381,6 +382,20 @@ class Phone:
             return
         top["scroll"] = min(self._max_scroll(), max(0.0, float(top["scroll"]) + (y0 - y1) / s))
         self._changed()
+
+    def perform(self, gesture: Gesture) -> None:
+        """Do a device gesture (``distrl.actions.to_gesture``); ending the episode does nothing here."""
+        match gesture:
+            case Tap(x, y):
+                self.tap(x, y)
+            case Swipe(x1, y1, x2, y2, ms):
+                self.swipe(x1, y1, x2, y2, ms)
+            case TypeText(text):
+                self.type_text(text)
+            case KeyEvent(code):
+                self.key(code)
+            case EndEpisode():
+                pass
 
     def type_text(self, text: str) -> None:
         """Type ``text`` into the focused field (nothing focused: the text goes nowhere, as on Android)."""

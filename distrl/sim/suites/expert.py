@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from distrl.actions import EndEpisode, KeyEvent, Swipe, Tap, TypeText, swipe_action, tap_action, to_gesture
+from distrl.actions import EndEpisode, swipe_action, tap_action, to_gesture
 from distrl.records import Action, ActionType
 from distrl.sim.overlay import NAV_HEIGHT, STATUS_HEIGHT
 from distrl.sim.ui import Element
@@ -131,18 +131,8 @@ def done() -> Action:
 def perform(phone: Phone, action: Action) -> bool:
     """Do ``action`` on ``phone`` as a device would (``to_gesture``); False when it ends the episode."""
     gesture = to_gesture(action, phone.width, phone.height)
-    match gesture:
-        case Tap(x, y):
-            phone.tap(x, y)
-        case Swipe(x1, y1, x2, y2, ms):
-            phone.swipe(x1, y1, x2, y2, ms)
-        case TypeText(text):
-            phone.type_text(text)
-        case KeyEvent(code):
-            phone.key(code)
-        case EndEpisode():
-            return False
-    return True
+    phone.perform(gesture)
+    return not isinstance(gesture, EndEpisode)
 
 
 def run_expert(task: Task, phone: Phone, *, max_steps: int | None = None) -> tuple[bool, int]:
