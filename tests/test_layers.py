@@ -32,6 +32,7 @@ LAYERS: dict[str, set[str]] = {
     "device": {"records", "actions", "errors", "config", "sim"},
     "weights": {"errors"},
     "policy": {"records", "actions", "errors", "config", "weights"},
+    "pretrain": {"records", "actions", "errors", "config", "sim", "policy", "weights"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},
