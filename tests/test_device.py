@@ -21,12 +21,14 @@ import distrl.device.adb
 import distrl.device.sim
 from distrl.actions import swipe_action, tap_action, to_gesture
 from distrl.config import Timeouts, parse_inventory
-from distrl.device import AdbDevice, Device, SimDevice, sim_device
+from distrl.device import AdbDevice, Device, SimDevice, screen, sim_device
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
-from distrl.device.screen import decode, is_blank
+from distrl.device.protocol import Gate
+from distrl.device.screen import Frame, capture, decode, is_blank
 from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, ActionType, Observation, Task
 from distrl.sim import adbd as sim_adbd
+from distrl.sim import image as sim_image
 from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Spread
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import ShellResult
@@ -517,6 +519,24 @@ async def test_state_is_none_where_the_device_cannot_report_it(
     assert await adb_rig.device.state() is None
 
 
+async def test_a_command_left_behind_never_lands_after_the_next_reset(adb_rig: Rig) -> None:
+    """An ``act`` given up on leaves its adb thread waiting for the answer while the device runs the
+    command late; the next ``reset`` waits for that thread, so the tap lands before the snapshot load,
+    not on the restored phone."""
+    package = _an_app(adb_rig.config)
+    phone = await _reset(adb_rig, _task())
+    adb_rig.set_latency(_fixed(tap=0.5))
+    with anyio.move_on_after(0.1) as scope:
+        await adb_rig.device.act(_tap(phone, f"launcher/app/{package}"))
+    assert scope.cancelled_caught
+    adb_rig.set_latency(None)
+    start = anyio.current_time()
+    await adb_rig.device.reset(_task())
+    assert anyio.current_time() - start >= 0.3  # the tap's thread had about 0.4 s to go
+    await anyio.sleep(0.6)  # well after the tap would have landed
+    assert _top(await adb_rig.device.state())["package"] == LAUNCHER
+
+
 async def test_reset_reboots_when_the_snapshot_cannot_be_loaded(
     adb_server: AdbServer, sim_fleet: SimFleet
 ) -> None:
@@ -571,6 +591,37 @@ def test_decode_refuses_what_is_not_a_whole_png() -> None:
     for bad in (b"", b"garbage", data[: len(data) - 20], data[:8] + b"\0" * 40):
         with pytest.raises(ValueError, match="PNG"):
             decode(bad)
+
+
+async def test_capture_retries_white_frames_then_gives_up() -> None:
+    gate = Gate(host="h", device="d")
+    frames: list[Frame | None] = [None, None, (b"png", 3, 2)]
+    tries: list[int] = []
+
+    async def grab(attempt: int) -> Frame | None:
+        tries.append(attempt)
+        return frames[attempt - 1]
+
+    observation = await capture(grab, gate=gate, operation="observe", image_format="png", retries=2)
+    assert (observation.screenshot, observation.width, observation.height) == (b"png", 3, 2)
+    assert tries == [1, 2, 3]
+    tries.clear()
+    with pytest.raises(BadScreenshot, match="2 white frames") as caught:
+        await capture(grab, gate=gate, operation="observe", image_format="png", retries=1)
+    assert (caught.value.reason, caught.value.attempts, caught.value.device, tries) == (
+        "white",
+        2,
+        "d",
+        [1, 2],
+    )
+
+
+def test_the_sim_and_the_devices_encode_screens_one_way() -> None:
+    assert screen.encode is sim_image.encode
+    assert screen.IMAGE_FORMATS == sim_image.IMAGE_FORMATS
+    phone = Phone(CONFIG)
+    for image_format in screen.IMAGE_FORMATS:
+        assert phone.screenshot(image_format, 70) == sim_image.encode(phone.render(), image_format, 70)
 
 
 def test_is_blank_means_every_pixel_the_same() -> None:

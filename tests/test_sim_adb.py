@@ -24,7 +24,8 @@ import adbutils
 import pytest
 from PIL import Image, ImageChops
 
-from distrl.sim.adbd import CLSE, CNXN, MAX_PAYLOAD, OKAY, OPEN, VERSION, WRTE, Packet
+from distrl.sim.adbd import CLSE, CNXN, MAX_PAYLOAD, MAX_STREAMS, OKAY, OPEN, VERSION, WRTE, Packet
+from distrl.sim.console import MAX_SNAPSHOTS
 from distrl.sim.latency import FaultModel, FaultRates, LatencyModel, LatencyProfile, Spread
 from distrl.sim.server import serve_phones
 
@@ -208,6 +209,25 @@ def test_console_auth_and_snapshot_round_trip(sim_fleet: SimFleet) -> None:
         console.close()
 
 
+def test_console_keeps_a_bounded_number_of_snapshots(sim_fleet: SimFleet) -> None:
+    console = _Console(sim_fleet.phones[0].console_port)
+    try:
+        console.reply()
+        console.ask(f"auth {sim_fleet.token}")
+        for index in range(MAX_SNAPSHOTS - 1):  # default_boot is the first
+            assert console.ask(f"avd snapshot save s{index}") == ["OK"]
+        assert console.ask("avd snapshot save one_too_many")[-1].startswith("KO: too many snapshots")
+        assert console.ask("avd snapshot save s0") == ["OK"]  # replacing one is fine
+        assert console.ask("avd snapshot delete s1") == ["OK"]
+        assert console.ask("avd snapshot save one_too_many") == ["OK"]
+        listing = console.ask("avd snapshot list")
+        assert len(listing) == 2 + MAX_SNAPSHOTS + 1  # two heading lines, the snapshots, OK
+        assert "one_too_many" in "\n".join(listing)
+        assert "s1 " not in "\n".join(listing)
+    finally:
+        console.close()
+
+
 def test_console_kill_stops_that_phone_only(sim_fleet: SimFleet) -> None:
     killed, other = sim_fleet.phones
     console = _Console(killed.console_port)
@@ -359,6 +379,51 @@ def test_the_transport_protocol_by_hand(sim_fleet: SimFleet) -> None:
         assert raw.read()[0] == Packet(CLSE, 0, 9)
     finally:
         raw.sock.close()
+
+
+def _hello(raw: _Raw) -> None:
+    raw.send(Packet(CNXN, VERSION, MAX_PAYLOAD, b"host::\0"))
+    assert raw.read()[0].command == CNXN
+
+
+def test_a_connection_holds_a_bounded_number_of_streams(sim_fleet: SimFleet) -> None:
+    raw = _Raw(sim_fleet.phones[1].adb_port)
+    try:
+        _hello(raw)
+        for remote in range(1, MAX_STREAMS + 1):  # each answers a WRTE that is never acknowledged
+            raw.send(Packet(OPEN, remote, 0, b"shell:echo held\0"))
+        local: dict[int, int] = {}
+        for _ in range(2 * MAX_STREAMS):
+            packet = raw.read()[0]
+            assert packet.command in (OKAY, WRTE), packet
+            local[packet.arg1] = packet.arg0
+        assert sorted(local) == list(range(1, MAX_STREAMS + 1))
+        raw.send(Packet(OPEN, 1000, 0, b"shell:echo refused\0"))
+        assert raw.read()[0] == Packet(CLSE, 0, 1000)
+        raw.send(Packet(CLSE, 1, local[1]))  # the host closes one: room for another
+        raw.send(Packet(OPEN, 1001, 0, b"shell:echo admitted\0"))
+        ready = raw.read()[0]
+        assert (ready.command, ready.arg1) == (OKAY, 1001)
+        assert raw.read()[0] == Packet(WRTE, ready.arg0, 1001, b"admitted\n")
+    finally:
+        raw.sock.close()
+    assert sim_fleet.adb.run("-s", sim_fleet.serials[1], "shell", "echo fine").stdout == b"fine\n"
+
+
+@pytest.mark.parametrize("target", ["bootloader", "recovery", "sideload", "fastboot"])
+def test_reboot_to_another_target_is_refused(sim_fleet: SimFleet, target: str) -> None:
+    served = sim_fleet.phones[1]
+    sim_fleet.adb.run("-s", served.serial, "shell", "settings put global wifi_on 0")
+    raw = _Raw(served.adb_port)
+    try:
+        _hello(raw)
+        raw.send(Packet(OPEN, 3, 0, f"reboot:{target}\0".encode()))
+        assert raw.read()[0] == Packet(CLSE, 0, 3)
+    finally:
+        raw.sock.close()
+    assert served.adbd.state == "up"
+    result = sim_fleet.adb.run("-s", served.serial, "shell", "settings get global wifi_on")
+    assert result.stdout == b"0\n", "the phone did not reboot"
 
 
 @pytest.mark.parametrize(

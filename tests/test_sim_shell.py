@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageChops
 
 from distrl.sim.latency import Op
-from distrl.sim.phone import Phone, PhoneConfig
+from distrl.sim.phone import SCREENSHOT_S, Phone, PhoneConfig
 from distrl.sim.shell import ShellResult, run_shell, shell_ops
 
 SETTINGS = "com.android.settings"
@@ -72,8 +73,40 @@ def test_quoting(phone: Phone) -> None:
     assert sh(phone, "echo a#b") == ("a#b\n", 0)
 
 
+def test_quoted_operators_are_text(phone: Phone) -> None:
+    assert sh(phone, "echo ';' \"&&\" '||' '|' a\\&b 'x&y'") == ("; && || | a&b x&y\n", 0)
+    assert sh(phone, "echo a';'b; echo \"c;\"d") == ("a;b\nc;d\n", 0)
+    assert sh(phone, "false || echo '&&'; echo $?") == ("&&\n0\n", 0)
+
+
+@pytest.mark.parametrize("text", [";", "&&", "||", "|", "&", "a;b", "x & y", "#tag", "it's", "a\\b", "$?"])
+def test_input_text_types_what_adb_device_quotes(
+    phone: Phone, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    texts = spy(monkeypatch, phone, "type_text")
+    command = "input text " + shlex.quote(text.replace(" ", "%s"))  # as AdbDevice sends a TYPE
+    assert sh(phone, command) == ("", 0)
+    assert texts == [(text,)]
+
+
+def test_comments(phone: Phone) -> None:
+    assert sh(phone, "echo hi # a comment; echo not run") == ("hi\n", 0)
+    assert sh(phone, "echo a;# echo b") == ("a\n", 0)
+    assert sh(phone, "# all comment") == ("", 0)
+    assert sh(phone, "echo a#b '#c' \\#d \"#e\"") == ("a#b #c #d #e\n", 0)
+    assert sh(phone, "echo a # comment\necho b") == ("a\nb\n", 0)
+
+
+def test_newlines_and_continuations(phone: Phone) -> None:
+    assert sh(phone, "echo a\n\necho b\n") == ("a\nb\n", 0)
+    assert sh(phone, "false &&\necho no\necho $?") == ("1\n", 0)
+    assert sh(phone, 'echo a\\\nb "c\\\nd"') == ("ab cd\n", 0)
+    assert sh(phone, "echo '\\' \"\\\\ \\$? \\x\" end\\") == ("\\ \\ $? \\x end\\\n", 0)
+
+
 @pytest.mark.parametrize(
-    "line", ["echo 'open", 'echo "open', "; ;", "&& echo x", "echo a ||", "echo a |", "a & b"]
+    "line",
+    ["echo 'open", 'echo "open', "; ;", "&& echo x", "echo a ||", "echo a |", "a & b", "echo a\n;", "a;;"],
 )
 def test_syntax_errors(phone: Phone, line: str) -> None:
     output, status = sh(phone, line)
@@ -103,6 +136,14 @@ def test_screencap_raw(phone: Phone) -> None:
     assert (width, height, fmt, len(output)) == (1080, 2400, 1, 12 + 1080 * 2400 * 4)
     pixels = Image.frombytes("RGBA", (width, height), output[12:]).convert("RGB")
     assert ImageChops.difference(pixels, phone.render()).getbbox() is None
+
+
+def test_screencap_raw_moves_the_clock_as_png_does(phone: Phone) -> None:
+    start = phone.state()["clock_s"]
+    run_shell(phone, "screencap")
+    raw = phone.state()["clock_s"]
+    run_shell(phone, "screencap -p")
+    assert raw - start == phone.state()["clock_s"] - raw == SCREENSHOT_S
 
 
 def test_screencap_bad_arguments(phone: Phone) -> None:

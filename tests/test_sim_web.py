@@ -288,6 +288,39 @@ def test_cart_deep_links_fill_and_clear_carts() -> None:
     assert current_route(phone.state()) is not None
 
 
+def test_cart_deep_links_typed_or_tapped_only_show_the_cart() -> None:
+    shop = SHOPS["ebay.com"]
+    phone = _phone()
+    for command in cart_setup("ebay.com", [PRODUCTS[5]]):
+        assert run_shell(phone, command).exit_code == 0
+    full = [(PRODUCTS[5].slug, 1)]
+    p: Params = {"site": "ebay.com", "items": 1}
+    phone.launch(CHROME)
+    _type_into(phone, URL_FIELD, "ebay.com/cart?clear=1")
+    _type_into(phone, URL_FIELD, shop.cart_add_url(PRODUCTS[9]))
+    navigate(phone.context(CHROME), shop.cart_clear_url)  # a link on a page
+    state = phone.state()
+    assert [(i.product, i.qty) for i in cart(state, "ebay.com")] == full
+    assert current_url(state) == shop.cart_url
+    assert not _templates()["clear_cart"].check(p, state)
+
+
+def test_an_empty_cart_needs_the_network() -> None:
+    """The reviewer's way round: airplane mode, then the clear link typed (it used to empty the cart)."""
+    phone = _phone()
+    for command in cart_setup("ebay.com", [PRODUCTS[5]]):
+        assert run_shell(phone, command).exit_code == 0
+    run_shell(phone, "settings put global airplane_mode_on 1")
+    phone.launch(CHROME)
+    _type_into(phone, URL_FIELD, "ebay.com/cart?clear=1")
+    p: Params = {"site": "ebay.com", "items": 1}
+    assert not _templates()["clear_cart"].check(p, phone.state())
+    phone.data["apps"][CHROME]["carts"]["ebay.com"] = []  # emptied, but offline
+    assert not _templates()["clear_cart"].check(p, phone.state())
+    run_shell(phone, "settings put global airplane_mode_on 0")
+    assert _templates()["clear_cart"].check(p, phone.state())
+
+
 # ---------------------------------------------------------------------- every shopping site
 @pytest.mark.parametrize("domain", SHOP_DOMAINS)
 def test_shop_search_scroll_product_cart(domain: str) -> None:

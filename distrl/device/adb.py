@@ -2,11 +2,17 @@
 
 adbutils is blocking, so every adb call runs in a worker thread behind a ``CapacityLimiter``, under the
 operation's timeout, and with a socket timeout on every read so that a thread left behind by a
-cancelled or timed-out call ends on its own soon after. Commands go through adbutils'
-``open_transport`` rather than its helpers (``shell``, ``click``, ``swipe``, ``keyevent``,
-``send_keys``): the wire is the same (``input tap X Y`` …), but the helpers read with a 10-minute
-timeout while switching transport, cannot take one for ``click`` and friends, and read output in a
-quadratic loop.
+cancelled or timed-out call ends on its own soon after. Such a thread may still deliver its command
+meanwhile (the device answers late, or the thread had not sent it yet), so the device keeps the
+threads its calls abandoned, and whatever touches the device next (every adb call, and the console's
+snapshot load of ``reset``) first waits until they have ended, each for at most its socket timeout
+since it was abandoned: nothing a timed-out ``act`` sent can land on the phone after the next
+``reset`` has loaded its snapshot. The wait counts against the operation that waits.
+
+Commands go through adbutils' ``open_transport`` rather than its helpers (``shell``, ``click``,
+``swipe``, ``keyevent``, ``send_keys``): the wire is the same (``input tap X Y`` …), but the helpers
+read with a 10-minute timeout while switching transport, cannot take one for ``click`` and friends,
+and read output in a quadratic loop.
 
 Commands use shell protocol v2 (``shell,v2,raw:``) where the device advertises ``shell_v2`` (Android 7
 and later, and the sim): the exit status is known, stdout is kept apart from stderr (a warning never
@@ -41,7 +47,7 @@ import re
 import shlex
 import socket
 import subprocess
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -58,6 +64,8 @@ from distrl.device.protocol import Gate
 from distrl.device.screen import (
     IMAGE_FORMATS,
     WHITE_FRAME_RETRIES,
+    Frame,
+    capture,
     decode,
     encode,
     image_limiter,
@@ -149,6 +157,7 @@ class AdbDevice:
         self._adb = self._client.device(serial)
         self._size: tuple[int, int] | None = None
         self._shell_v2: bool | None = None  # whether the device speaks shell protocol v2 (asked once)
+        self._stragglers: list[tuple[_Call, float]] = []  # abandoned calls still running, and until when
         self._gate = Gate(host=host, device=serial)
 
     @property
@@ -228,30 +237,24 @@ class AdbDevice:
 
     # ------------------------------------------------------------------ operations' parts
     async def _capture(self, operation: str) -> Observation:
-        attempts = 1 + self.white_frame_retries
-        for attempt in range(1, attempts + 1):
+        async def grab(attempt: int) -> Frame | None:
             data = await self._shell(operation, "screencap -p", self.timeouts.device_observe_s)
             try:
-                frame = await anyio.to_thread.run_sync(self._check_frame, data, limiter=image_limiter())
+                return await anyio.to_thread.run_sync(self._check_frame, data, limiter=image_limiter())
             except ValueError as exc:
                 raise self._gate.error(
                     BadScreenshot, operation, f"screencap: {exc}", reason="corrupt", attempts=attempt
                 ) from exc
-            if frame is not None:
-                screenshot, width, height = frame
-                return Observation(
-                    screenshot=screenshot,
-                    width=width,
-                    height=height,
-                    image_format=self.image_format,
-                    timestamp_s=time.time(),
-                )
-            log.debug("%s: white frame (capture %d of %d)", self._serial, attempt, attempts)
-        raise self._gate.error(
-            BadScreenshot, operation, f"{attempts} white frames in a row", reason="white", attempts=attempts
+
+        return await capture(
+            grab,
+            gate=self._gate,
+            operation=operation,
+            image_format=self.image_format,
+            retries=self.white_frame_retries,
         )
 
-    def _check_frame(self, data: bytes) -> tuple[bytes, int, int] | None:
+    def _check_frame(self, data: bytes) -> Frame | None:
         """In a worker thread: the observation's bytes and size, or None for a blank frame."""
         image: Image.Image = decode(data)
         if is_blank(image):
@@ -273,6 +276,7 @@ class AdbDevice:
         return self._size
 
     async def _load_snapshot(self) -> None:
+        await self._settle()
         port = self.console_port
         if port is None:
             raise self._gate.error(DeviceError, "reset", "has no emulator console to load a snapshot with")
@@ -349,13 +353,40 @@ class AdbDevice:
         return _Output(None, stdout, b"")
 
     async def _call(self, operation: str, timeout_s: float, func: Callable[..., T], *args: object) -> T:
-        """``func(*args)`` in a worker thread, its errors translated. A cancelled call leaves the thread
-        to finish on its own, within its socket timeout."""
+        """``func(*args)`` in a worker thread, its errors translated, once the threads of earlier
+        abandoned calls have ended (``_settle``). A cancelled call leaves the thread to finish on its
+        own, within its socket timeout ``timeout_s``, and the next call waits for it."""
+        await self._settle()
         limiter = self._limiter or adb_limiter()
+        call = _Call()
+
+        def run() -> T:
+            if not call.begin():
+                raise RuntimeError("an adb call abandoned before it started")  # nobody awaits it
+            try:
+                return func(*args)
+            finally:
+                call.done.set()
+
         try:
-            return await anyio.to_thread.run_sync(func, *args, abandon_on_cancel=True, limiter=limiter)
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
         except (adbutils.AdbError, OSError, EOFError, subprocess.SubprocessError) as exc:
             raise self._translate(exc, operation, timeout_s) from exc
+        finally:
+            if call.abandon():
+                self._stragglers.append((call, anyio.current_time() + timeout_s))
+
+    async def _settle(self) -> None:
+        """Wait until the threads of abandoned calls have ended, each at most until its socket timeout
+        has passed since it was abandoned (then it is let go, with a warning)."""
+        while self._stragglers:
+            call, until = self._stragglers[0]
+            left_s = until - anyio.current_time()
+            if left_s > 0 and not call.done.is_set():
+                await anyio.to_thread.run_sync(call.done.wait, left_s, abandon_on_cancel=True)
+            if not call.done.is_set():
+                log.warning("%s: an abandoned adb call runs on past its socket timeout", self._serial)
+            self._stragglers.pop(0)
 
     def _translate(self, exc: BaseException, operation: str, timeout_s: float) -> DeviceError:
         """The ``DeviceError`` for an adbutils or socket error: the one place where they are mapped."""
@@ -400,6 +431,30 @@ class AdbDevice:
             elif kind == 3 and len(payload) == 1:
                 return _Output(payload[0], b"".join(stdout), b"".join(stderr))
         raise adbutils.AdbError("the shell stream closed before the exit status (connection closed)")
+
+
+class _Call:
+    """Where one adb call's worker thread is: not started, running, ``done``; or dropped, when its
+    caller gave up before it started (it will not run then)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        """Set when the thread has finished."""
+        self._lock = threading.Lock()
+        self._started = False
+        self._dropped = False
+
+    def begin(self) -> bool:
+        """In the worker thread, first: whether to run (False once the caller gave up)."""
+        with self._lock:
+            self._started = not self._dropped
+            return self._started
+
+    def abandon(self) -> bool:
+        """The caller is done with the call: whether its thread runs on without it."""
+        with self._lock:
+            self._dropped = not self._started
+            return self._started and not self.done.is_set()
 
 
 @dataclass(frozen=True, slots=True)

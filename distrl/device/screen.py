@@ -1,4 +1,7 @@
-"""Screenshots: decoding and checking what a device sends, encoding what a simulated phone shows.
+"""Screenshots: decoding and checking what a device sends, and the white-frame retries of a capture.
+
+``encode`` (and ``IMAGE_FORMATS``) live in ``distrl.sim.image``, which the simulated phone uses too,
+and are re-exported here.
 
 Image work is CPU-bound, so devices run these functions in worker threads behind ``image_limiter()``,
 one ``CapacityLimiter`` per event loop sized to the machine's cores: hundreds of devices share a few
@@ -8,26 +11,38 @@ threads and the event loop stays free.
 from __future__ import annotations
 
 import io
+import logging
 import os
+import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.lowlevel import RunVar
 from PIL import Image
 
+from distrl.device.protocol import Gate
+from distrl.errors import BadScreenshot
+from distrl.records import Observation
+from distrl.sim.image import IMAGE_FORMATS, encode
+
 __all__ = [
     "IMAGE_FORMATS",
     "WHITE_FRAME_RETRIES",
+    "Frame",
+    "capture",
     "decode",
     "encode",
     "image_limiter",
     "is_blank",
 ]
 
-IMAGE_FORMATS = ("png", "jpeg")
-"""The encodings an ``Observation`` may carry."""
-
 WHITE_FRAME_RETRIES = 5
 """Captures retried after a white frame before giving up (DigiRL retries up to 5 times)."""
+
+Frame = tuple[bytes, int, int]
+"""A captured screenshot: the observation's bytes, its width and height in pixels."""
+
+log = logging.getLogger(__name__)
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
@@ -72,13 +87,29 @@ def decode(data: bytes) -> Image.Image:
         raise ValueError(f"corrupt PNG ({len(data)} bytes): {exc}") from exc
 
 
-def encode(image: Image.Image, image_format: str, quality: int = 85) -> bytes:
-    """``image`` as ``png`` (fast compression) or ``jpeg`` bytes."""
-    out = io.BytesIO()
-    if image_format == "png":
-        image.save(out, "PNG", compress_level=1)
-    elif image_format == "jpeg":
-        image.save(out, "JPEG", quality=quality)
-    else:
-        raise ValueError(f"image format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
-    return out.getvalue()
+async def capture(
+    grab: Callable[[int], Awaitable[Frame | None]],
+    *,
+    gate: Gate,
+    operation: str,
+    image_format: str,
+    retries: int = WHITE_FRAME_RETRIES,
+) -> Observation:
+    """An observation of ``grab(attempt)``'s frame, grabbing again while it gives None (a white frame),
+    ``1 + retries`` times in all; then ``BadScreenshot`` with ``reason="white"``."""
+    attempts = 1 + retries
+    for attempt in range(1, attempts + 1):
+        frame = await grab(attempt)
+        if frame is not None:
+            data, width, height = frame
+            return Observation(
+                screenshot=data,
+                width=width,
+                height=height,
+                image_format=image_format,
+                timestamp_s=time.time(),
+            )
+        log.debug("%s: white frame (capture %d of %d)", gate.device, attempt, attempts)
+    raise gate.error(
+        BadScreenshot, operation, f"{attempts} white frames in a row", reason="white", attempts=attempts
+    )

@@ -3,8 +3,10 @@
 A ``SimDevice`` is cheap (a process holds hundreds): the phone is a state machine, its screen is drawn
 and encoded in a worker thread behind the process's image limiter, and the time a real emulator would
 take is slept with ``anyio.sleep`` as drawn by a ``LatencyModel``. The phone's own virtual clock does
-not follow that latency, so what an episode sees depends on the seed and the inputs only, whatever the
-latency or ``time_scale``.
+not follow that latency, so what an episode sees is deterministic whatever the latency or
+``time_scale``: it depends on the seed and on everything the device did before, not on this episode's
+inputs alone, since ``reset`` restores the boot snapshot but the phone's random stream keeps its
+position (``Phone.restore``), on purpose, so that pop-ups differ from one episode to the next.
 
 Reset restores the snapshot taken when the phone booted, then runs the task's setup commands with the
 sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and ``adb shell``.
@@ -22,7 +24,6 @@ Faults (``FaultModel``) strike ``observe`` and ``act``; ``reset`` is the way bac
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import anyio
@@ -30,8 +31,15 @@ import anyio
 from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText, to_gesture
 from distrl.config import SimSettings, Timeouts
 from distrl.device.protocol import Gate
-from distrl.device.screen import IMAGE_FORMATS, WHITE_FRAME_RETRIES, image_limiter, is_blank
-from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline
+from distrl.device.screen import (
+    IMAGE_FORMATS,
+    WHITE_FRAME_RETRIES,
+    Frame,
+    capture,
+    image_limiter,
+    is_blank,
+)
+from distrl.errors import DeviceCrashed, DeviceError, DeviceOffline
 from distrl.records import Action, Observation, Task
 from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Op
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
@@ -174,32 +182,23 @@ class SimDevice:
                 )
 
     async def _capture(self, operation: str, *, strike: bool) -> Observation:
-        attempts = 1 + self.white_frame_retries
-        for attempt in range(1, attempts + 1):
+        async def grab(attempt: int) -> Frame | None:
             fault = await self._strike(Op.SCREENSHOT, operation) if strike else None
             await self._wait(Op.SCREENSHOT)
-            data, blank = await anyio.to_thread.run_sync(
+            return await anyio.to_thread.run_sync(
                 self._screenshot, fault is Fault.WHITE_FRAME, limiter=image_limiter()
             )
-            if not blank:
-                return Observation(
-                    screenshot=data,
-                    width=self._phone.width,
-                    height=self._phone.height,
-                    image_format=self.image_format,
-                    timestamp_s=time.time(),
-                )
-            log.debug("%s: white frame (capture %d of %d)", self._name, attempt, attempts)
-        raise self._gate.error(
-            BadScreenshot,
-            operation,
-            f"{attempts} white frames in a row",
-            reason="white",
-            attempts=attempts,
+
+        return await capture(
+            grab,
+            gate=self._gate,
+            operation=operation,
+            image_format=self.image_format,
+            retries=self.white_frame_retries,
         )
 
-    def _screenshot(self, white: bool) -> tuple[bytes, bool]:
-        """In a worker thread: the encoded screen, and whether every pixel of it is the same."""
+    def _screenshot(self, white: bool) -> Frame | None:
+        """In a worker thread: the encoded screen and its size, or None when every pixel is the same."""
         phone = self._phone
         phone.white = white
         try:
@@ -207,7 +206,7 @@ class SimDevice:
             blank = is_blank(phone.render())  # the frame just encoded, from the phone's cache
         finally:
             phone.white = False
-        return data, blank
+        return None if blank else (data, phone.width, phone.height)
 
     async def _strike(self, op: Op, operation: str) -> Fault | None:
         """Draw a fault for ``op`` and act it out; returns ``WHITE_FRAME`` or None to carry on."""

@@ -9,8 +9,11 @@ with ``features=shell_v2,cmd``) and never ask for ``AUTH``. Streams are ``OPEN``
 
 Services: ``shell:<cmd>`` and ``exec:<cmd>`` (raw bytes), ``shell,v2,...:<cmd>`` (shell protocol v2
 packets: id byte, u32 length, data; stdout is id 1, the exit status id 3) and ``reboot:``; anything
-else is refused with ``CLSE``. Commands run through ``shell.run_shell`` in a worker thread, one at a
-time per phone, after the latency model's delay (device-side: after the ``OKAY``, before the output).
+else is refused with ``CLSE``, ``reboot:bootloader``, ``reboot:recovery`` and the other boot targets
+the simulated phone does not have included. A connection holds at most ``MAX_STREAMS`` open streams;
+an ``OPEN`` past them is refused with ``CLSE`` too. Commands run through ``shell.run_shell`` in a
+worker thread, one at a time per phone, after the latency model's delay (device-side: after the
+``OKAY``, before the output).
 
 Faults drawn per operation (``latency.FaultModel``):
 
@@ -48,7 +51,19 @@ from distrl.sim.latency import Fault, FaultModel, LatencyModel, Op
 from distrl.sim.phone import Phone
 from distrl.sim.shell import ShellResult, run_shell, shell_ops
 
-__all__ = ["Adbd", "Packet", "CNXN", "OPEN", "OKAY", "WRTE", "CLSE", "AUTH", "VERSION", "MAX_PAYLOAD"]
+__all__ = [
+    "Adbd",
+    "Packet",
+    "CNXN",
+    "OPEN",
+    "OKAY",
+    "WRTE",
+    "CLSE",
+    "AUTH",
+    "VERSION",
+    "MAX_PAYLOAD",
+    "MAX_STREAMS",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +78,8 @@ HANDSHAKE_S = 30.0
 """How long a new connection may take to send its ``CNXN``, seconds."""
 ACK_S = 60.0
 """How long the host may take to acknowledge a ``WRTE``, seconds."""
+MAX_STREAMS = 64
+"""Most streams one connection may have open at once (the adb server opens one per command)."""
 
 _GONE = (
     anyio.EndOfStream,
@@ -342,8 +359,9 @@ class _Connection:
 
     async def _open(self, remote: int, destination: str, tg: TaskGroup) -> None:
         service = _service(self.adbd, destination)
-        if service is None:
-            logger.info("sim adbd: refusing service %r", destination)
+        if service is None or len(self.streams) >= MAX_STREAMS:
+            why = "unknown service" if service is None else f"{MAX_STREAMS} streams open already"
+            logger.info("sim adbd: refusing service %r: %s", destination, why)
             await self.send(Packet(CLSE, 0, remote))
             return
         stream = _Stream(self, self.next_id, remote)
@@ -374,7 +392,7 @@ def _service(adbd: Adbd, destination: str) -> Callable[[_Stream], Awaitable[None
             await stream.write(_v2(result) if v2 else result.output)
 
         return shell
-    if kind == "reboot" and not args:
+    if kind == "reboot" and not args and not command:  # not a boot target: the sim has only Android
 
         async def reboot(stream: _Stream) -> None:
             adbd.reboot()

@@ -9,7 +9,8 @@ and lines end in CRLF.
 
 Commands: ``help``, ``ping``, ``avd status``, ``avd name``, ``avd snapshot list|save|load|delete``,
 ``crash``, ``kill``, ``quit``/``exit``. Snapshots are ``Phone.snapshot()`` blobs in memory;
-``default_boot`` (the phone as it booted) is there from the start. Loading one takes the latency
+``default_boot`` (the phone as it booted) is there from the start; at most ``MAX_SNAPSHOTS`` are kept
+(a save past them is ``KO``, replacing one is fine). Loading one takes the latency
 model's reset time and brings an ``offline`` adbd back. Only loopback clients are served.
 """
 
@@ -30,7 +31,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from distrl.sim.adbd import Adbd
 from distrl.sim.latency import Op
 
-__all__ = ["Console", "DEFAULT_TOKEN_FILE", "BOOT_SNAPSHOT", "read_token"]
+__all__ = ["Console", "DEFAULT_TOKEN_FILE", "BOOT_SNAPSHOT", "MAX_SNAPSHOTS", "read_token"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ BOOT_SNAPSHOT = "default_boot"
 IDLE_S = 600.0
 """A console client silent this long is disconnected, seconds."""
 MAX_LINE_BYTES = 4096
+MAX_SNAPSHOTS = 32
+"""Most snapshots a console keeps, ``default_boot`` included (each is a copy of the phone's state)."""
 
 _HELP = """\
 Android console commands:
@@ -176,6 +179,8 @@ class Console:
             case ["list"]:
                 rows = [f"{tag:<20} {len(blob) // 1024:>6}K" for tag, blob in sorted(self.snapshots.items())]
                 return ["List of snapshots present on all disks:", "TAG                    SIZE", *rows, "OK"]
+            case ["save", name] if name not in self.snapshots and len(self.snapshots) >= MAX_SNAPSHOTS:
+                return [f"KO: too many snapshots (at most {MAX_SNAPSHOTS}); delete one first"]
             case ["save", name]:
                 self.snapshots[name] = await self.adbd.call(phone.snapshot)
                 return ["OK"]

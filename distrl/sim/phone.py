@@ -16,7 +16,6 @@ however fast the caller drives the phone.
 from __future__ import annotations
 
 import copy
-import io
 import random as _random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from distrl.sim import overlay
 from distrl.sim.app import App, Context, Frame, Json, frame
 from distrl.sim.apps import installed_apps
 from distrl.sim.apps.launcher import Launcher
+from distrl.sim.image import encode
 from distrl.sim.keyboard import KEYBOARD_HEIGHT, keyboard_elements
 from distrl.sim.overlay import NAV_HEIGHT, STATUS_HEIGHT
 from distrl.sim.ui import DP_WIDTH, Box, Element, Painter, Palette
@@ -515,18 +515,15 @@ class Phone:
         self._rendered = (self._version, image)
         return image
 
-    def screenshot(self, fmt: str = "png", quality: int = 85) -> bytes:
-        """The screen encoded as ``png`` or ``jpeg``; time passes as it would between agent steps."""
+    def capture(self) -> Image.Image:
+        """The screen as a screenshot sees it: time passes as it would between agent steps, then
+        ``render``."""
         self.advance(SCREENSHOT_S)
-        image = self.render()
-        out = io.BytesIO()
-        if fmt == "png":
-            image.save(out, "PNG", compress_level=1)
-        elif fmt in ("jpeg", "jpg"):
-            image.save(out, "JPEG", quality=quality)
-        else:
-            raise ValueError(f"unknown image format {fmt!r}: use 'png' or 'jpeg'")
-        return out.getvalue()
+        return self.render()
+
+    def screenshot(self, fmt: str = "png", quality: int = 85) -> bytes:
+        """``capture`` encoded as ``png`` or ``jpeg`` (``image.encode``)."""
+        return encode(self.capture(), fmt, quality)
 
 
 def _with_box(element: Element, box: Box) -> Element:

@@ -1,9 +1,12 @@
 """The Android shell of the simulated phone: ``run_shell(phone, "input tap 540 1200")``.
 
-What adbd runs for ``shell:``, ``shell,v2:`` and ``exec:``. A command line is split as ``sh`` would
-(``shlex``), into commands joined by ``;``, ``&&`` and ``||``; ``$?`` outside single quotes is the
-last exit status, which is what adbutils' ``shell2`` appends (``; echo X4EXIT:$?``). The commands are
-the ones phone-control clients send, answering with the text and exit status Android gives:
+What adbd runs for ``shell:``, ``shell,v2:`` and ``exec:``. A command line is split into words as
+``sh`` would (single and double quotes, backslashes, an unquoted ``#`` starting a word begins a
+comment), into commands joined by unquoted ``;``, ``&&``, ``||`` and newlines; a quoted operator is
+just text (``input text ';'`` types a semicolon), and the unquoted ``|`` and ``&`` the simulated shell
+does not run are syntax errors. ``$?`` outside single quotes is the last exit status, which is what
+adbutils' ``shell2`` appends (``; echo X4EXIT:$?``); no other expansion is done. The commands are the
+ones phone-control clients send, answering with the text and exit status Android gives:
 
 - ``echo``, ``true``, ``false``, ``exit [n]``;
 - ``screencap -p`` (PNG) and ``screencap`` (12-byte header: width, height, format 1 as little-endian
@@ -27,7 +30,6 @@ import contextlib
 import json
 import logging
 import math
-import shlex
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -41,6 +43,7 @@ __all__ = ["ShellResult", "run_shell", "shell_ops"]
 logger = logging.getLogger(__name__)
 
 _OPERATORS = {";", "&&", "||"}
+_OPERATOR_CHARS = ";&|"
 _STATUS = "\x00"
 """Stands for ``$?`` in a split word until the command runs (adb service strings hold no NUL)."""
 _SH = "/system/bin/sh"
@@ -104,26 +107,25 @@ class _SyntaxError(ValueError):
 
 
 def _split(command: str) -> list[tuple[str, list[str]]]:
-    """``(operator before it, words)`` for each command of the line; ``$?`` marked as ``_STATUS``."""
-    lexer = shlex.shlex(_mark_status(command), posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError as exc:  # an unclosed quote or a trailing backslash
-        raise _SyntaxError(str(exc).lower()) from None
+    """``(operator before it, words)`` for each command of the line; ``$?`` marked as ``_STATUS``.
+
+    Only unquoted operators join commands: ``input text ';'`` is one command that types ``;``."""
     chain: list[tuple[str, list[str]]] = []
     operator, words = ";", list[str]()
-    for token in tokens:
-        if token in _OPERATORS:
+    for text, is_operator in _tokens(command):
+        if not is_operator:
+            words.append(text)
+        elif text == "\n":  # ends a command like ';', but empty lines are fine
+            if words:
+                chain.append((operator, words))
+                operator, words = ";", []
+        elif text in _OPERATORS:
             if not words:
-                raise _SyntaxError(f"unexpected '{token}'")
+                raise _SyntaxError(f"unexpected '{text}'")
             chain.append((operator, words))
-            operator, words = token, []
-        elif set(token) <= {";", "&", "|"}:
-            raise _SyntaxError(f"'{token}' is not supported by the simulated shell")
+            operator, words = text, []
         else:
-            words.append(token)
+            raise _SyntaxError(f"'{text}' is not supported by the simulated shell")
     if words:
         chain.append((operator, words))
     elif operator != ";":
@@ -131,26 +133,80 @@ def _split(command: str) -> list[tuple[str, list[str]]]:
     return chain
 
 
-def _mark_status(command: str) -> str:
-    """``command`` with each ``$?`` outside single quotes replaced by ``_STATUS``."""
-    out: list[str] = []
-    quote = ""
-    i = 0
+def _tokens(command: str) -> list[tuple[str, bool]]:
+    """``command`` lexed as ``sh`` does: ``(text, is_operator)`` for each word and unquoted operator.
+
+    Words lose their quotes and backslashes; ``$?`` outside single quotes becomes ``_STATUS``; an
+    operator is a run of ``;&|`` or a newline, outside quotes; an unquoted ``#`` that starts a word
+    starts a comment, to the end of the line."""
+    tokens: list[tuple[str, bool]] = []
+    word: list[str] | None = None  # None between words
+    i, end = 0, len(command)
+
+    def finish() -> None:
+        nonlocal word
+        if word is not None:
+            tokens.append(("".join(word), False))
+            word = None
+
+    while i < end:
+        char = command[i]
+        if char in " \t\n" or char in _OPERATOR_CHARS:
+            finish()
+            if char == "\n":
+                tokens.append(("\n", True))
+            elif char in _OPERATOR_CHARS:
+                start = i
+                while i + 1 < end and command[i + 1] in _OPERATOR_CHARS:
+                    i += 1
+                tokens.append((command[start : i + 1], True))
+            i += 1
+            continue
+        if char == "#" and word is None:
+            newline = command.find("\n", i)
+            i = end if newline < 0 else newline
+            continue
+        if char == "\\" and command.startswith("\\\n", i):  # a line continuation, gone
+            i += 2
+            continue
+        word = [] if word is None else word
+        if char == "\\":
+            word.append(command[i + 1 : i + 2] or "\\")  # a trailing backslash stays, as in sh
+            i += 2
+        elif char == "'":
+            close = command.find("'", i + 1)
+            if close < 0:
+                raise _SyntaxError("no closing quotation")
+            word.append(command[i + 1 : close])
+            i = close + 1
+        elif char == '"':
+            i = _double_quoted(command, i + 1, word)
+        elif command.startswith("$?", i):
+            word.append(_STATUS)
+            i += 2
+        else:
+            word.append(char)
+            i += 1
+    finish()
+    return tokens
+
+
+def _double_quoted(command: str, i: int, word: list[str]) -> int:
+    """Append the text of a ``"..."`` whose first character is at ``i``; the index after its end."""
     while i < len(command):
         char = command[i]
-        if char == "\\" and quote != "'":
-            out.append(command[i : i + 2])
+        if char == '"':
+            return i + 1
+        if char == "\\" and command[i + 1 : i + 2] in ('"', "\\", "$", "`", "\n"):
+            word.append(command[i + 1].replace("\n", ""))
             i += 2
-            continue
-        if char in "'\"" and quote in ("", char):
-            quote = "" if quote else char
-        elif char == "$" and quote != "'" and command.startswith("$?", i):
-            out.append(_STATUS)
+        elif command.startswith("$?", i):
+            word.append(_STATUS)
             i += 2
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
+        else:
+            word.append(char)
+            i += 1
+    raise _SyntaxError("no closing quotation")
 
 
 def _program(word: str) -> str:
@@ -209,7 +265,7 @@ def _screencap(phone: Phone, args: list[str]) -> ShellResult:
             return _out("screencap: the simulated phone has no file system; use stdout\n", 1)
     if png:
         return ShellResult(phone.screenshot("png"), 0)
-    rgba = phone.render().convert("RGBA")
+    rgba = phone.capture().convert("RGBA")  # the clock moves as for -p
     header = struct.pack("<3I", rgba.width, rgba.height, 1)
     return ShellResult(header + rgba.tobytes(), 0)
 

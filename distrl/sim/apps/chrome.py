@@ -133,7 +133,7 @@ class Chrome(BaseApp):
         stack: list[Json] = ctx.phone.data["tasks"][CHROME]
         fresh = CHROME not in ctx.phone.data["recents"]
         blank = len(stack) == 1 and stack[0]["screen"] == "main"
-        top = navigate(ctx, url, replace=fresh and blank)
+        top = navigate(ctx, url, replace=fresh and blank, intent=True)
         if fresh:
             _maybe_chrome_dialog(top)
         return True
@@ -254,11 +254,14 @@ def _load_time(u: float) -> float:
     return min(4.0, 0.5 * float((1.0 - u) ** -0.75))
 
 
-def navigate(ctx: Context, url: str, *, replace: bool = False) -> Context:
+def navigate(ctx: Context, url: str, *, replace: bool = False, intent: bool = False) -> Context:
     """Open ``url`` in Chrome as a new page (or instead of the current one); the new page's context.
 
-    Cart deep links (``<cart url>?add=<item>``, ``?clear=1``) change the cart and show it, with no
-    nuisances, so task setups stay deterministic.
+    Cart deep links (``<cart url>?add=<item>``, ``?clear=1``) are for task setups: opened by a VIEW
+    intent (``intent``, from ``Chrome.open_url``: ``am start -a android.intent.action.VIEW -d URL``)
+    they change the cart and show it, with no nuisances, so setups stay deterministic, network or not.
+    Typed into the address bar or tapped, they only open the cart page: an agent cannot fill or empty a
+    cart with one, nor get round airplane mode.
     """
     phone = ctx.phone
     url = canonical(url)
@@ -267,11 +270,11 @@ def navigate(ctx: Context, url: str, *, replace: bool = False) -> Context:
     quiet = False
     if route.kind in ("cart_add", "cart_clear"):
         shop = SHOPS[route.domain]
-        if route.kind == "cart_add":
+        if intent and route.kind == "cart_add":
             _add(data, route.domain, route.product)
-        else:
+        elif intent:
             data["carts"][route.domain] = []
-        url, quiet = shop.cart_url, True
+        url, quiet = shop.cart_url, intent
         route = parse(url)
     nuisances = phone.config.nuisances and not quiet
     args: Json = {"url": url}

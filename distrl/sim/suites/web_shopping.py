@@ -118,7 +118,7 @@ def _selected_and_added(p: Params, state: Json) -> bool:
 
 
 def _cart_empty(p: Params, state: Json) -> bool:
-    return not cart(state, str(p["site"]))
+    return not cart(state, str(p["site"])) and online(state)
 
 
 def _on_cart(p: Params, state: Json) -> bool:
