@@ -17,6 +17,7 @@ from distrl.errors import (
     TransportError,
     TransportTimeout,
     TruncatedFrame,
+    WeightsError,
     WireError,
 )
 from distrl.records import (
@@ -91,6 +92,7 @@ __all__ = [
     "TruncatedFrame",
     "ProtocolMismatch",
     "PolicyError",
+    "WeightsError",
     "TooManyRestarts",
     "RemoteError",
 ]

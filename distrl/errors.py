@@ -16,6 +16,8 @@ The tree::
     │   ├── TruncatedFrame              ``expected``, ``received``
     │   └── ProtocolMismatch            ``ours``, ``theirs``
     ├── PolicyError                     model loading, generation: ``model``, ``phase``
+    ├── WeightsError (ValueError)       an adapter blob that cannot be applied: ``reason``, ``version``,
+    │                                   ``base_version``, ``expected``, ``tensor``
     ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
     │                                   ``last_error``
     └── RemoteError                     from the other side, of a type unknown here: ``remote_type``
@@ -178,6 +180,22 @@ class RemoteError(DistrlError):
 
     fields: ClassVar[tuple[str, ...]] = ("remote_type",)
     remote_type: str | None
+
+
+class WeightsError(DistrlError, ValueError):
+    """An adapter snapshot or diff that cannot be encoded or applied; the caller's weights are unchanged."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason", "version", "base_version", "expected", "tensor")
+    reason: str | None
+    """``truncated``, ``corrupt``, ``metadata``, ``base``, ``mismatch``, ``checksum`` or ``dtype``."""
+    version: int | None
+    """The version the blob would produce."""
+    base_version: int | None
+    """The version a diff applies to."""
+    expected: int | None
+    """The version the caller holds (a diff's base must equal it)."""
+    tensor: str | None
+    """The tensor at fault, where one is."""
 
 
 def error_class(name: str) -> type[DistrlError] | None:

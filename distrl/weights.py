@@ -1,0 +1,595 @@
+"""Adapter snapshots and version diffs: what the learner sends and the workers apply, exactly.
+
+A snapshot is the adapter's trainable tensors (name → tensor, any float dtype) at a version. Both kinds of
+blob are safetensors files whose string metadata names the format and its version, the kind, the
+version (and a diff's base version), the encoding, ``checksum``: SHA-256 over the names, dtypes, shapes
+and bytes of the weights the blob produces, and ``payload_checksum`` over the metadata and stored bytes:
+
+- ``encode_full``: every tensor as itself, so any safetensors reader can load it. For start and resync.
+- ``encode_diff``: from version n to m, one buffer per dtype (``delta.float32`` …) for all the tensors
+  that changed, and a manifest listing every tensor (name, dtype, shape, changed or not) and the chunks.
+
+``apply`` checks the base version, the payload checksum, that the manifest names exactly the caller's
+tensors, every chunk's length, and finally the checksum of the result; whatever fails raises
+``WeightsError`` (``reason`` says what) and the caller's tensors are never written to. No pickle: JSON
+and raw bytes only.
+
+The diff, and why (numbers from ``benchmarks/weight_diff.py``: LoRA r=16 on every linear layer of a
+Qwen2.5-VL-3B, 41.4M parameters, 166 MB in float32, trained by Adam at lr 1e-5 … 1e-4; ratios are of
+the full blob of the same dtype, measured at lr 1e-4, step 50 unless said):
+
+1. The integer difference of the raw bits, modulo 2^bits, zigzagged (0, -1, 1, … → 0, 1, 2, …). Exact
+   for every bit pattern (NaN, inf, -0.0, subnormals). A float delta is not: ``old + (new - old)`` turns
+   1.0 → 1e-30 into 0.0; its bytes also compress worse (0.685 against 0.653). XOR of the bits is exact
+   too but costs more (0.675): a small change across a carry flips many bits but stays a small difference.
+2. Byte planes: byte k of every difference together, so the mostly-zero high bytes make long runs.
+   Without this, zlib gets 0.80.
+3. zlib (stdlib) with its run-length strategy, per 4 MiB chunk of a plane, chunks on all cores. A chunk
+   whose bytes look random (order-0 entropy above 7.9 bits per byte, e.g. float32's low planes) is stored
+   as is: deflate cannot win there and is slowest there. Run-length (0.653) beats zlib's default strategy
+   at level 1 (0.678) and 6 (0.664), lzma (0.669) and bz2 (0.673), and is faster than all of them. It is
+   at the floor for coding each difference on its own (0.656: the entropy of its bit length plus the bits
+   below it), so zstd, a new dependency, could only be faster, not smaller.
+4. Tensors whose bits did not change cost one manifest line; many small tensors make one buffer per dtype.
+
+The limit: Adam moves every element by about lr at every step, so the low mantissa bits of every element
+are new information and no exact encoding can drop them. Float32 diffs are 61-72% of the float32 adapter
+(20% at step 1, when only B leaves zero); the 25% goal cannot be met exactly for float32 weights.
+Publishing the bfloat16 cast of the learner's float32 weights (what a bf16 worker computes with) gives
+diffs of 26-43% of the bfloat16 snapshot, 13-22% of the float32 adapter. A diff spanning 4 updates
+(``publish_every = 4``) costs 6-12 points more than one. Encoding the float32 diff takes 1.4-3.2 s and
+applying it 0.9-1.6 s on 2 shared cores; bfloat16 about half.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, NoReturn, TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
+import safetensors.torch
+import torch
+
+from distrl.errors import WeightsError
+
+FORMAT = "distrl.weights"
+"""The ``format`` metadata string of every blob."""
+FORMAT_VERSION = 1
+"""Bumped on any change to the layout below; a reader refuses other versions."""
+FULL_ENCODING = "raw"
+"""A full snapshot stores each tensor as itself, under its own name: any safetensors reader can load it."""
+DIFF_ENCODING = "sub-zigzag/shuffle/zlib-rle"
+"""A diff: integer difference of the raw bits, zigzag, byte planes, zlib (run-length strategy) per chunk."""
+CHUNK_BYTES = 4 * 1024 * 1024
+"""Each byte plane is cut into chunks of this many bytes, compressed independently and in parallel."""
+RAW_ENTROPY_BITS = 7.9
+"""A chunk whose bytes carry more than this many bits of (order-0) entropy per byte is stored as is."""
+_SAMPLE_STRIDE = 16  # the entropy is estimated on every 16th byte
+
+DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
+"""The tensor types a snapshot may hold, by name."""
+
+_UINT: dict[int, type[np.unsignedinteger[Any]]] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_SINT: dict[int, type[np.signedinteger[Any]]] = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+_MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
+_HEX = frozenset("0123456789abcdef")
+
+Tensors = Mapping[str, torch.Tensor]
+"""An adapter's trainable tensors by name (a state dict)."""
+Kind = Literal["full", "diff"]
+Array = npt.NDArray[Any]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+class Snapshot(NamedTuple):
+    """The adapter at ``version``: what ``apply`` returns. Unpacks as ``tensors, version = ...``."""
+
+    tensors: dict[str, torch.Tensor]
+    """Every tensor by name, on the CPU, each with its own storage (shared with nothing else)."""
+    version: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BlobInfo:
+    """What a blob's metadata says about it (``describe``); the fields of the ``Weights`` message."""
+
+    kind: Kind
+    version: int
+    """The version of the weights after applying the blob."""
+    base_version: int | None
+    """The version a diff applies to; None for a full snapshot."""
+    checksum: str
+    """``checksum()`` of the weights at ``version`` (hex)."""
+    encoding: str
+
+
+def checksum(tensors: Tensors) -> str:
+    """SHA-256 (hex) of the tensors: names, dtypes, shapes and raw bytes, in sorted name order."""
+    for name, tensor in tensors.items():
+        _dtype_name(name, tensor)
+    return _digest(tensors, b"")
+
+
+def encode_full(tensors: Tensors, version: int) -> bytes:
+    """A full snapshot of ``tensors`` at ``version``, for a worker that starts or has to resync."""
+    _check_version(version, "version")
+    stored = {name: _cpu(name, tensor).clone() for name, tensor in tensors.items()}
+    for name in stored:
+        _check_name(name)
+    metadata = _metadata("full", version, None, FULL_ENCODING, checksum(stored))
+    return _save(stored, metadata)
+
+
+def encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> bytes:
+    """What turns ``old`` (at ``base_version``) into ``new`` (at ``version``), exactly.
+
+    Both must hold the same names, dtypes and shapes, and must not change while this runs (pass
+    snapshots, not parameters an optimizer is stepping). Tensors whose bits did not change cost only
+    their line in the manifest. Compression runs on up to ``os.cpu_count()`` threads.
+    """
+    _check_version(base_version, "base_version")
+    _check_version(version, "version")
+    if version <= base_version:
+        raise WeightsError(
+            f"a diff must move forward, not from version {base_version} to {version}",
+            reason="metadata",
+            version=version,
+            base_version=base_version,
+        )
+    _check_same_structure(old, new)
+    entries: list[list[Any]] = []
+    deltas: dict[str, list[Array]] = {}
+    for name in sorted(new):
+        before, after = _bits(name, old[name]), _bits(name, new[name])
+        changed = not np.array_equal(before, after)
+        dtype = _dtype_name(name, new[name])
+        entries.append([name, dtype, list(new[name].shape), int(changed)])
+        if changed:
+            deltas.setdefault(dtype, []).append(np.subtract(after, before))  # wraps: exact mod 2**bits
+    stored: dict[str, torch.Tensor] = {}
+    chunks: dict[str, list[list[Any]]] = {}
+    for dtype in sorted(deltas):
+        planes = _shuffle(_zigzag(np.concatenate(deltas.pop(dtype))))
+        pieces = [
+            (plane, planes[plane, start : start + CHUNK_BYTES])
+            for plane in range(planes.shape[0])
+            for start in range(0, planes.shape[1], CHUNK_BYTES)
+        ]
+        packed = _parallel(_pack, [piece for _, piece in pieces])
+        chunks[dtype] = [
+            [plane, codec, piece.size, len(data)]
+            for (plane, piece), (codec, data) in zip(pieces, packed, strict=True)
+        ]
+        stored[f"delta.{dtype}"] = torch.frombuffer(bytearray().join(d for _, d in packed), dtype=torch.uint8)
+    manifest = json.dumps({"tensors": entries, "chunks": chunks}, separators=(",", ":"))
+    metadata = _metadata("diff", version, base_version, DIFF_ENCODING, checksum(new), manifest=manifest)
+    return _save(stored, metadata)
+
+
+def describe(blob: bytes) -> BlobInfo:
+    """Read a blob's metadata without decoding its tensors. Raises ``WeightsError`` if it is unusable."""
+    return _read_header(blob)[0]
+
+
+def apply(tensors: Tensors, blob: bytes, *, expected_base: int | None) -> Snapshot:
+    """The weights after applying ``blob`` to ``tensors`` (the weights at version ``expected_base``).
+
+    A diff must have been made from ``expected_base`` and name exactly the tensors (names, dtypes,
+    shapes) of ``tensors``. A full snapshot replaces everything whatever the base (pass ``{}`` and
+    ``None`` when there are no weights yet); if ``tensors`` is not empty, the snapshot must have its
+    names, dtypes and shapes. The result is verified against the checksum the learner computed, so it
+    is bitwise the learner's weights.
+
+    Atomic: any problem (truncated, corrupt, wrong base, mismatched tensors, checksum) raises
+    ``WeightsError`` and ``tensors`` is never modified; the result shares no memory with it.
+    Compression runs on up to ``os.cpu_count()`` threads; call it from a worker thread in async code.
+    """
+    info, metadata = _read_header(blob)
+    if info.kind == "diff" and info.base_version != expected_base:
+        _fail(
+            "base",
+            f"the diff applies to version {info.base_version}, but the weights are at {expected_base}",
+            info,
+            expected_base,
+        )
+    stored = _load(blob, info, expected_base)
+    claimed = metadata.pop("payload_checksum")
+    if _digest(stored, _canonical(metadata)) != claimed:
+        _fail("checksum", "the blob's payload does not match its checksum", info, expected_base)
+    if info.kind == "full":
+        result = stored
+        for name, tensor in result.items():
+            _check_name(name)
+            _dtype_name(name, tensor)
+        if tensors:
+            _check_same_structure(tensors, result, info, expected_base)
+    else:
+        result = _apply_diff(tensors, stored, metadata["manifest"], info, expected_base)
+    if checksum(result) != info.checksum:
+        _fail("checksum", "the weights after applying do not match the checksum", info, expected_base)
+    return Snapshot(result, info.version)
+
+
+# --- the diff --------------------------------------------------------------------------------------------
+
+
+def _zigzag(delta: Array) -> Array:
+    """Small signed differences to small unsigned numbers (0, -1, 1, -2 … to 0, 1, 2, 3 …), in place."""
+    signed = delta.view(_SINT[delta.dtype.itemsize])
+    sign = signed >> (8 * delta.dtype.itemsize - 1)  # 0 or all ones
+    signed <<= 1
+    signed ^= sign
+    return delta
+
+
+def _unzigzag(zigzag: Array) -> Array:
+    """The inverse of ``_zigzag``, in place."""
+    sign = zigzag & 1
+    np.negative(sign.view(_SINT[zigzag.dtype.itemsize]), out=sign.view(_SINT[zigzag.dtype.itemsize]))
+    zigzag >>= 1
+    zigzag ^= sign
+    return zigzag
+
+
+def _shuffle(values: Array) -> Array:
+    """``(itemsize, n)`` bytes: plane k holds byte k (little-endian) of every value."""
+    size = values.dtype.itemsize
+    grouped = values.view(np.uint8).reshape(-1, size)
+    planes = np.empty((size, grouped.shape[0]), dtype=np.uint8)
+    for k in range(size):  # one plane at a time: 4x faster than numpy's transposing copy
+        planes[k] = grouped[:, k]
+    return planes
+
+
+def _unshuffle(planes: Array) -> Array:
+    """The inverse of ``_shuffle``: the values, as unsigned integers."""
+    size = planes.shape[0]
+    grouped = np.empty((planes.shape[1], size), dtype=np.uint8)
+    for k in range(size):
+        grouped[:, k] = planes[k]
+    return grouped.view(_UINT[size]).reshape(-1)
+
+
+def _pack(piece: Array) -> tuple[str, bytes]:
+    """One chunk of a byte plane, compressed unless its bytes look random (then zlib cannot win)."""
+    counts = np.bincount(piece[::_SAMPLE_STRIDE], minlength=256)
+    p = counts[counts > 0] / counts.sum()
+    if float(-(p * np.log2(p)).sum()) <= RAW_ENTROPY_BITS:
+        deflater = zlib.compressobj(1, zlib.DEFLATED, 15, 8, zlib.Z_RLE)
+        packed = deflater.compress(piece.data) + deflater.flush()
+        if len(packed) < piece.size:
+            return "zlib", packed
+    return "raw", piece.tobytes()
+
+
+def _unpack(job: tuple[str, memoryview, int]) -> bytes | None:
+    codec, data, size = job
+    if codec == "raw":
+        return bytes(data)
+    try:
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(data, size)
+        if not inflater.eof and inflater.decompress(inflater.unconsumed_tail, 1):
+            return None  # more data than announced
+    except zlib.error:
+        return None
+    return out if len(out) == size and inflater.eof and not inflater.unused_data else None
+
+
+def _apply_diff(
+    tensors: Tensors, stored: dict[str, torch.Tensor], manifest: str, info: BlobInfo, expected: int | None
+) -> dict[str, torch.Tensor]:
+    def bad(problem: str) -> NoReturn:
+        _fail("metadata", f"the diff's manifest {problem}", info, expected)
+
+    try:
+        parsed = json.loads(manifest)
+    except ValueError:
+        bad("is not JSON")
+    if not isinstance(parsed, dict) or set(parsed) != {"tensors", "chunks"}:
+        bad("lacks its tensors and chunks")
+    entries, chunks = parsed["tensors"], parsed["chunks"]
+    if not isinstance(entries, list) or not isinstance(chunks, dict):
+        bad("has malformed tensors or chunks")
+    names = sorted(tensors)
+    listed = [entry[0] if isinstance(entry, list) and entry else None for entry in entries]
+    if listed != names:
+        missing = sorted(set(names) - set(map(str, listed)))
+        extra = sorted(set(map(str, listed)) - set(names))
+        _fail(
+            "mismatch",
+            f"the diff is for other tensors (missing {missing[:3]}, unknown {extra[:3]})",
+            info,
+            expected,
+            tensor=next(iter(missing + extra), None),
+        )
+    changed: dict[str, list[str]] = {}
+    for entry in entries:
+        if len(entry) != 4 or entry[3] not in (0, 1) or not isinstance(entry[2], list):
+            bad(f"has a malformed entry for {entry[0]!r}")
+        name, dtype, shape, flag = entry
+        tensor = tensors[name]
+        if dtype != _dtype_name(name, tensor) or shape != list(tensor.shape):
+            _fail(
+                "mismatch",
+                f"{name}: the diff has {dtype} {shape}, the weights have "
+                f"{_dtype_name(name, tensor)} {list(tensor.shape)}",
+                info,
+                expected,
+                tensor=name,
+            )
+        if flag:
+            changed.setdefault(dtype, []).append(name)
+    if set(chunks) != set(changed) or set(stored) != {f"delta.{dtype}" for dtype in changed}:
+        bad("does not match the buffers in the blob")
+    result = {
+        name: _cpu(name, tensors[name]).clone()
+        for name, entry in zip(names, entries, strict=True)
+        if not entry[3]
+    }
+    for dtype, members in changed.items():
+        size = DTYPES[dtype].itemsize
+        count = sum(tensors[name].numel() for name in members)
+        buffer = stored[f"delta.{dtype}"]
+        layout = chunks[dtype]
+        if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not isinstance(layout, list):
+            bad(f"has a malformed buffer for {dtype}")
+        planes = np.empty((size, count), dtype=np.uint8)
+        data = buffer.numpy().data
+        jobs: list[tuple[str, memoryview, int]] = []
+        targets: list[tuple[int, int]] = []
+        offset, filled = 0, [0] * size
+        for chunk in layout:
+            if not (
+                isinstance(chunk, list)
+                and len(chunk) == 4
+                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in chunk[::2])
+                and chunk[1] in ("zlib", "raw")
+                and isinstance(chunk[3], int)
+                and 0 <= chunk[3] <= len(data) - offset
+                and chunk[0] < size
+                and chunk[2] <= count - filled[chunk[0]]
+                and (chunk[1] == "zlib" or chunk[2] == chunk[3])
+            ):
+                bad(f"has a malformed chunk for {dtype}: {str(chunk)[:80]}")
+            plane, codec, raw, packed = chunk
+            jobs.append((codec, data[offset : offset + packed], raw))
+            targets.append((plane, filled[plane]))
+            offset += packed
+            filled[plane] += raw
+        if offset != len(data) or filled != [count] * size:
+            bad(f"does not cover the {dtype} buffer")
+        for out, (plane, start), (_, _, raw) in zip(_parallel(_unpack, jobs), targets, jobs, strict=True):
+            if out is None:
+                _fail("corrupt", f"a compressed {dtype} chunk does not decompress", info, expected)
+            planes[plane, start : start + raw] = np.frombuffer(out, dtype=np.uint8)
+        delta = _unzigzag(_unshuffle(planes))
+        start = 0
+        for name in members:
+            old = _bits(name, tensors[name])
+            new = np.add(old, delta[start : start + old.size])  # wraps: exact mod 2**bits
+            start += old.size
+            result[name] = (
+                torch.from_numpy(new.view(np.uint8)).view(DTYPES[dtype]).reshape(tensors[name].shape)
+            )
+    return {name: result[name] for name in names}
+
+
+# --- blobs -----------------------------------------------------------------------------------------------
+
+
+def _metadata(
+    kind: Kind, version: int, base_version: int | None, encoding: str, weights: str, **extra: str
+) -> dict[str, str]:
+    metadata = {
+        "format": FORMAT,
+        "format_version": str(FORMAT_VERSION),
+        "kind": kind,
+        "version": str(version),
+        "encoding": encoding,
+        "checksum": weights,
+        **extra,
+    }
+    if base_version is not None:
+        metadata["base_version"] = str(base_version)
+    return metadata
+
+
+def _save(stored: dict[str, torch.Tensor], metadata: dict[str, str]) -> bytes:
+    metadata["payload_checksum"] = _digest(stored, _canonical(metadata))
+    return safetensors.torch.save(stored, metadata=metadata)
+
+
+def _canonical(metadata: Mapping[str, str]) -> bytes:
+    return json.dumps(sorted(metadata.items())).encode()
+
+
+def _read_header(blob: bytes) -> tuple[BlobInfo, dict[str, str]]:
+    def fail(reason: str, problem: str) -> NoReturn:
+        raise WeightsError(f"unusable weights blob: {problem}", reason=reason)
+
+    if len(blob) < 8:
+        fail("truncated", f"{len(blob)} bytes")
+    (header_len,) = struct.unpack_from("<Q", blob)
+    if header_len > _MAX_HEADER_BYTES:
+        fail("corrupt", f"a header of {header_len} bytes")
+    if header_len > len(blob) - 8:
+        fail("truncated", f"the header needs {header_len} bytes, {len(blob) - 8} follow")
+    try:
+        header = json.loads(blob[8 : 8 + header_len])
+    except ValueError:
+        fail("corrupt", "the header is not JSON")
+    if not isinstance(header, dict) or not all(isinstance(v, dict) for v in header.values()):
+        fail("corrupt", "the header is not a safetensors header")
+    ends = [entry.get("data_offsets", [0, 0]) for key, entry in header.items() if key != "__metadata__"]
+    if not all(isinstance(end, list) and len(end) == 2 and isinstance(end[1], int) for end in ends):
+        fail("corrupt", "malformed data offsets")
+    if max((end[1] for end in ends), default=0) > len(blob) - 8 - header_len:
+        fail("truncated", "the tensors run past the end")
+    metadata = header.get("__metadata__", {})
+    if not all(isinstance(value, str) for value in metadata.values()):
+        fail("metadata", "metadata values must be strings")
+    if metadata.get("format") != FORMAT or metadata.get("format_version") != str(FORMAT_VERSION):
+        fail("metadata", f"not {FORMAT} version {FORMAT_VERSION}")
+    kind = metadata.get("kind")
+    encoding = {"full": FULL_ENCODING, "diff": DIFF_ENCODING}.get(str(kind))
+    if encoding is None or metadata.get("encoding") != encoding:
+        fail("metadata", f"unknown kind {kind!r} or encoding {metadata.get('encoding')!r}")
+    required = {"version", "checksum", "payload_checksum"} | (
+        {"base_version", "manifest"} if kind == "diff" else set()
+    )
+    allowed = required | {"format", "format_version", "kind", "encoding"}
+    if not required <= set(metadata) <= allowed:
+        fail("metadata", f"expected the keys {sorted(allowed)}, got {sorted(metadata)}")
+    version, base = _integer(metadata["version"]), _integer(metadata.get("base_version"))
+    if version is None or (kind == "diff" and (base is None or base >= version)):
+        fail("metadata", "bad version numbers")
+    if not all(
+        len(metadata[key]) == 64 and set(metadata[key]) <= _HEX for key in ("checksum", "payload_checksum")
+    ):
+        fail("metadata", "checksums must be 64 hex digits")
+    info = BlobInfo(
+        kind=cast(Kind, kind),
+        version=version,
+        base_version=base,
+        checksum=metadata["checksum"],
+        encoding=encoding,
+    )
+    return info, dict(metadata)
+
+
+def _load(blob: bytes, info: BlobInfo, expected: int | None) -> dict[str, torch.Tensor]:
+    try:
+        return safetensors.torch.load(bytes(blob))
+    except Exception as exc:  # safetensors raises its own SafetensorError, and others on odd dtypes
+        _fail("corrupt", f"the tensors cannot be read: {exc}", info, expected)
+
+
+def _integer(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) < 20 else None
+
+
+# --- tensors ---------------------------------------------------------------------------------------------
+
+
+def _digest(tensors: Tensors, prefix: bytes) -> str:
+    digest = hashlib.sha256(prefix)
+    for name in sorted(tensors):
+        tensor = tensors[name]
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        digest.update(json.dumps([name, dtype, list(tensor.shape)]).encode() + b"\n")
+        digest.update(_raw(tensor).data)
+    return digest.hexdigest()
+
+
+def _dtype_name(name: str, tensor: torch.Tensor) -> str:
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype not in DTYPES:
+        raise WeightsError(
+            f"{name}: {dtype} is not a supported float type ({', '.join(DTYPES)})",
+            reason="dtype",
+            tensor=name,
+        )
+    return dtype
+
+
+def _cpu(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    _dtype_name(name, tensor)
+    return tensor.detach().to("cpu").contiguous()
+
+
+def _bits(name: str, tensor: torch.Tensor) -> Array:
+    """The tensor's raw bits as a flat unsigned integer array (a view when it is on the CPU already)."""
+    _dtype_name(name, tensor)
+    return _raw(tensor).view(_UINT[tensor.element_size()])
+
+
+def _raw(tensor: torch.Tensor) -> Array:
+    """The tensor's bytes, flat (a view when it is a contiguous CPU tensor already)."""
+    return tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy()
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name or name == "__metadata__":
+        raise WeightsError(f"{name!r} cannot name a tensor", reason="metadata", tensor=str(name))
+
+
+def _check_version(value: int, what: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WeightsError(f"{what} must be an integer >= 0, not {value!r}", reason="metadata")
+
+
+def _check_same_structure(
+    old: Tensors, new: Tensors, info: BlobInfo | None = None, expected: int | None = None
+) -> None:
+    for name in sorted(set(old) | set(new)):
+        if name not in old or name not in new:
+            where = "the new weights" if name in new else "the old weights"
+            _fail("mismatch", f"{name} is only in {where}", info, expected, tensor=name)
+        a, b = old[name], new[name]
+        if _dtype_name(name, a) != _dtype_name(name, b) or a.shape != b.shape:
+            _fail(
+                "mismatch",
+                f"{name}: {a.dtype} {list(a.shape)} against {b.dtype} {list(b.shape)}",
+                info,
+                expected,
+                tensor=name,
+            )
+
+
+def _fail(
+    reason: str, problem: str, info: BlobInfo | None, expected: int | None, tensor: str | None = None
+) -> NoReturn:
+    version = info.version if info else None
+    base = info.base_version if info else None
+    raise WeightsError(
+        f"weights version {version}: {problem}" if info else problem,
+        reason=reason,
+        version=version,
+        base_version=base,
+        expected=expected,
+        tensor=tensor,
+    )
+
+
+def _parallel(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distrl-weights") as pool:
+        return list(pool.map(work, items))
+
+
+__all__ = [
+    "BlobInfo",
+    "Snapshot",
+    "Tensors",
+    "apply",
+    "checksum",
+    "describe",
+    "encode_diff",
+    "encode_full",
+    "CHUNK_BYTES",
+    "DIFF_ENCODING",
+    "DTYPES",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "FULL_ENCODING",
+    "RAW_ENTROPY_BITS",
+]
