@@ -35,13 +35,16 @@ from distrl.records import (
 
 __version__ = "0.1.0"
 
-# Devices and the simulated phone pull in Pillow and adbutils: imported on first use (PEP 562).
+# Devices, the simulated phone and the policy pull in Pillow, adbutils and torch: imported on first use
+# (PEP 562), so that ``import distrl`` stays light.
 _LAZY = {
     "Device": "distrl.device",
     "AdbDevice": "distrl.device",
     "SimDevice": "distrl.device",
     "Phone": "distrl.sim",
     "PhoneConfig": "distrl.sim",
+    "Policy": "distrl.policy",
+    "PolicyInput": "distrl.policy",
 }
 
 
@@ -77,6 +80,9 @@ __all__ = [
     "SimDevice",
     "Phone",
     "PhoneConfig",
+    # the policy
+    "Policy",
+    "PolicyInput",
     # errors
     "DistrlError",
     "ConfigError",

@@ -1,0 +1,428 @@
+"""``Policy``: a Qwen2-VL-family model with a LoRA adapter that samples actions and scores them.
+
+``Policy.load(settings)`` builds ``tiny`` or loads a local model folder (``from_pretrained``), puts it on
+the device in its dtype, and attaches a LoRA adapter: a fresh one from the settings, or the PEFT adapter
+folder ``settings.adapter``. Only the adapter trains (its weights stay float32 under a bf16 model).
+
+What the numbers are (x is the prompt of ``distrl.policy.prompt``, z_t the current weights' logits):
+
+- π(· | x, y_<t) = softmax(z_t) at temperature 1 over the vocabulary less ``Prompter.forbidden_ids``
+  (special tokens other than ``<|im_end|>``, which the sampler may never pick either).
+- ``logprobs(batch, texts)`` = Σ_t log π(y_t | x, y_<t), teacher-forced, for y =
+  ``Prompter.action_ids(text)``: the tokenizer's own encoding of the text, then ``<|im_end|>``. Its
+  entropy is the mean over y's tokens of H(π(· | x, y_<t)) in nats (a mean, so that it does not grow
+  with the answer's length).
+- ``Sample.logprob`` is that same number for the sampled text under the weights that sampled it, so the
+  learner's ρ = π/μ is exactly 1 on-policy. Sampling runs at ``settings.temperature`` (0 is greedy), but
+  log-probs are always at temperature 1: the policy the learner trains, not the sampler's tempered copy.
+  When the sampler ended by itself with exactly the tokens y (the usual case) the sum comes from the
+  generation's own logits; otherwise (it reached ``max_new_tokens``, or spelled the text with other
+  tokens than the tokenizer would) y is scored teacher-forced afterwards.
+- ``Sample.sampled_logprob`` is Σ log π of the tokens actually sampled (``Sample.token_ids``), from the
+  generation's logits; ``score_tokens`` recomputes it teacher-forced.
+
+Batches are left-padded, and padding changes no number beyond float rounding (tested to 1e-4 in float32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import peft
+import torch
+from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
+
+from distrl.actions import parse_action
+from distrl.config import PolicySettings
+from distrl.errors import PolicyError
+from distrl.policy.prompt import Encoded, PolicyInput, Prompter
+from distrl.policy.tiny import build_tiny
+from distrl.records import Action, InvalidAction
+
+__all__ = ["Policy", "Sample", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
+
+QWEN_VL_FAMILY = frozenset({"qwen2_vl", "qwen2_5_vl"})
+"""``model_type`` values of the models ``Prompter`` builds prompts for."""
+
+_DTYPES: Mapping[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Sample:
+    """One sampled answer: its text, what it means, and its log-probs (see the module docstring)."""
+
+    text: str
+    """The answer as text (the sampled tokens before ``<|im_end|>``, decoded)."""
+    action: Action | InvalidAction
+    """``parse_action(text)``: garbage is an ``InvalidAction``, never an exception."""
+    logprob: float
+    """log π(text | prompt) at temperature 1 under the weights that sampled it: ``logprobs()`` of it."""
+    tokens: int
+    """Tokens ``logprob`` sums over: the tokenizer's encoding of ``text`` plus the end token."""
+    truncated: bool
+    """The sampler reached ``max_new_tokens`` before the end token."""
+    canonical: bool
+    """The sampled tokens were exactly the scored ones (then ``logprob == sampled_logprob``)."""
+    token_ids: tuple[int, ...]
+    """The tokens sampled, up to and with the end token."""
+    sampled_logprob: float
+    """Σ log π of ``token_ids`` at temperature 1, from the generation's logits."""
+
+
+class Policy:
+    """A vision-language model with a LoRA adapter, answering ``PolicyInput`` with AutoUI actions.
+
+    Not thread-safe: one call at a time (a worker's batcher and the learner each own one).
+    """
+
+    def __init__(self, model: peft.PeftModel, prompter: Prompter, settings: PolicySettings) -> None:
+        self.model = model
+        """The PEFT-wrapped model; only the adapter's parameters require gradients."""
+        self.prompter = prompter
+        self.settings = settings
+        """Decoding (temperature, ``max_new_tokens``) and prompt (``history``) settings in use."""
+        self.device: torch.device = next(model.parameters()).device
+        vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self._forbidden_ids = prompter.forbidden_ids(vocab_size)
+        self._forbidden = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
+        self._forbidden[self._forbidden_ids] = True
+
+    @classmethod
+    def load(
+        cls,
+        settings: PolicySettings,
+        *,
+        device: Literal["auto", "cpu", "cuda"] | str = "auto",
+        dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = None,
+        seed: int = 0,
+    ) -> Policy:
+        """The policy ``settings`` describe, on ``device`` (``auto``: CUDA if present) in ``dtype``
+        (default ``settings.dtype``; ``auto`` is bfloat16 where the device supports it, else float32).
+
+        ``seed`` draws the tiny model's weights and a fresh adapter's initial weights. Raises
+        ``PolicyError`` with one sentence when the model or the adapter cannot be loaded.
+        """
+        torch_device = resolve_device(device)
+        torch_dtype = resolve_dtype(dtype or settings.dtype, torch_device)
+        with _seeded(seed, torch_device):
+            base, prompter = _load_base(settings.model, torch_dtype, seed)
+            base.to(device=torch_device, dtype=torch_dtype)  # type: ignore[call-arg]  # decorated, untyped
+            # The policy owns its decoding: no checkpoint's sampling defaults (top-k, penalties) apply.
+            base.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated
+                eos_token_id=prompter.end_id, pad_token_id=prompter.pad_id
+            )
+            model = _attach_adapter(base, settings)
+        model.eval()
+        return cls(model, prompter, settings)
+
+    # -- acting ----------------------------------------------------------------------------------------
+
+    def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> list[Sample]:
+        """One answer per input, generated as one left-padded batch (eval mode, no gradients).
+
+        ``seed`` makes sampling reproducible; the global RNG is left as it was.
+        """
+        if not batch:
+            return []
+        encoded = self.prompter.encode(batch, self.settings.history)
+        inputs = self._on_device(self.prompter.collate([item.ids for item in encoded], encoded))
+        prompt_length = inputs["input_ids"].shape[1]
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": self.settings.temperature, "top_k": 0, "top_p": 1.0}
+            if self.settings.temperature > 0
+            else {"do_sample": False}
+        )
+        config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated __init__
+            **sampling,
+            max_new_tokens=self.settings.max_new_tokens,
+            num_beams=1,
+            repetition_penalty=1.0,
+            suppress_tokens=self._forbidden_ids,
+            eos_token_id=self.prompter.end_id,
+            pad_token_id=self.prompter.pad_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+        with self._inference(), _seeded(seed, self.device):
+            output = self.model.generate(**inputs, generation_config=config)  # type: ignore[no-untyped-call]
+            generated = output.sequences[:, prompt_length:]
+            # log π at temperature 1 of each sampled token, from the raw logits, one step at a time
+            steps = [
+                self._log_softmax(logits).gather(-1, generated[:, t, None]).squeeze(-1)
+                for t, logits in enumerate(output.logits)
+            ]
+            token_logprobs = torch.stack(steps, dim=1).cpu()
+        return self._samples(encoded, generated.cpu().tolist(), token_logprobs)
+
+    def _samples(
+        self, encoded: list[Encoded], generated: list[list[int]], token_logprobs: torch.Tensor
+    ) -> list[Sample]:
+        samples = []
+        for row, ids in enumerate(generated):
+            ended = self.prompter.end_id in ids
+            length = ids.index(self.prompter.end_id) + 1 if ended else len(ids)
+            text = self.prompter.decode(ids[: length - 1] if ended else ids)
+            tokens = self.prompter.action_ids(text)
+            sampled_logprob = float(token_logprobs[row, :length].sum())
+            samples.append(
+                Sample(
+                    text=text,
+                    action=parse_action(text),
+                    logprob=sampled_logprob,
+                    tokens=len(tokens),
+                    truncated=not ended,
+                    canonical=ended and tokens == ids[:length],
+                    token_ids=tuple(ids[:length]),
+                    sampled_logprob=sampled_logprob,
+                )
+            )
+        rescore = [row for row, sample in enumerate(samples) if not sample.canonical]
+        if rescore:
+            with self._inference():
+                values, _ = self._score(
+                    [encoded[row] for row in rescore],
+                    [self.prompter.action_ids(samples[row].text) for row in rescore],
+                )
+            for row, value in zip(rescore, values.tolist(), strict=True):
+                samples[row] = dataclasses.replace(samples[row], logprob=value)
+        return samples
+
+    # -- learning ----------------------------------------------------------------------------------------
+
+    def logprobs(
+        self, batch: Sequence[PolicyInput], actions_text: Sequence[str]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """log π(text | prompt) and mean per-token entropy for each input, teacher-forced.
+
+        Returns two float32 tensors of shape ``(batch,)`` on the policy's device, differentiable with
+        respect to the adapter when gradients are enabled. Runs in the model's current mode
+        (``train()`` turns LoRA dropout on).
+        """
+        if len(batch) != len(actions_text):
+            raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
+        return self.score_tokens(batch, [self.prompter.action_ids(text) for text in actions_text])
+
+    def score_tokens(
+        self, batch: Sequence[PolicyInput], answers: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``logprobs`` for answers given as token ids (non-empty; normally ending with the end token).
+        A forbidden token scores -inf."""
+        if len(batch) != len(answers):
+            raise ValueError(f"{len(batch)} inputs but {len(answers)} answers")
+        if not batch:
+            empty = torch.zeros(0, device=self.device)
+            return empty, empty
+        if not all(answers):
+            raise ValueError("an answer has no tokens")
+        return self._score(self.prompter.encode(batch, self.settings.history), answers)
+
+    def _score(
+        self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum of log-probs and mean entropy of ``answers`` after their prompts, shape ``(batch,)``."""
+        window = max(len(ids) for ids in answers)
+        sequences = [[*item.ids, *ids] for item, ids in zip(encoded, answers, strict=True)]
+        inputs = self._on_device(self.prompter.collate(sequences, encoded))
+        # Sequences are left-padded, so every answer sits in the last ``window`` positions; logits at
+        # position p predict the token at p + 1, hence one more logit kept and the last one dropped.
+        output = self.model(**inputs, logits_to_keep=window + 1, use_cache=False)
+        log_probs = self._log_softmax(output.logits[:, :-1])  # (batch, window, vocab)
+        targets = inputs["input_ids"][:, -window:]
+        lengths = torch.tensor([len(ids) for ids in answers], device=self.device)
+        mask = torch.arange(window, device=self.device)[None, :] >= (window - lengths)[:, None]
+        token_logprobs = log_probs.gather(-1, targets[..., None]).squeeze(-1)
+        # forbidden tokens have p = 0 and log p = -inf: they add 0 to the entropy, not NaN
+        token_entropy = -(log_probs.exp() * log_probs.masked_fill(self._forbidden, 0.0)).sum(dim=-1)
+        logprob = torch.where(mask, token_logprobs, 0.0).sum(dim=-1)
+        entropy = torch.where(mask, token_entropy, 0.0).sum(dim=-1) / lengths
+        return logprob, entropy
+
+    def _log_softmax(self, logits: torch.Tensor) -> torch.Tensor:
+        """log π at temperature 1 in float32, forbidden tokens at -inf; ``(..., vocab)``."""
+        return torch.log_softmax(logits.float().masked_fill(self._forbidden, float("-inf")), dim=-1)
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The adapter's parameters, for an optimiser."""
+        return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
+
+    def train(self, mode: bool = True) -> None:
+        """Training mode (LoRA dropout on) or, with ``False``, evaluation mode."""
+        self.model.train(mode)
+
+    # -- the adapter -------------------------------------------------------------------------------------
+
+    def save_adapter(self, folder: str | Path) -> None:
+        """Write the adapter as a PEFT folder (``adapter_config.json``, ``adapter_model.safetensors``)
+        that ``peft.PeftModel.from_pretrained(base_model, folder)`` loads without distrl."""
+        self.model.save_pretrained(str(folder))
+
+    def adapter_state(self) -> dict[str, torch.Tensor]:
+        """The adapter's weights by their PEFT file names, as CPU copies (what ``weights`` snapshots)."""
+        return {
+            name: tensor.detach().to("cpu", copy=True)
+            for name, tensor in peft.get_peft_model_state_dict(self.model).items()
+        }
+
+    def load_adapter_state(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Set the adapter's weights to ``state`` exactly (the names, shapes and dtypes of
+        ``adapter_state()``). All or nothing: a mismatch raises ``PolicyError`` and changes nothing."""
+        current = peft.get_peft_model_state_dict(self.model)
+        missing = sorted(current.keys() - state.keys())
+        unknown = sorted(state.keys() - current.keys())
+        if missing or unknown:
+            problem = f"lacks {missing[0]!r}" if missing else f"has the unknown tensor {unknown[0]!r}"
+            raise PolicyError(
+                f"the adapter state does not fit this adapter: it {problem}"
+                f" ({len(missing)} missing, {len(unknown)} unknown)",
+                phase="adapter",
+            )
+        for name, tensor in current.items():
+            new = state[name]
+            if new.shape != tensor.shape or new.dtype != tensor.dtype:
+                raise PolicyError(
+                    f"the adapter state's {name!r} is {new.dtype} {tuple(new.shape)},"
+                    f" the adapter's is {tensor.dtype} {tuple(tensor.shape)}",
+                    phase="adapter",
+                )
+        with torch.no_grad():
+            for name, tensor in current.items():
+                tensor.copy_(state[name])
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def _on_device(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {name: value.to(self.device) for name, value in inputs.items()}
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.model.train(training)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is CUDA when available, else CPU; anything else as ``torch.device`` reads it."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as exc:
+        raise PolicyError(f"{device!r} is not a device torch knows", phase="load") from exc
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise PolicyError(f"device {device!r} was asked for but CUDA is not available", phase="load")
+    return resolved
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """``auto`` is bfloat16 on a CUDA device that supports it, else float32; the others by name."""
+    if dtype == "auto":
+        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if bf16 else torch.float32
+    if dtype not in _DTYPES:
+        raise PolicyError(f"dtype {dtype!r} is not one of auto, {', '.join(_DTYPES)}", phase="load")
+    return _DTYPES[dtype]
+
+
+def _load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
+    if model == "tiny":
+        return build_tiny(seed)
+    folder = Path(model).expanduser()
+    where = repr(str(folder))
+    if not folder.is_dir():
+        raise PolicyError(f"the model folder {where} does not exist", model=model, phase="load")
+    if not (folder / "config.json").is_file():
+        raise PolicyError(
+            f"{where} is not a Hugging Face model folder (it has no config.json)", model=model, phase="load"
+        )
+    try:
+        config = AutoConfig.from_pretrained(str(folder))
+    except (OSError, ValueError, KeyError) as exc:
+        problem = f"{where} has an unreadable config.json ({exc})"
+        raise PolicyError(problem, model=model, phase="load") from exc
+    model_type = getattr(config, "model_type", "") or "unknown"
+    if model_type not in QWEN_VL_FAMILY:
+        raise PolicyError(
+            f"{where} holds a {model_type} model, not a vision-language model distrl can prompt"
+            f" (supported: {', '.join(sorted(QWEN_VL_FAMILY))})",
+            model=model,
+            phase="load",
+        )
+    try:
+        base = AutoModelForImageTextToText.from_pretrained(str(folder), dtype=dtype)
+        prompter = Prompter.from_pretrained(folder)
+    except PolicyError as exc:
+        raise PolicyError(f"{where}: {exc.message}", model=model, phase="load") from exc
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        problem = f"the model in {where} cannot be loaded ({exc})"
+        raise PolicyError(problem, model=model, phase="load") from exc
+    return base, prompter
+
+
+def _attach_adapter(base: PreTrainedModel, settings: PolicySettings) -> peft.PeftModel:
+    if settings.adapter:
+        folder = Path(settings.adapter).expanduser()
+        where = repr(str(folder))
+        if not (folder / "adapter_config.json").is_file():
+            raise PolicyError(
+                f"{where} is not a PEFT adapter folder (it has no adapter_config.json)",
+                model=settings.model,
+                phase="adapter",
+            )
+        try:
+            with _peft_quietly():
+                return peft.PeftModel.from_pretrained(base, str(folder), is_trainable=True)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            problem = f"the adapter in {where} does not fit the model ({exc})"
+            raise PolicyError(problem, model=settings.model, phase="adapter") from exc
+    targets: str | list[str] = (
+        "all-linear" if settings.lora_targets == ("all-linear",) else list(settings.lora_targets)
+    )
+    config = peft.LoraConfig(
+        r=settings.lora_rank,
+        lora_alpha=settings.lora_alpha,  # type: ignore[arg-type]  # annotated int; any number scales
+        lora_dropout=settings.lora_dropout,
+        target_modules=targets,
+    )
+    try:
+        with _peft_quietly():
+            model: peft.PeftModel = peft.get_peft_model(base, config)
+    except ValueError as exc:
+        raise PolicyError(
+            f"the LoRA targets {list(settings.lora_targets)} do not fit the model ({exc})",
+            model=settings.model,
+            phase="adapter",
+        ) from exc
+    return model
+
+
+@contextlib.contextmanager
+def _peft_quietly() -> Iterator[None]:
+    """peft reads ``is_gradient_checkpointing``, which transformers 5 deprecates with a FutureWarning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        yield
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
+    """Run with torch's RNGs seeded to ``seed``, restoring them after; nothing when it is None."""
+    if seed is None:
+        yield
+        return
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
