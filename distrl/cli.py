@@ -170,6 +170,62 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--no-register", action="store_true", help="do not announce the phones to an adb server")
     sim.set_defaults(command=_sim)
+
+    pretrain = commands.add_parser(
+        "pretrain",
+        parents=[common],
+        help="train the built-in tiny policy by behaviour cloning on the sim's expert",
+        description="Build a fresh tiny policy and train all its weights to imitate the simulated phone's "
+        "expert (with a share of plausible mistakes), within a time budget, then save it as a model folder "
+        "that policy.model can name. Nothing is written until training has finished.",
+    )
+    pretrain.add_argument("--out", required=True, metavar="FOLDER", help="the model folder to create")
+    pretrain.add_argument(
+        "--suite",
+        action="append",
+        metavar="NAME",
+        help="task suite to learn from, general or web_shopping; repeat for both (default general)",
+    )
+    pretrain.add_argument(
+        "--minutes", type=_positive_float, default=10.0, metavar="M", help="time budget (default 10)"
+    )
+    pretrain.add_argument(
+        "--steps", type=_positive_int, default=None, metavar="N", help="most optimiser steps"
+    )
+    pretrain.add_argument(
+        "--episodes",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="demonstration episodes (default 1000)",
+    )
+    pretrain.add_argument(
+        "--mistake-rate", type=_rate, default=0.1, metavar="P", help="share of mistaken actions (default 0.1)"
+    )
+    pretrain.add_argument(
+        "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
+    )
+    pretrain.add_argument("--seed", type=int, default=0, help="seed of the weights and the data (default 0)")
+    pretrain.set_defaults(command=_pretrain)
+
+    evaluate = commands.add_parser(
+        "eval",
+        parents=[common],
+        help="measure a policy's success rate on simulated tasks",
+        description="Load a model folder (e.g. one pretrain wrote) and let it play tasks of a suite on "
+        "simulated phones, greedily unless --temperature is given; prints the success rate.",
+    )
+    evaluate.add_argument("model", metavar="MODEL_FOLDER", help="a local model folder, or tiny")
+    evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
+    evaluate.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    evaluate.add_argument(
+        "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
+    )
+    evaluate.add_argument("--temperature", type=_scale, default=0.0, help="0 is greedy (default 0)")
+    evaluate.add_argument("--seed", type=int, default=0, help="task order and sampling seed (default 0)")
+    evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
+    evaluate.set_defaults(command=_eval)
     return parser
 
 
@@ -287,6 +343,89 @@ def _sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pretrain(args: argparse.Namespace) -> int:
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.pretrain import Progress, pretrain
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
+
+    suites = args.suite or ["general"]
+    for name in suites:
+        if problem := _unknown_suite(name):
+            return _fail(problem, EXIT_USAGE)
+    if os.path.lexists(args.out):
+        return _fail(f"{args.out!r} already exists; choose another output folder", EXIT_USAGE)
+
+    def show(p: Progress) -> None:
+        _say(
+            f"step {p.step:5d}  loss {p.loss:.4f}  {p.examples_per_s:5.1f} examples/s  lr {p.lr:.2e}  "
+            f"{p.elapsed_s:5.0f} s"
+        )
+
+    _say(f"pretraining tiny on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
+    try:
+        report = pretrain(
+            args.out,
+            suites=tuple(suites),
+            episodes=args.episodes,
+            mistake_rate=args.mistake_rate,
+            lr=args.lr,
+            seed=args.seed,
+            minutes=args.minutes,
+            max_steps=args.steps,
+            on_progress=show,
+            progress_every=25,
+        )
+    except OSError as exc:
+        return _fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
+    _say(
+        f"saved {report.out} after {report.steps} steps on {report.demonstrations} demonstration steps "
+        f"({report.wall_s:.0f} s, final loss {report.final_loss:.4f})"
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    if problem := _unknown_suite(args.suite):
+        return _fail(problem, EXIT_USAGE)
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.config import PolicySettings
+    from distrl.errors import PolicyError
+    from distrl.policy import Policy
+    from distrl.pretrain import evaluate
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+
+    settings = PolicySettings(model=args.model, adapter=args.adapter, temperature=args.temperature)
+    try:
+        policy = Policy.load(settings, seed=args.seed)
+    except PolicyError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    result = evaluate(
+        policy, args.suite, args.split, episodes=args.episodes, seed=args.seed, temperature=args.temperature
+    )
+    if args.per_task:
+        for outcome in result.outcomes:
+            verdict = "ok  " if outcome.success else "fail"
+            _say(f"  {verdict} {outcome.task.id:<40} {outcome.steps:2d} steps  {outcome.task.goal}")
+    won = sum(outcome.success for outcome in result.outcomes)
+    _say(
+        f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
+        f" in {result.wall_s:.0f} s"
+    )
+    return 0
+
+
+def _unknown_suite(name: str) -> str | None:
+    from distrl.sim.suites import SUITES
+
+    if name in SUITES:
+        return None
+    return f"unknown task suite {name!r}: use one of {', '.join(sorted(SUITES))}"
+
+
 def _headline(inventory: Inventory) -> str:
     hosts = len(inventory.hosts)
     return (
@@ -330,6 +469,26 @@ def _scale(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"must be a number ≥ 0, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text!r}")
     return value
 
 

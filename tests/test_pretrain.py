@@ -1,16 +1,30 @@
-"""Demonstrations for behaviour cloning: the expert's episodes, with a controlled share of mistakes."""
+"""Behaviour cloning: demonstrations with a controlled share of mistakes, ``pretrain``, ``evaluate``, and
+the ``pretrain`` and ``eval`` commands."""
 
 from __future__ import annotations
 
 import io
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 
+import peft
 import pytest
+import torch
 from PIL import Image
+from transformers import AutoModelForImageTextToText
 
 from distrl.actions import format_action, parse_action
-from distrl.pretrain import demonstrations
-from distrl.records import ActionType
-from distrl.sim.suites import tasks
+from distrl.config import PolicySettings
+from distrl.policy import Policy, PolicyInput, Sample, build_tiny
+from distrl.pretrain import Progress, demonstrations, episode_phone, evaluate, pretrain
+from distrl.records import Action, ActionType
+from distrl.sim.phone import Phone
+from distrl.sim.suites import expert_action, tasks
+from distrl.sim.suites.expert import perform
 
 
 def test_without_mistakes_every_demonstration_succeeds_and_ends_with_done() -> None:
@@ -64,3 +78,200 @@ def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> N
     args: dict[str, object] = {"episodes": 1, **kwargs}
     with pytest.raises(ValueError, match=message):
         next(demonstrations("general", **args))  # type: ignore[arg-type]
+
+
+# -- behaviour cloning ---------------------------------------------------------------------------------------
+
+
+def test_a_short_pretrain_writes_a_model_folder_that_policy_and_transformers_load(tmp_path: Path) -> None:
+    out = tmp_path / "tiny-bc"
+    seen: list[Progress] = []
+    report = pretrain(
+        out,
+        episodes=2,
+        max_steps=2,
+        minutes=None,
+        batch_size=2,
+        width=270,
+        height=600,
+        on_progress=seen.append,
+    )
+    assert report.steps == 2
+    assert report.out == out
+    assert seen
+    assert seen[0].step == 1
+    assert seen[0].examples_per_s > 0
+    assert {"config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny-bc"]  # no staging folder left behind
+    trained = AutoModelForImageTextToText.from_pretrained(str(out))
+    fresh, _ = build_tiny(0)
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(trained.state_dict().values(), fresh.state_dict().values(), strict=True)
+    )
+    policy = Policy.load(PolicySettings(model=str(out)), device="cpu")
+    assert isinstance(policy.model, peft.PeftModel)
+    base = policy.model.get_base_model().state_dict()
+    for name, tensor in trained.state_dict().items():
+        module, _, leaf = name.rpartition(".")
+        loaded = base.get(name, base.get(f"{module}.base_layer.{leaf}"))  # LoRA wraps the linear layers
+        assert loaded is not None, name
+        assert torch.equal(loaded, tensor), name
+    with pytest.raises(FileExistsError):
+        pretrain(out, episodes=1, max_steps=1, minutes=None)
+
+
+def test_pretrain_overfits_a_small_fixed_demonstration_set(tmp_path: Path) -> None:
+    report = pretrain(
+        tmp_path / "m",
+        episodes=1,
+        mistake_rate=0.0,
+        max_steps=60,
+        minutes=None,
+        batch_size=4,
+        lr=3e-3,
+        warmup_steps=5,
+        width=270,
+        height=600,
+        seed=3,
+    )
+    assert report.demonstrations <= 6
+    assert report.final_loss < report.first_loss / 4, report
+
+
+def test_bad_budgets_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="budget"):
+        pretrain(tmp_path / "m", max_steps=None, minutes=None)
+    with pytest.raises(ValueError, match="suite"):
+        pretrain(tmp_path / "m", suites=("nope",), max_steps=1, minutes=None)
+    assert not (tmp_path / "m").exists()
+
+
+# -- evaluation --------------------------------------------------------------------------------------------
+
+
+class ExpertReplay:
+    """Plays the expert: a shadow of each episode's phone (``episode_phone``, the same operations) says
+    what the expert would do on the phone ``evaluate`` shows."""
+
+    def __init__(self, suite: str, split: str, *, seed: int, width: int, height: int) -> None:
+        self.tasks = {task.goal: task for task in tasks(suite, split)}
+        self.shadows: dict[str, Phone] = {}
+        self.seed, self.width, self.height = seed, width, height
+        self.batches: list[int] = []
+
+    def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> list[Sample]:
+        self.batches.append(len(batch))
+        out = []
+        for item in batch:
+            task = self.tasks[item.goal]
+            if not item.history:
+                self.shadows[item.goal] = episode_phone(
+                    task, seed=self.seed, width=self.width, height=self.height
+                )
+            shadow = self.shadows[item.goal]
+            shadow.screenshot("jpeg")  # the same clock as the phone evaluate observed
+            action = expert_action(task, shadow)
+            perform(shadow, action)
+            out.append(_sample(action))
+        return out
+
+
+class GiveUp:
+    def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> list[Sample]:
+        return [_sample(Action(type=ActionType.STATUS_TASK_COMPLETE)) for _ in batch]
+
+
+def _sample(action: Action) -> Sample:
+    text = format_action(action)
+    return Sample(
+        text=text,
+        action=action,
+        logprob=0.0,
+        tokens=1,
+        truncated=False,
+        canonical=True,
+        token_ids=(),
+        sampled_logprob=0.0,
+    )
+
+
+def test_evaluate_scores_the_expert_as_perfect_and_giving_up_as_zero() -> None:
+    chosen = [t.id for t in tasks("general", "test")[::20]]  # one or two of each held-out template
+    expert = ExpertReplay("general", "test", seed=4, width=270, height=600)
+    result = evaluate(expert, "general", "test", task_ids=chosen, seed=4, parallel=4, width=270, height=600)
+    assert [o.task.id for o in result.outcomes] == chosen
+    assert result.success_rate == 1.0, [o.task.id for o in result.outcomes if not o.success]
+    assert all(o.ended for o in result.outcomes)
+    assert max(expert.batches) == 4
+    quitter = evaluate(GiveUp(), "general", "test", task_ids=chosen, seed=4, width=270, height=600)
+    assert quitter.success_rate == 0.0
+    assert all(o.steps == 1 for o in quitter.outcomes)
+    assert sum(total for _, total in quitter.by_template().values()) == len(chosen)
+
+
+def test_evaluate_picks_a_seeded_sample_of_tasks() -> None:
+    def ids(seed: int) -> list[str]:
+        result = evaluate(GiveUp(), "web_shopping", "train", episodes=5, seed=seed, width=270, height=600)
+        return [o.task.id for o in result.outcomes]
+
+    assert ids(1) == ids(1) != ids(2)
+    assert len(ids(1)) == 5
+    with pytest.raises(ValueError, match="not a task"):
+        evaluate(GiveUp(), "general", "test", task_ids=["general/nope/0000"])
+
+
+# -- the command line --------------------------------------------------------------------------------------
+
+
+def _distrl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "distrl", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def _one_sentence(result: subprocess.CompletedProcess[str], status: int, *words: str) -> None:
+    assert result.returncode == status, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("distrl: error: ")
+    assert all(word in lines[0] for word in words), lines[0]
+
+
+def test_cli_errors_are_one_sentence(tmp_path: Path) -> None:
+    _one_sentence(_distrl("eval", str(tmp_path / "missing"), cwd=tmp_path), 2, "does not exist")
+    _one_sentence(_distrl("eval", "tiny", "--suite", "nope", cwd=tmp_path), 2, "unknown task suite")
+    _one_sentence(_distrl("pretrain", "--out", "m", "--suite", "nope", cwd=tmp_path), 2, "'nope'")
+    (tmp_path / "taken").mkdir()
+    _one_sentence(_distrl("pretrain", "--out", "taken", cwd=tmp_path), 2, "already exists")
+
+
+def test_cli_pretrain_then_eval(tmp_path: Path) -> None:
+    trained = _distrl("pretrain", "--out", "m", "--steps", "1", "--episodes", "1", cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert "step     1  loss" in trained.stdout
+    assert "saved" in trained.stdout
+    result = _distrl("eval", "m", "--split", "train", "--episodes", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"success \d+\.\d% \(\d/1\) on general train", result.stdout), result.stdout
+
+
+def test_ctrl_c_during_pretrain_leaves_nothing_behind(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "distrl", "pretrain", "--out", "m", "--episodes", "2", "--minutes", "1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("step     1"):
+            break
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.strip().splitlines() == ["distrl: error: interrupted"]
+    assert list(tmp_path.iterdir()) == []
