@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 
@@ -445,16 +445,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
 def _port(text: str) -> int:
     value = int(text)
     if not 1024 <= value <= 65535:
@@ -462,34 +452,25 @@ def _port(text: str) -> int:
     return value
 
 
-def _scale(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, got {text!r}")
-    return value
+def _number(allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
+    """An argparse type for a finite number that ``ok`` accepts; ``allowed`` says which, in words."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+        if not (math.isfinite(value) and ok(value)):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text!r}")
-    return value
+_seconds = _number("a positive number of seconds", lambda value: value > 0)
+_scale = _number("a number ≥ 0", lambda value: value >= 0)
+_positive_float = _number("a positive number", lambda value: value > 0)
+_rate = _number("a number from 0 to 1", lambda value: 0 <= value <= 1)
 
 
 def _fault_rates(text: str) -> FaultRates:
