@@ -37,14 +37,16 @@ class HostLink:
     stream: FrameStream
 
 
-def worker_command(host: Host) -> list[str]:
+def worker_command(host: Host, timeouts: Timeouts) -> list[str]:
     """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted).
 
-    The worker logs as verbosely as this process does."""
+    The worker logs as verbosely as this process does, and waits for the learner's hello as long as
+    ``timeouts.handshake_s``."""
     verbosity = (
         ["-vv"] if log.isEnabledFor(logging.DEBUG) else ["-v"] if log.isEnabledFor(logging.INFO) else []
     )
-    return [host.python, "-m", "distrl", *verbosity, "worker", "--host", host.name]
+    handshake = ["--handshake-timeout", f"{timeouts.handshake_s:g}"]
+    return [host.python, "-m", "distrl", *verbosity, "worker", "--host", host.name, *handshake]
 
 
 @contextlib.asynccontextmanager
@@ -64,7 +66,7 @@ async def open_host(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
 @contextlib.asynccontextmanager
 async def _local_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
     env = {**os.environ, **host.env}
-    command = worker_command(host)
+    command = worker_command(host, timeouts)
     if host.workdir and not await anyio.Path(host.workdir).is_dir():
         raise TransportError(
             f"host {host.name!r}: workdir {host.workdir} is not a folder", host=host.name, phase="start"

@@ -220,3 +220,13 @@ async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Pa
     assert "no answer to hello within 4 s" in hangs.error
     # The hung worker was stopped by the cleanup, not left behind.
     assert _gone(int(pid_file.read_text()))
+
+
+def test_the_worker_waits_for_hello_as_long_as_the_inventory_says() -> None:
+    from distrl.transport import worker_command
+
+    inventory = parse_inventory(
+        '[timeouts]\nhandshake_s = 7.5\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    command = worker_command(inventory.hosts[0], inventory.timeouts)
+    assert command[-2:] == ["--handshake-timeout", "7.5"]
