@@ -7,6 +7,18 @@ and servers that make it an emulator the real adb server lists.
 - ``distrl.sim.server``: ``serve_phones`` (``python -m distrl sim``): adbd and emulator console per phone.
 """
 
-from distrl.sim.phone import Phone, PhoneConfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from distrl.sim.phone import Phone, PhoneConfig
 
 __all__ = ["Phone", "PhoneConfig"]
+
+
+def __getattr__(name: str) -> object:
+    # The phone pulls in Pillow and every app; ``distrl.sim.latency`` (the CLI, the worker) needs neither.
+    if name in __all__:
+        from distrl.sim import phone
+
+        return getattr(phone, name)
+    raise AttributeError(f"module 'distrl.sim' has no attribute {name!r}")
