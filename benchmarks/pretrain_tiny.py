@@ -45,8 +45,9 @@ from pathlib import Path
 import torch
 
 from distrl.config import PolicySettings
+from distrl.play import Evaluation, evaluate
 from distrl.policy import Policy, TinySpec
-from distrl.pretrain import PRETRAIN_SPEC, Evaluation, Progress, evaluate, pretrain
+from distrl.pretrain import PRETRAIN_SPEC, Progress, pretrain
 
 
 def _split(evaluation: Evaluation) -> dict[str, object]:

@@ -393,8 +393,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     from distrl.config import PolicySettings
     from distrl.errors import PolicyError
+    from distrl.play import evaluate
     from distrl.policy import Policy
-    from distrl.pretrain import evaluate
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 

@@ -151,10 +151,16 @@ class LearnerSettings:
     """Sampling ∝ priority^α (0 is uniform)."""
     priority_beta: float = _num(0.4, ge=0, le=1)
     """Initial importance-sampling exponent, annealed to 1."""
+    priority_beta_updates: int = _num(1000, gt=0)
+    """Updates over which the importance-sampling exponent rises linearly to 1."""
     replay_capacity: int = _num(10_000, gt=0)
     """Replay buffer size in steps."""
     grad_clip: float = _num(1.0, gt=0)
     """Global gradient-norm clip."""
+    micro_batch: int = _num(16, gt=0)
+    """Steps per forward pass in an update (gradients accumulate over the passes; bounds memory)."""
+    digirl_lambda: float = _num(0.5, ge=0, le=1)
+    """λ of DigiRL's doubly robust step advantage (``algorithm = "digirl"`` only)."""
 
 
 @dataclass(frozen=True, kw_only=True)

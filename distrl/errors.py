@@ -198,6 +198,16 @@ class WeightsError(DistrlError, ValueError):
     """The tensor at fault, where one is."""
 
 
+class CheckpointError(DistrlError):
+    """A checkpoint that cannot be written or read back; a failed write leaves the last good one in place."""
+
+    fields: ClassVar[tuple[str, ...]] = ("path", "reason")
+    path: str | None
+    """The checkpoint folder or file at fault."""
+    reason: str | None
+    """``missing``, ``corrupt``, ``mismatch`` (it does not fit this run's model or settings) or ``io``."""
+
+
 def error_class(name: str) -> type[DistrlError] | None:
     """The error class called ``name`` in this tree, or None."""
     todo: list[type[DistrlError]] = [DistrlError]

@@ -10,50 +10,39 @@
 - ``pretrain``: a fresh ``tiny``, every weight trained (a LoRA on random weights cannot become
   confident), by teacher-forced cross-entropy on the demonstrations' actions, within a step or time
   budget; saved as an ordinary model folder that ``Policy.load(PolicySettings(model=folder))`` loads.
-- ``evaluate``: a policy (or anything with its ``sample``) plays sim tasks on several phones at once, so
-  each inference call gets a batch; success comes from each task's own check.
+Measuring a policy on the sim is ``distrl.play.evaluate``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import math
 import random
 import shutil
 import tempfile
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import torch
 from transformers import PreTrainedModel
 
 from distrl.actions import format_action, tap_action, to_gesture
 from distrl.config import PolicySettings
-from distrl.policy import Policy, PolicyInput, Prompter, Sample, TinySpec, build_tiny
+from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.prompt import Encoded
-from distrl.records import Action, ActionType, InvalidAction, Observation, Task
+from distrl.records import Action, ActionType, Observation, Task
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import expert_action, is_successful, setup_commands, tasks
-from distrl.sim.suites.expert import perform
 
 __all__ = [
-    "Actor",
     "Demo",
     "DemoEpisode",
-    "Evaluation",
-    "Outcome",
     "PRETRAIN_SPEC",
     "PretrainReport",
     "Progress",
     "demonstrations",
-    "episode_phone",
-    "evaluate",
     "pretrain",
 ]
 
@@ -399,181 +388,3 @@ def _save(model: PreTrainedModel, prompter: Prompter, target: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
-
-
-# -- evaluation --------------------------------------------------------------------------------------------
-
-
-class Actor(Protocol):
-    """What ``evaluate`` runs: ``Policy``, or a stand-in with the same ``sample``."""
-
-    def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> Sequence[Sample]: ...
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Outcome:
-    """How one evaluation episode went."""
-
-    task: Task
-    success: bool
-    steps: int
-    """Actions taken (the final STATUS action included)."""
-    actions: tuple[str, ...]
-    """The policy's answers, as text."""
-    ended: bool
-    """The policy ended the episode itself (a STATUS action) before ``max_steps``."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Evaluation:
-    """The outcomes of an ``evaluate`` run."""
-
-    suite: str
-    split: str
-    outcomes: tuple[Outcome, ...]
-    wall_s: float
-
-    @property
-    def success_rate(self) -> float:
-        """Share of episodes whose task check passed (0 when there were none)."""
-        return sum(o.success for o in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
-
-    def by_template(self) -> dict[str, tuple[int, int]]:
-        """Successes and episodes per task template."""
-        out: dict[str, tuple[int, int]] = {}
-        for outcome in self.outcomes:
-            name = str(outcome.task.params.get("template", "?"))
-            won, total = out.get(name, (0, 0))
-            out[name] = (won + outcome.success, total + 1)
-        return out
-
-
-def episode_phone(task: Task, *, seed: int, width: int, height: int) -> Phone:
-    """The phone ``evaluate`` runs ``task`` on, already set up for it (same arguments, same phone)."""
-    phone = Phone(PhoneConfig(width=width, height=height, seed=zlib.crc32(f"{seed}/{task.id}".encode())))
-    phone.reboot()
-    for command in setup_commands(task):
-        result = run_shell(phone, command)
-        if result.exit_code != 0:
-            raise RuntimeError(f"setup of {task.id} failed: {command!r}: {result.output!r}")
-    return phone
-
-
-@dataclass
-class _Running:
-    index: int
-    task: Task
-    phone: Phone
-    history: list[Action | InvalidAction]
-    texts: list[str]
-
-
-def evaluate(
-    policy: Actor,
-    suite: str,
-    split: str = "test",
-    *,
-    episodes: int | None = None,
-    task_ids: Sequence[str] | None = None,
-    seed: int = 0,
-    temperature: float | None = 0.0,
-    parallel: int = 16,
-    max_steps: int | None = None,
-    width: int = 540,
-    height: int = 1200,
-) -> Evaluation:
-    """Run ``policy`` on tasks of ``suite``'s ``split`` on simulated phones in this process.
-
-    Which tasks: ``task_ids`` if given, else ``episodes`` tasks in a seeded shuffled order (cycling when
-    there are more episodes than tasks), else every task of the split once. ``parallel`` phones play at a
-    time, so each ``policy.sample`` call answers up to ``parallel`` screens. An episode starts on
-    ``episode_phone(task, ...)``, shows the policy the screen (JPEG) and its previous actions, does the
-    action, and ends at a STATUS action or after ``max_steps`` (default the task's); an invalid answer
-    is a step that does nothing. Success is ``is_successful`` on the phone's final state.
-
-    ``temperature`` (for a ``Policy``; 0 is greedy, None keeps its setting) applies during the call;
-    sampling is seeded from ``seed``.
-    """
-    started = time.monotonic()
-    chosen = _chosen_tasks(suite, split, episodes, task_ids, seed)
-    if parallel < 1:
-        raise ValueError(f"parallel must be ≥ 1, got {parallel}")
-    queue = list(reversed(list(enumerate(chosen))))
-    running: list[_Running] = []
-    finished: dict[int, Outcome] = {}
-    calls = 0
-    with _temperature(policy, temperature):
-        while queue or running:
-            while queue and len(running) < parallel:
-                index, task = queue.pop()
-                phone = episode_phone(task, seed=seed, width=width, height=height)
-                running.append(_Running(index, task, phone, [], []))
-            inputs = [
-                PolicyInput(goal=r.task.goal, observation=_observe(r.phone), history=tuple(r.history))
-                for r in running
-            ]
-            samples = policy.sample(inputs, seed=seed * 1_000_003 + calls)
-            calls += 1
-            still: list[_Running] = []
-            for r, sample in zip(running, samples, strict=True):
-                r.history.append(sample.action)
-                r.texts.append(sample.text)
-                ended = isinstance(sample.action, Action) and sample.action.type.ends_episode
-                if isinstance(sample.action, Action) and not ended:
-                    perform(r.phone, sample.action)
-                limit = r.task.max_steps if max_steps is None else max_steps
-                if not ended and len(r.history) < limit:
-                    still.append(r)
-                    continue
-                finished[r.index] = Outcome(
-                    task=r.task,
-                    success=is_successful(r.task, r.phone.state()),
-                    steps=len(r.history),
-                    actions=tuple(r.texts),
-                    ended=ended,
-                )
-            running = still
-    outcomes = tuple(finished[index] for index in range(len(chosen)))
-    return Evaluation(suite=suite, split=split, outcomes=outcomes, wall_s=time.monotonic() - started)
-
-
-def _observe(phone: Phone) -> Observation:
-    return Observation(
-        screenshot=phone.screenshot("jpeg"), width=phone.width, height=phone.height, image_format="jpeg"
-    )
-
-
-def _chosen_tasks(
-    suite: str, split: str, episodes: int | None, task_ids: Sequence[str] | None, seed: int
-) -> list[Task]:
-    pool = tasks(suite, split)
-    if not pool:
-        raise ValueError(f"suite {suite!r} has no {split!r} tasks")
-    if task_ids is not None:
-        known = {task.id: task for task in pool}
-        unknown = [task_id for task_id in task_ids if task_id not in known]
-        if unknown:
-            raise ValueError(f"{unknown[0]!r} is not a task of {suite!r}'s {split!r} split")
-        return [known[task_id] for task_id in task_ids]
-    if episodes is None:
-        return pool
-    if episodes < 0:
-        raise ValueError(f"episodes must be ≥ 0, got {episodes}")
-    rng = random.Random(f"evaluate/{suite}/{split}/{seed}")
-    chosen: list[Task] = []
-    while len(chosen) < episodes:
-        chosen.extend(rng.sample(pool, len(pool)))
-    return chosen[:episodes]
-
-
-@contextlib.contextmanager
-def _temperature(policy: Actor, temperature: float | None) -> Iterator[None]:
-    if temperature is None or not isinstance(policy, Policy):
-        yield
-        return
-    settings = policy.settings
-    policy.settings = dataclasses.replace(settings, temperature=temperature)
-    try:
-        yield
-    finally:
-        policy.settings = settings

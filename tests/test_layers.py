@@ -33,6 +33,8 @@ LAYERS: dict[str, set[str]] = {
     "weights": {"errors"},
     "policy": {"records", "actions", "errors", "config", "weights"},
     "pretrain": {"records", "actions", "errors", "config", "sim", "policy", "weights"},
+    "play": {"records", "actions", "errors", "config", "sim", "policy"},
+    "learner": {"records", "actions", "errors", "config", "policy", "weights", "wire", "sim", "play"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

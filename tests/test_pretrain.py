@@ -19,8 +19,9 @@ from transformers import AutoModelForImageTextToText
 
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
+from distrl.play import episode_phone, evaluate
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
-from distrl.pretrain import Progress, demonstrations, episode_phone, evaluate, pretrain
+from distrl.pretrain import Progress, demonstrations, pretrain
 from distrl.records import Action, ActionType
 from distrl.sim.phone import Phone
 from distrl.sim.suites import expert_action, tasks

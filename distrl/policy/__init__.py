@@ -8,13 +8,14 @@
 Importing this package imports torch and transformers; the light layers never do.
 """
 
-from distrl.policy.model import QWEN_VL_FAMILY, Policy, Sample, resolve_device, resolve_dtype
+from distrl.policy.model import QWEN_VL_FAMILY, Policy, Sample, Scores, resolve_device, resolve_dtype
 from distrl.policy.prompt import PolicyInput, Prompter, prompt_text
 from distrl.policy.tiny import CHAT_TEMPLATE, TinySpec, build_tiny, build_tokenizer, tiny_config
 
 __all__ = [
     "Policy",
     "Sample",
+    "Scores",
     "PolicyInput",
     "Prompter",
     "prompt_text",

@@ -31,7 +31,7 @@ import dataclasses
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import peft
 import torch
@@ -44,7 +44,7 @@ from distrl.policy.prompt import Encoded, PolicyInput, Prompter
 from distrl.policy.tiny import build_tiny
 from distrl.records import Action, InvalidAction
 
-__all__ = ["Policy", "Sample", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
+__all__ = ["Policy", "Sample", "Scores", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
 
 QWEN_VL_FAMILY = frozenset({"qwen2_vl", "qwen2_5_vl"})
 """``model_type`` values of the models ``Prompter`` builds prompts for."""
@@ -76,6 +76,19 @@ class Sample:
     """The tokens sampled, up to and with the end token."""
     sampled_logprob: float
     """Σ log π of ``token_ids`` at temperature 1, from the generation's logits."""
+
+
+class Scores(NamedTuple):
+    """What ``Policy.score`` returns for a batch of (prompt, answer) pairs; see ``Policy.score``."""
+
+    logprob: torch.Tensor
+    """log π(answer | prompt), ``(batch,)``."""
+    entropy: torch.Tensor
+    """Mean per-token entropy over the answer, ``(batch,)``."""
+    state: torch.Tensor | None
+    """Last hidden state at the last prompt token, ``(batch, hidden)``."""
+    answer_state: torch.Tensor | None
+    """Last hidden state at the answer's last token, ``(batch, hidden)``."""
 
 
 class Policy:
@@ -225,16 +238,38 @@ class Policy:
             raise ValueError("an answer has no tokens")
         return self._score(self.prompter.encode(batch, self.settings.history), answers)
 
+    def score(self, batch: Sequence[PolicyInput], actions_text: Sequence[str]) -> Scores:
+        """``logprobs`` plus the model's last hidden states, for critics that read the policy's features.
+
+        ``state`` is the last layer's output at the last prompt token (what the model knows of the screen,
+        the goal and the history before it answers), ``answer_state`` at the answer's last token (the
+        end token: the state and the action together). Both are float32 ``(batch, hidden)`` and carry
+        gradients like the log-probs do; detach them to train only a head on top.
+        """
+        if len(batch) != len(actions_text):
+            raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
+        if not batch:
+            empty = torch.zeros(0, device=self.device)
+            return Scores(empty, empty, empty.reshape(0, 0), empty.reshape(0, 0))
+        encoded = self.prompter.encode(batch, self.settings.history)
+        return self._forward(encoded, [self.prompter.action_ids(text) for text in actions_text], hidden=True)
+
     def _score(
         self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]]
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sum of log-probs and mean entropy of ``answers`` after their prompts, shape ``(batch,)``."""
+        scores = self._forward(encoded, answers, hidden=False)
+        return scores.logprob, scores.entropy
+
+    def _forward(
+        self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]], *, hidden: bool
+    ) -> Scores:
         window = max(len(ids) for ids in answers)
         sequences = [[*item.ids, *ids] for item, ids in zip(encoded, answers, strict=True)]
         inputs = self._on_device(self.prompter.collate(sequences, encoded))
         # Sequences are left-padded, so every answer sits in the last ``window`` positions; logits at
         # position p predict the token at p + 1, hence one more logit kept and the last one dropped.
-        output = self.model(**inputs, logits_to_keep=window + 1, use_cache=False)
+        output = self.model(**inputs, logits_to_keep=window + 1, use_cache=False, output_hidden_states=hidden)
         log_probs = self._log_softmax(output.logits[:, :-1])  # (batch, window, vocab)
         targets = inputs["input_ids"][:, -window:]
         lengths = torch.tensor([len(ids) for ids in answers], device=self.device)
@@ -244,7 +279,12 @@ class Policy:
         token_entropy = -(log_probs.exp() * log_probs.masked_fill(self._forbidden, 0.0)).sum(dim=-1)
         logprob = torch.where(mask, token_logprobs, 0.0).sum(dim=-1)
         entropy = torch.where(mask, token_entropy, 0.0).sum(dim=-1) / lengths
-        return logprob, entropy
+        if not hidden:
+            return Scores(logprob, entropy, None, None)
+        last = output.hidden_states[-1].float()  # (batch, length, hidden)
+        rows = torch.arange(len(answers), device=self.device)
+        state = last[rows, last.shape[1] - 1 - lengths]
+        return Scores(logprob, entropy, state, last[:, -1])
 
     def _log_softmax(self, logits: torch.Tensor) -> torch.Tensor:
         """log π at temperature 1 in float32, forbidden tokens at -inf; ``(..., vocab)``."""

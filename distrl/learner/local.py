@@ -1,0 +1,116 @@
+"""Training in one process: the policy plays simulated phones here, and the learner trains on the result.
+
+No SSH and no workers: rounds of ``episodes`` episodes, played on that many in-process phones in
+parallel by the current weights (``distrl.play.rollouts``), go into the learner's replay buffer, then the
+learner makes ``updates`` updates. It shows the algorithm learning before the distributed runtime is
+involved, and the distributed runtime drives the same ``Learner``.
+
+Tasks are drawn uniformly from the suite's train split with the learner's own random stream, so a
+checkpoint taken between rounds resumes the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from distrl.learner.checkpoint import Checkpoints
+from distrl.learner.trainer import Learner, UpdateReport
+from distrl.play import rollouts
+from distrl.sim.suites import tasks
+
+__all__ = ["Round", "train_local"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Round:
+    """One round of ``train_local``: what was played and what the learner did with it."""
+
+    round: int
+    version: int
+    """The policy version that played this round."""
+    episodes: int
+    successes: int
+    steps: int
+    updates: tuple[UpdateReport, ...]
+    elapsed_s: float
+    """Since ``train_local`` began."""
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.episodes if self.episodes else 0.0
+
+
+def train_local(
+    learner: Learner,
+    *,
+    suite: str = "general",
+    rounds: int | None = None,
+    minutes: float | None = None,
+    episodes: int = 16,
+    updates: int = 4,
+    width: int = 540,
+    height: int = 1200,
+    checkpoints: Checkpoints | None = None,
+    checkpoint_every: int = 0,
+    on_round: Callable[[Round], None] | None = None,
+) -> list[Round]:
+    """Play and train for ``rounds`` rounds or ``minutes`` of wall time, whichever ends first.
+
+    With ``checkpoints``, the learner is saved every ``checkpoint_every`` rounds (0: never) and after the
+    last round. Returns the rounds, each also passed to ``on_round`` as it ends.
+    """
+    if rounds is None and minutes is None:
+        raise ValueError("give rounds or minutes (or both): training needs a budget")
+    if episodes < 1 or updates < 0:
+        raise ValueError(f"episodes must be ≥ 1 and updates ≥ 0, got {episodes} and {updates}")
+    pool = tasks(suite, "train")
+    if not pool:
+        raise ValueError(f"suite {suite!r} has no train tasks")
+    budget_s = math.inf if minutes is None else minutes * 60.0
+    started = time.monotonic()
+    done: list[Round] = []
+    while (rounds is None or len(done) < rounds) and time.monotonic() - started < budget_s:
+        version = learner.version
+        chosen = [learner.rng.choice(pool) for _ in range(episodes)]
+        played = rollouts(
+            learner.policy,
+            chosen,
+            version=version,
+            seed=learner.rng.randrange(2**31),
+            parallel=episodes,
+            width=width,
+            height=height,
+            id_prefix=f"local/{version}",
+        )
+        for trajectory in played:
+            learner.add(trajectory)
+        reports = []
+        for _ in range(updates):
+            report = learner.update()
+            if report is not None:
+                reports.append(report)
+        finished = Round(
+            round=len(done) + 1,
+            version=version,
+            episodes=len(played),
+            successes=sum(bool(t.success) for t in played),
+            steps=sum(len(t.steps) for t in played),
+            updates=tuple(reports),
+            elapsed_s=time.monotonic() - started,
+        )
+        done.append(finished)
+        if on_round is not None:
+            on_round(finished)
+        if checkpoints is not None and checkpoint_every and finished.round % checkpoint_every == 0:
+            checkpoints.write(learner.updates, _saver(learner))
+    if checkpoints is not None and done and not (checkpoint_every and done[-1].round % checkpoint_every == 0):
+        checkpoints.write(learner.updates, _saver(learner))
+    return done
+
+
+def _saver(learner: Learner) -> Callable[[Path], None]:
+    return learner.save

@@ -1,0 +1,473 @@
+"""``Learner``: the replay buffer, the critics and one update of A-RIDE, DigiRL or filtered BC.
+
+One ``update()``:
+
+1. Drop trajectories past ``max_policy_lag``; sample ``batch_size`` trajectories from the replay buffer
+   (∝ priority^α for A-RIDE; uniformly for the baselines) with their importance-sampling weights w.
+2. Score every step under the current weights, without gradients, in evaluation mode: log π(a_t|s_t),
+   the entropy and the hidden states the critics read (``distrl.learner.critics``).
+3. Per trajectory (``distrl.learner.retrace``): ρ_t, c_t = λ·min(1, ρ_t), Retrace targets v_t and
+   advantages A_t over the whole trajectory, and its new priority
+   p = w1·mean|δ_t| + w2·mean ρ_t + w3·mean(−log π(a_t|s_t)) (paper §3, DPER; ρ capped at 10 there
+   so one wild ratio cannot own the buffer).
+4. Critic step (Adam, ``lr_critic``), the losses summed as the paper's total loss sums them:
+   - A-RIDE: L(V) = E[w·BCE(V(s_t), v_t)], the step critic regressed on its Retrace targets;
+     L(V_traj) = E[w·BCE(V_traj(s_H, a_H), r)], r = 1 for a successful episode.
+   - DigiRL: L(V) = E[BCE(V(s_t), r)] and L(V_instr) = E[BCE(V_instr(c), r)] (DigiRL trains both on
+     the final reward).
+   - filtered BC: no critic.
+5. Actor step (AdamW on the adapter, ``lr_actor``), gradients accumulated over ``micro_batch`` chunks
+   in training mode:
+   - A-RIDE, Eq. 1: L_π = −E[w·min(ρ_t, ρ̄)·A_t·log π(a_t|s_t)] − β·E[w·H(π(·|s_t))]
+     + κ·E[w·1{a_t invalid}·log π(a_t|s_t)]. ρ̄ is ``rho_clip`` (``inf``: unclipped, as written in the
+     paper). The penalty term lowers the likelihood of answers that did not parse, like an advantage
+     of −κ on them; the paper's P_invalid came from a judge, here parsing decides.
+   - DigiRL: −E[log π(a_t|s_t)] over the steps kept by its hard filters: step advantage
+     A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
+     advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
+   - filtered BC: −E[log π(a_t|s_t)] over the steps of successful trajectories.
+6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
+   the learner holds) goes up by one.
+
+Checkpoints (``save``/``load``): the adapter (PEFT layout), the critics, both optimisers, the replay
+buffer with its priorities and sampler state, the RNG states and the counters; ``load`` then
+``update()`` gives bitwise the update an uninterrupted run would have made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from distrl.config import LearnerSettings
+from distrl.errors import CheckpointError
+from distrl.learner.checkpoint import (
+    load_optimizer_state,
+    load_tensors,
+    optimizer_state,
+    restore_rng_state,
+    rng_state,
+    save_tensors,
+)
+from distrl.learner.critics import Critics
+from distrl.learner.replay import ReplayBuffer, ReplayStats
+from distrl.learner.retrace import (
+    digirl_step_advantages,
+    importance_ratios,
+    retrace,
+    td_errors,
+    traces,
+)
+from distrl.policy import Policy, PolicyInput
+from distrl.records import InvalidAction, Step, Trajectory
+
+__all__ = ["Learner", "UpdateReport"]
+
+_RHO_PRIORITY_CAP = 10.0
+_STATE_FILE = "learner.safetensors"
+_REPLAY_FILE = "replay.bin"
+_ADAPTER_DIR = "adapter"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateReport:
+    """What one ``Learner.update`` did."""
+
+    update: int
+    """The update's number (1 for the first); the learner's version after it."""
+    trajectories: int
+    steps: int
+    trained_steps: int
+    """Steps in the actor loss after the algorithm's filters (all of them for A-RIDE)."""
+    actor_loss: float
+    critic_loss: float
+    """Step critic plus the trajectory (A-RIDE) or instruction (DigiRL) critic."""
+    entropy: float
+    """Mean per-token entropy of the sampled steps' answers."""
+    mean_rho: float
+    clipped_share: float
+    """Share of steps whose ρ exceeded ``rho_clip``."""
+    mean_advantage: float
+    mean_value: float
+    mean_priority: float
+    staleness: tuple[int, ...]
+    """Per sampled step: learner version − the version that chose it."""
+    wall_s: float
+
+
+@dataclasses.dataclass(slots=True)
+class _Scored:
+    logprob: torch.Tensor
+    entropy: torch.Tensor
+    state: torch.Tensor
+    answer_state: torch.Tensor
+
+
+class Learner:
+    """Trains ``policy``'s adapter from trajectories with ``settings.algorithm``."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        settings: LearnerSettings,
+        *,
+        max_policy_lag: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.policy = policy
+        self.settings = settings
+        self.updates = 0
+        """Updates done: the version of the weights the learner holds."""
+        hidden = int(policy.model.get_input_embeddings().weight.shape[1])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.critics = Critics(hidden).to(policy.device)
+        self.actor_optimiser = torch.optim.AdamW(policy.trainable_parameters(), lr=settings.lr_actor)
+        self.critic_optimiser = torch.optim.Adam(self.critics.parameters(), lr=settings.lr_critic)
+        prioritised = settings.algorithm == "a-ride"
+        self.replay = ReplayBuffer(
+            settings.replay_capacity,
+            alpha=settings.priority_alpha if prioritised else 0.0,
+            beta=settings.priority_beta if prioritised else 1.0,
+            beta_updates=settings.priority_beta_updates,
+            max_policy_lag=max_policy_lag,
+            seed=seed,
+        )
+        self.rng = random.Random(f"learner/{seed}")
+        """Reserved for the learner's own draws; saved and restored with checkpoints."""
+
+    @property
+    def version(self) -> int:
+        return self.updates
+
+    def add(self, trajectory: Trajectory) -> bool:
+        """Put a scored trajectory in the replay buffer; False if it was refused (empty or too stale)."""
+        return self.replay.add(trajectory, learner_version=self.updates)
+
+    def stats(self) -> ReplayStats:
+        return self.replay.stats()
+
+    # -- one update --------------------------------------------------------------------------------------
+
+    def update(self) -> UpdateReport | None:
+        """One update from a sampled batch (module docstring); None while the buffer is empty."""
+        started = time.monotonic()
+        settings = self.settings
+        self.replay.prune(self.updates)
+        if len(self.replay) == 0:
+            return None
+        batch = self.replay.sample(settings.batch_size)
+        steps = [(i, step) for i, trajectory in enumerate(batch.trajectories) for step in trajectory.steps]
+        inputs = [_input(batch.trajectories[i], step) for i, step in steps]
+        texts = [step.output for _, step in steps]
+        with _evaluation(self.policy), torch.no_grad():
+            scored = self._score(inputs, texts)
+            values = torch.sigmoid(Critics.logit(self.critics.step, scored.state))
+
+        spans = _spans(batch.trajectories)
+        weights = torch.tensor(
+            [batch.weights[i] for i, _ in steps], dtype=torch.float32, device=self.policy.device
+        )
+        success = [1.0 if t.success else 0.0 for t in batch.trajectories]
+        coefficients = torch.zeros(len(steps), device=self.policy.device)
+        targets = torch.zeros(len(steps), device=self.policy.device)
+        advantages = torch.zeros(len(steps), device=self.policy.device)
+        rhos = torch.zeros(len(steps), device=self.policy.device)
+        priorities = []
+        for i, (start, end) in enumerate(spans):
+            trajectory = batch.trajectories[i]
+            rewards = torch.tensor(
+                [step.reward for step in trajectory.steps], dtype=torch.float32, device=self.policy.device
+            )
+            behaviour = torch.tensor(
+                [step.behaviour_logprob for step in trajectory.steps],
+                dtype=torch.float32,
+                device=self.policy.device,
+            )
+            rho = importance_ratios(scored.logprob[start:end], behaviour)
+            value = values[start:end]
+            target, advantage = retrace(rewards, value, traces(rho, settings.retrace_lambda), settings.gamma)
+            delta = td_errors(rewards, value, settings.gamma)
+            w1, w2, w3 = settings.priority_weights
+            priorities.append(
+                float(
+                    w1 * delta.abs().mean()
+                    + w2 * rho.clamp(max=_RHO_PRIORITY_CAP).mean()
+                    + w3 * (-scored.logprob[start:end]).mean()
+                )
+            )
+            rhos[start:end] = rho
+            targets[start:end] = target
+            advantages[start:end] = advantage
+            if settings.algorithm == "a-ride":
+                coefficients[start:end] = rho.clamp(max=settings.rho_clip) * advantage
+        invalid = torch.tensor(
+            [isinstance(step.action, InvalidAction) for _, step in steps],
+            dtype=torch.float32,
+            device=self.policy.device,
+        )
+
+        critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
+        keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
+        actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights, invalid)
+
+        self.replay.update_priorities(batch.keys, priorities)
+        self.replay.advance()
+        self.updates += 1
+        clip = settings.rho_clip
+        return UpdateReport(
+            update=self.updates,
+            trajectories=len(batch.trajectories),
+            steps=len(steps),
+            trained_steps=int(keep.sum()),
+            actor_loss=actor_loss,
+            critic_loss=critic_loss,
+            entropy=float(scored.entropy.mean()),
+            mean_rho=float(rhos.mean()),
+            clipped_share=float((rhos > clip).float().mean()) if math.isfinite(clip) else 0.0,
+            mean_advantage=float(advantages.mean()),
+            mean_value=float(values.mean()),
+            mean_priority=sum(priorities) / len(priorities),
+            staleness=tuple(self.updates - 1 - step.policy_version for _, step in steps),
+            wall_s=time.monotonic() - started,
+        )
+
+    def _score(self, inputs: Sequence[PolicyInput], texts: Sequence[str]) -> _Scored:
+        """``Policy.score`` over all steps, ``micro_batch`` at a time, concatenated."""
+        parts = []
+        size = self.settings.micro_batch
+        for start in range(0, len(inputs), size):
+            scores = self.policy.score(inputs[start : start + size], texts[start : start + size])
+            assert scores.state is not None
+            assert scores.answer_state is not None
+            parts.append(scores)
+        return _Scored(
+            torch.cat([p.logprob for p in parts]),
+            torch.cat([p.entropy for p in parts]),
+            torch.cat([p.state for p in parts if p.state is not None]),
+            torch.cat([p.answer_state for p in parts if p.answer_state is not None]),
+        )
+
+    def _critic_step(
+        self,
+        trajectories: Sequence[Trajectory],
+        spans: Sequence[tuple[int, int]],
+        scored: _Scored,
+        targets: torch.Tensor,
+        weights: torch.Tensor,
+        success: Sequence[float],
+    ) -> float:
+        algorithm = self.settings.algorithm
+        if algorithm == "filtered-bc":
+            return 0.0
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        device = self.policy.device
+        outcome = torch.tensor(success, dtype=torch.float32, device=device)
+        step_logits = Critics.logit(self.critics.step, scored.state)
+        if algorithm == "a-ride":
+            step_loss = (weights * bce(step_logits, targets.clamp(0.0, 1.0), reduction="none")).mean()
+            last = torch.stack([scored.answer_state[end - 1] for _, end in spans])
+            trajectory_weights = torch.stack([weights[start] for start, _ in spans])
+            other = (
+                trajectory_weights
+                * bce(Critics.logit(self.critics.trajectory, last), outcome, reduction="none")
+            ).mean()
+        else:  # digirl
+            labels = torch.cat(
+                [
+                    torch.full((end - start,), r, device=device)
+                    for (start, end), r in zip(spans, success, strict=True)
+                ]
+            )
+            step_loss = bce(step_logits, labels)
+            first = torch.stack([scored.state[start] for start, _ in spans])
+            other = bce(Critics.logit(self.critics.instruction, first), outcome)
+        loss = step_loss + other
+        self.critic_optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
+        torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
+        self.critic_optimiser.step()
+        return float(loss)
+
+    def _actor_coefficients(
+        self,
+        trajectories: Sequence[Trajectory],
+        spans: Sequence[tuple[int, int]],
+        scored: _Scored,
+        values: torch.Tensor,
+        coefficients: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Which steps enter the actor loss, and each one's weight on −log π."""
+        algorithm = self.settings.algorithm
+        keep = torch.zeros_like(coefficients, dtype=torch.bool)
+        if algorithm == "a-ride":
+            keep[:] = True
+            return keep, coefficients
+        out = torch.zeros_like(coefficients)
+        with torch.no_grad():
+            first = torch.stack([scored.state[start] for start, _ in spans])
+            instruction = torch.sigmoid(Critics.logit(self.critics.instruction, first))
+        for i, (start, end) in enumerate(spans):
+            trajectory = trajectories[i]
+            reward = 1.0 if trajectory.success else 0.0
+            if algorithm == "filtered-bc":
+                kept = torch.full((end - start,), reward > 0, dtype=torch.bool, device=keep.device)
+            else:
+                if reward - float(instruction[i]) <= 0:
+                    continue
+                rewards = torch.tensor([s.reward for s in trajectory.steps], device=values.device)
+                step_advantage = digirl_step_advantages(
+                    rewards, values[start:end], reward, self.settings.digirl_lambda
+                )
+                kept = step_advantage > 1.0 / trajectory.task.max_steps
+            keep[start:end] = kept
+        count = int(keep.sum())
+        if count:
+            out[keep] = 1.0
+        return keep, out
+
+    def _actor_step(
+        self,
+        inputs: Sequence[PolicyInput],
+        texts: Sequence[str],
+        keep: torch.Tensor,
+        coefficients: torch.Tensor,
+        weights: torch.Tensor,
+        invalid: torch.Tensor,
+    ) -> float:
+        settings = self.settings
+        a_ride = settings.algorithm == "a-ride"
+        rows = [i for i in range(len(inputs)) if bool(keep[i])]
+        if not rows:
+            return 0.0
+        total = float(len(rows))
+        self.policy.train(True)
+        self.actor_optimiser.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        try:
+            for start in range(0, len(rows), settings.micro_batch):
+                chunk = rows[start : start + settings.micro_batch]
+                logprob, entropy = self.policy.logprobs([inputs[i] for i in chunk], [texts[i] for i in chunk])
+                index = torch.tensor(chunk, device=self.policy.device)
+                if a_ride:
+                    w = weights[index]
+                    loss = (
+                        -(w * coefficients[index] * logprob).sum()
+                        - settings.entropy_coef * (w * entropy).sum()
+                        + settings.invalid_penalty * (w * invalid[index] * logprob).sum()
+                    ) / total
+                else:
+                    loss = -(coefficients[index] * logprob).sum() / total
+                loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
+                loss_sum += float(loss)
+        finally:
+            self.policy.train(False)
+        torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
+        self.actor_optimiser.step()
+        return loss_sum
+
+    # -- checkpoints -------------------------------------------------------------------------------------
+
+    def save(self, folder: str | Path) -> None:
+        """Write everything ``load`` needs into ``folder`` (which must exist; see ``Checkpoints``)."""
+        folder = Path(folder)
+        self.policy.save_adapter(folder / _ADAPTER_DIR)
+        tensors: dict[str, torch.Tensor] = {
+            f"critics.{name}": value for name, value in self.critics.state_dict().items()
+        }
+        actor_tensors, actor_meta = optimizer_state(self.actor_optimiser, "optimiser.actor")
+        critic_tensors, critic_meta = optimizer_state(self.critic_optimiser, "optimiser.critic")
+        rng_tensors, rng_meta = rng_state(self.rng)
+        tensors.update(actor_tensors)
+        tensors.update(critic_tensors)
+        tensors.update(rng_tensors)
+        meta: dict[str, Any] = {
+            "format": 1,
+            "algorithm": self.settings.algorithm,
+            "updates": self.updates,
+            "actor_optimiser": actor_meta,
+            "critic_optimiser": critic_meta,
+            "rng": rng_meta,
+        }
+        save_tensors(folder / _STATE_FILE, tensors, meta)
+        self.replay.save(folder / _REPLAY_FILE)
+
+    def load(self, folder: str | Path) -> None:
+        """Restore what ``save`` wrote into this learner (same policy model and settings).
+
+        Raises ``CheckpointError`` for a missing or damaged checkpoint, or one of another algorithm.
+        """
+        folder = Path(folder)
+        tensors, meta = load_tensors(folder / _STATE_FILE)
+        if meta.get("algorithm") != self.settings.algorithm:
+            raise CheckpointError(
+                f"the checkpoint in {str(folder)!r} was trained with {meta.get('algorithm')!r},"
+                f" this run uses {self.settings.algorithm!r}",
+                path=str(folder),
+                reason="mismatch",
+            )
+        adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
+        try:
+            adapter = load_file(str(adapter_file))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(
+                f"the adapter in {str(adapter_file)!r} cannot be read ({exc})",
+                path=str(adapter_file),
+                reason="corrupt",
+            ) from exc
+        critics = {
+            name.removeprefix("critics."): value
+            for name, value in tensors.items()
+            if name.startswith("critics.")
+        }
+        try:
+            self.critics.load_state_dict(critics)
+        except RuntimeError as exc:
+            raise CheckpointError(
+                f"the critics in {str(folder)!r} do not fit this policy ({exc})",
+                path=str(folder),
+                reason="mismatch",
+            ) from exc
+        replay = ReplayBuffer.load(folder / _REPLAY_FILE)
+        self.policy.load_adapter_state(adapter)
+        load_optimizer_state(self.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
+        load_optimizer_state(self.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
+        restore_rng_state(tensors, meta["rng"], self.rng)
+        self.replay = replay
+        self.updates = int(meta["updates"])
+
+
+def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
+    history = tuple(s.action for s in trajectory.steps[: step.index])
+    return PolicyInput(goal=trajectory.task.goal, observation=step.observation, history=history)
+
+
+def _spans(trajectories: Sequence[Trajectory]) -> list[tuple[int, int]]:
+    spans = []
+    start = 0
+    for trajectory in trajectories:
+        spans.append((start, start + len(trajectory.steps)))
+        start += len(trajectory.steps)
+    return spans
+
+
+class _evaluation:  # used as a context manager, like torch.no_grad
+    """Evaluation mode (no dropout) for the duration, then the mode the policy was in."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.training = policy.model.training
+
+    def __enter__(self) -> None:
+        self.policy.train(False)
+
+    def __exit__(self, *exc: object) -> None:
+        self.policy.train(self.training)

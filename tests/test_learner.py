@@ -1,0 +1,229 @@
+"""The learner: what each update trains, what it must leave alone, and resuming from a checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from distrl.config import LearnerSettings, PolicySettings
+from distrl.errors import CheckpointError
+from distrl.learner.checkpoint import Checkpoints
+from distrl.learner.local import Round, train_local
+from distrl.learner.trainer import Learner
+from distrl.play import rollouts
+from distrl.policy import Policy
+from distrl.records import Trajectory
+from distrl.sim.suites import tasks
+
+WIDTH, HEIGHT = 270, 600
+
+
+def _policy() -> Policy:
+    return Policy.load(PolicySettings(max_new_tokens=24), device="cpu", seed=0)
+
+
+@pytest.fixture(scope="module")
+def played() -> list[Trajectory]:
+    """Three episodes of an untrained tiny (mostly invalid answers), the last one marked successful."""
+    chosen = tasks("general", "train")[:3]
+    trajectories = rollouts(_policy(), chosen, version=0, seed=1, parallel=3, width=WIDTH, height=HEIGHT)
+    last = trajectories[-1]
+    steps = (*last.steps[:-1], dataclasses.replace(last.steps[-1], reward=1.0))
+    return [*trajectories[:-1], dataclasses.replace(last, steps=steps, success=True)]
+
+
+def _learner(algorithm: str = "a-ride", **changes: Any) -> Learner:
+    settings = LearnerSettings(algorithm=algorithm, batch_size=3, micro_batch=8, lr_actor=1e-2, **changes)  # type: ignore[arg-type]
+    return Learner(_policy(), settings, seed=0)
+
+
+def _filled(algorithm: str, played: list[Trajectory], **changes: Any) -> Learner:
+    learner = _learner(algorithm, **changes)
+    for trajectory in played:
+        assert learner.add(trajectory)
+    return learner
+
+
+def _snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in module.state_dict().items()}
+
+
+def _grads(module: torch.nn.Module) -> dict[str, torch.Tensor | None]:
+    return {
+        name: None if p.grad is None else p.grad.detach().clone() for name, p in module.named_parameters()
+    }
+
+
+def _spy(optimiser: torch.optim.Optimizer, record: Callable[[], None]) -> None:
+    step = optimiser.step
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        record()
+        return step(*args, **kwargs)
+
+    optimiser.step = spied  # type: ignore[method-assign]
+
+
+def _nonzero(grads: dict[str, torch.Tensor | None], prefix: str) -> bool:
+    chosen = [g for name, g in grads.items() if name.startswith(prefix)]
+    return (
+        bool(chosen)
+        and all(g is not None for g in chosen)
+        and any(bool(g.abs().sum() > 0) for g in chosen if g is not None)
+    )
+
+
+def _none(grads: dict[str, torch.Tensor | None], prefix: str) -> bool:
+    chosen = [g for name, g in grads.items() if name.startswith(prefix)]
+    return bool(chosen) and all(g is None for g in chosen)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "trained_head", "idle_head"),
+    [("a-ride", "trajectory", "instruction"), ("digirl", "instruction", "trajectory")],
+)
+def test_each_loss_reaches_what_it_trains_and_nothing_else(
+    played: list[Trajectory], algorithm: str, trained_head: str, idle_head: str
+) -> None:
+    learner = _filled(algorithm, played)
+    seen: dict[str, Any] = {}
+
+    def at_critic_step() -> None:
+        seen["critic.adapter"] = [p.grad for p in learner.policy.trainable_parameters()]
+        seen["critic.critics"] = _grads(learner.critics)
+
+    def at_actor_step() -> None:
+        seen["actor.adapter"] = [p.grad for p in learner.policy.trainable_parameters()]
+        seen["actor.critics"] = _grads(learner.critics)
+
+    _spy(learner.critic_optimiser, at_critic_step)
+    _spy(learner.actor_optimiser, at_actor_step)
+    base = {n: p.detach().clone() for n, p in learner.policy.model.named_parameters() if not p.requires_grad}
+    report = learner.update()
+    assert report is not None
+    assert report.trained_steps > 0
+    # the critic losses reach their heads and never the policy
+    assert all(g is None for g in seen["critic.adapter"])
+    assert _nonzero(seen["critic.critics"], "step.")
+    assert _nonzero(seen["critic.critics"], f"{trained_head}.")
+    assert _none(seen["critic.critics"], f"{idle_head}.")
+    # the actor loss reaches the adapter (LoRA B starts at zero, so its gradient is the live one) ...
+    lora_b = [p.grad for n, p in learner.policy.model.named_parameters() if p.requires_grad and "lora_B" in n]
+    assert lora_b
+    assert all(g is not None and bool(g.abs().sum() > 0) for g in lora_b)
+    # ... and leaves the critics' gradients as the critic step left them
+    for name, grad in seen["critic.critics"].items():
+        after = seen["actor.critics"][name]
+        assert (grad is None and after is None) or torch.equal(grad, after)
+    # the base model never moves
+    for name, value in learner.policy.model.named_parameters():
+        if name in base:
+            assert torch.equal(value, base[name]), name
+
+
+def test_filtered_bc_trains_only_on_successes(played: list[Trajectory]) -> None:
+    failures = _filled("filtered-bc", [t for t in played if not t.success])
+    before = _snapshot(failures.policy.model)
+    report = failures.update()
+    assert report is not None
+    assert report.trained_steps == 0
+    assert report.critic_loss == 0.0
+    assert all(torch.equal(v, before[k]) for k, v in failures.policy.model.state_dict().items())
+
+    mixed = _filled("filtered-bc", played)
+    report = mixed.update()
+    assert report is not None
+    successes = sum(len(t.steps) for t in played if t.success)
+    assert 0 < report.trained_steps <= report.steps
+    assert report.trained_steps % successes == 0  # whole successful trajectories, maybe drawn twice
+
+
+def test_a_ride_reports_on_policy_ratios_and_refreshes_priorities(played: list[Trajectory]) -> None:
+    learner = _filled("a-ride", played)
+    assert learner.stats().max_priority == pytest.approx(1.0)
+    report = learner.update()
+    assert report is not None
+    # the behaviour log-probs came from these very weights: ρ = 1 up to float noise
+    assert report.mean_rho == pytest.approx(1.0, abs=1e-3)
+    assert report.staleness == (0,) * report.steps
+    assert learner.version == 1
+    assert learner.stats().mean_priority != pytest.approx(1.0)
+
+
+def test_stale_trajectories_leave_the_buffer(played: list[Trajectory]) -> None:
+    learner = Learner(_policy(), LearnerSettings(batch_size=2, micro_batch=8), max_policy_lag=0, seed=0)
+    learner.add(played[0])
+    assert learner.update() is not None  # version 0 data at version 0
+    assert learner.update() is None  # now one version behind, past a lag of 0
+    assert learner.stats().dropped_stale == 1
+
+
+def _adapter(learner: Learner) -> dict[str, torch.Tensor]:
+    return learner.policy.adapter_state()
+
+
+def test_resume_gives_the_update_an_uninterrupted_run_makes(played: list[Trajectory], tmp_path: Path) -> None:
+    original = _filled("a-ride", played)
+    original.update()
+    original.update()
+    checkpoints = Checkpoints(tmp_path / "checkpoints")
+    folder = checkpoints.write(original.updates, original.save)
+    assert (folder / "adapter" / "adapter_config.json").exists()
+    expected = original.update()
+
+    resumed = _learner("a-ride")
+    resumed.load(checkpoints.latest() or folder)
+    assert resumed.updates == 2
+    assert len(resumed.replay) == len(played)
+    got = resumed.update()
+    assert got is not None
+    assert expected is not None
+    assert dataclasses.replace(got, wall_s=0.0) == dataclasses.replace(expected, wall_s=0.0)
+    for name, value in _adapter(original).items():
+        assert torch.equal(value, _adapter(resumed)[name]), name
+    for name, value in original.critics.state_dict().items():
+        assert torch.equal(value, resumed.critics.state_dict()[name]), name
+
+
+def test_a_checkpoint_of_another_algorithm_is_refused(played: list[Trajectory], tmp_path: Path) -> None:
+    learner = _filled("a-ride", played)
+    folder = Checkpoints(tmp_path).write(0, learner.save)
+    with pytest.raises(CheckpointError, match="a-ride") as caught:
+        _learner("digirl").load(folder)
+    assert caught.value.reason == "mismatch"
+    with pytest.raises(CheckpointError) as missing:
+        _learner("a-ride").load(tmp_path / "nowhere")
+    assert missing.value.reason == "missing"
+
+
+def test_train_local_plays_trains_and_checkpoints(tmp_path: Path) -> None:
+    learner = Learner(_policy(), LearnerSettings(batch_size=2, micro_batch=8), seed=0)
+    seen: list[Round] = []
+    checkpoints = Checkpoints(tmp_path)
+    rounds = train_local(
+        learner,
+        rounds=2,
+        episodes=2,
+        updates=1,
+        width=WIDTH,
+        height=HEIGHT,
+        checkpoints=checkpoints,
+        on_round=seen.append,
+    )
+    assert [r.round for r in rounds] == [1, 2]
+    assert seen == rounds
+    assert [r.version for r in rounds] == [0, 1]
+    assert learner.updates == 2
+    assert all(len(r.updates) == 1 for r in rounds)
+    assert all(r.episodes == 2 and r.steps >= 2 for r in rounds)
+    assert learner.stats().added == 4
+    latest = checkpoints.latest()
+    assert latest is not None
+    assert latest.name == "step-000000002"
+    with pytest.raises(ValueError, match="budget"):
+        train_local(learner)

@@ -1,0 +1,78 @@
+"""Retrace targets, advantages and DigiRL's step advantage against values worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from distrl.learner.retrace import digirl_step_advantages, importance_ratios, retrace, td_errors, traces
+
+REWARDS = torch.tensor([0.0, 0.0, 1.0])
+VALUES = torch.tensor([0.2, 0.5, 0.7])
+GAMMA = 0.9
+
+
+def _close(actual: torch.Tensor, expected: list[float]) -> None:
+    torch.testing.assert_close(actual, torch.tensor(expected), rtol=0, atol=1e-6)
+
+
+def test_on_policy_with_lambda_one_is_the_monte_carlo_return() -> None:
+    targets, advantages = retrace(REWARDS, VALUES, traces(torch.ones(3), 1.0), GAMMA)
+    _close(targets, [0.81, 0.9, 1.0])  # γ², γ, 1
+    _close(advantages, [0.9 * 0.9 - 0.2, 0.9 * 1.0 - 0.5, 1.0 - 0.7])
+
+
+def test_on_policy_with_lambda_below_one_is_the_lambda_return() -> None:
+    lam = 0.5
+    targets, _ = retrace(REWARDS, VALUES, traces(torch.ones(3), lam), GAMMA)
+    # G_t^λ = r_t + γ·((1 − λ)·V(s_{t+1}) + λ·G_{t+1}^λ), G_2 = 1
+    g1 = 0.9 * (0.5 * 0.7 + 0.5 * 1.0)
+    g0 = 0.9 * (0.5 * 0.5 + 0.5 * g1)
+    _close(targets, [g0, g1, 1.0])
+    assert g0 == pytest.approx(0.56925)
+
+
+def test_off_policy_traces_cut_the_correction_where_rho_is_small() -> None:
+    rho = torch.tensor([1.0, 0.2, 1.0])
+    targets, advantages = retrace(REWARDS, VALUES, traces(rho, 1.0), GAMMA)
+    # δ = [0.25, 0.13, 0.3]; v_1 − V_1 = 0.13 + 0.9·1·0.3 = 0.4; v_0 − V_0 = 0.25 + 0.9·0.2·0.4
+    _close(targets, [0.2 + 0.25 + 0.9 * 0.2 * 0.4, 0.9, 1.0])
+    _close(advantages, [0.9 * 0.9 - 0.2, 0.9 - 0.5, 0.3])
+    # a trace of 0 leaves only the one-step TD target
+    cut, _ = retrace(REWARDS, VALUES, torch.zeros(3), GAMMA)
+    _close(cut, [0.9 * 0.5, 0.9 * 0.7, 1.0])
+
+
+def test_ratios_above_one_are_truncated_in_the_traces() -> None:
+    rho = torch.tensor([0.5, 3.0, 5.0])
+    _close(traces(rho, 0.8), [0.4, 0.8, 0.8])
+    high, _ = retrace(REWARDS, VALUES, traces(rho, 1.0), GAMMA)
+    on, _ = retrace(REWARDS, VALUES, traces(torch.tensor([0.5, 1.0, 1.0]), 1.0), GAMMA)
+    torch.testing.assert_close(high, on)
+
+
+def test_importance_ratios_and_td_errors() -> None:
+    logp = torch.tensor([-1.0, -2.0], requires_grad=True)
+    rho = importance_ratios(logp, torch.tensor([-1.5, -1.0]))
+    assert not rho.requires_grad
+    _close(rho, [float(torch.exp(torch.tensor(0.5))), float(torch.exp(torch.tensor(-1.0)))])
+    _close(td_errors(REWARDS, VALUES, GAMMA), [0.25, 0.13, 0.3])
+    _close(td_errors(REWARDS, VALUES, GAMMA, bootstrap=0.5), [0.25, 0.13, 0.75])
+
+
+def test_bootstrap_value_continues_a_cut_episode() -> None:
+    targets, _ = retrace(torch.zeros(2), torch.tensor([0.1, 0.2]), torch.ones(2), 0.5, bootstrap=0.8)
+    _close(targets, [0.5 * 0.5 * 0.8, 0.5 * 0.8])
+
+
+def test_shapes_must_agree() -> None:
+    with pytest.raises(ValueError, match="alike"):
+        retrace(REWARDS, VALUES[:2], torch.ones(3), GAMMA)
+
+
+def test_digirl_step_advantage_mixes_outcome_and_td_by_distance_to_the_end() -> None:
+    adv = digirl_step_advantages(REWARDS, VALUES, final_reward=1.0, lam=0.5)
+    # weights λ^(H−h) = [0.25, 0.5, 1]; TD parts V(s_{h+1}) + r_h − V(s_h) = [0.3, 0.2, 0.3]
+    _close(adv, [0.25 + 0.75 * 0.3, 0.5 + 0.5 * 0.2, 1.0])
+    failed = digirl_step_advantages(torch.zeros(3), VALUES, final_reward=0.0, lam=0.5)
+    _close(failed, [0.3, 0.2, -0.7])
