@@ -3,6 +3,7 @@
 from distrl.config import Inventory, load_inventory, parse_inventory
 from distrl.errors import (
     BadScreenshot,
+    CheckpointError,
     ConfigError,
     DeviceCrashed,
     DeviceError,
@@ -45,6 +46,11 @@ _LAZY = {
     "PhoneConfig": "distrl.sim",
     "Policy": "distrl.policy",
     "PolicyInput": "distrl.policy",
+    "collect": "distrl.runtime",
+    "train": "distrl.runtime",
+    "CollectResult": "distrl.runtime",
+    "RunStats": "distrl.runtime",
+    "Learner": "distrl.learner.trainer",
 }
 
 
@@ -83,8 +89,15 @@ __all__ = [
     # the policy
     "Policy",
     "PolicyInput",
+    # running: collection, training, the learner
+    "collect",
+    "train",
+    "CollectResult",
+    "RunStats",
+    "Learner",
     # errors
     "DistrlError",
+    "CheckpointError",
     "ConfigError",
     "TransportError",
     "TransportTimeout",

@@ -64,19 +64,32 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         parents=[common],
-        help="run the fleet of an inventory",
-        description="Start a worker on every host of the inventory, shake hands with each, time heartbeat "
-        "round trips and shut the workers down. (Collection and training build on this.)",
+        help="train: start the fleet, collect episodes and train the policy",
+        description="Start a worker on every host of the inventory, run episodes on every device and train "
+        "the policy with the inventory's algorithm until run.max_trajectories or run.duration_s (Ctrl-C "
+        "stops it cleanly, with a checkpoint). Progress goes to stderr; checkpoints and TensorBoard logs to "
+        "<run.output_dir>/<run.name>.",
     )
     run.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
-    run.add_argument(
+    run.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    run.set_defaults(command=_run)
+
+    probe = commands.add_parser(
+        "probe",
+        parents=[common],
+        help="start every host's worker, shake hands, time heartbeats, stop",
+        description="Start a worker on every host of the inventory, shake hands with each, time heartbeat "
+        "round trips and shut the workers down: the cheapest end-to-end check of an inventory.",
+    )
+    probe.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
+    probe.add_argument(
         "--heartbeats",
         type=_positive_int,
         default=5,
         metavar="N",
         help="round trips to time per host (default 5)",
     )
-    run.set_defaults(command=_run)
+    probe.set_defaults(command=_probe)
 
     check = commands.add_parser(
         "check",
@@ -230,6 +243,33 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from distrl.runtime import RunStats, train
+
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+    output = inventory.output_dir
+    _say(f"output: {output} (curves: tensorboard --logdir {output / 'tensorboard'})")
+    live = sys.stderr.isatty()
+
+    def show(stats: RunStats) -> None:
+        if live:
+            print(f"\r\x1b[2K{stats.line()}", end="", file=sys.stderr, flush=True)
+        else:
+            print(stats.line(), file=sys.stderr, flush=True)
+
+    stats = anyio.run(lambda: train(inventory, resume=args.resume, on_progress=show))
+    if live:
+        print(file=sys.stderr)
+    failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"
+    _say(
+        f"{stats.completed} episodes ({stats.success_rate:.0%} success) in {stats.elapsed_s:.0f} s; "
+        f"{stats.updates} updates; failed episodes: {failed} (all re-queued); "
+        f"{stats.weight_pushes} weight pushes, {stats.weight_bytes / 1e6:.1f} MB."
+    )
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
     from distrl.fleet import HostReport, probe_fleet
 
     inventory = load_inventory(args.inventory)
@@ -251,10 +291,7 @@ def _run(args: argparse.Namespace) -> int:
     failed = [r.host for r in reports if not r.ok]
     if failed:
         return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
-    _say(
-        f"{_count(len(reports), 'host')} answered and shut down cleanly. "
-        "Episode collection and training are not built yet (see README, 'Status')."
-    )
+    _say(f"{_count(len(reports), 'host')} answered and shut down cleanly.")
     return 0
 
 

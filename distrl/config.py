@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import math
 import operator
+import json
 import re
 import sys
 import tomllib
@@ -81,6 +82,9 @@ class RunSettings:
     """Drop steps chosen by a policy more than this many versions behind the learner."""
     publish_every: int = _num(1, gt=0)
     """Publish new weights to the workers every this many learner updates."""
+    publish_dtype: Literal["float32", "bfloat16"] = "bfloat16"
+    """Precision of the weights sent to workers: ``bfloat16`` (diffs a fifth of a float32 adapter's size;
+    workers run in bfloat16 on GPUs anyway) or ``float32`` (bitwise the learner's weights)."""
     checkpoint_every: int = _num(50, ge=0)
     """Write a checkpoint every this many learner updates (and on clean shutdown); 0 for shutdown only."""
     max_restarts: int = _num(5, ge=0)
@@ -157,6 +161,9 @@ class LearnerSettings:
     """Replay buffer size in steps."""
     grad_clip: float = _num(1.0, gt=0)
     """Global gradient-norm clip."""
+    min_new_trajectories: int = _num(4, ge=0)
+    """An update waits until this many new trajectories have reached the learner since the last one (0:
+    update continuously); it keeps the learner from overfitting a buffer that refills slowly."""
     micro_batch: int = _num(16, gt=0)
     """Steps per forward pass in an update (gradients accumulate over the passes; bounds memory)."""
     digirl_lambda: float = _num(0.5, ge=0, le=1)
@@ -187,6 +194,10 @@ class PolicySettings:
     """Longest action text generated."""
     history: int = _num(1, ge=0)
     """Previous actions shown in the prompt."""
+    max_image_pixels: int = _num(0, ge=0)
+    """Most pixels a screenshot is resized to before the model sees it; 0 keeps the model's own setting.
+    Qwen2-VL's default turns a 1080×2400 screen into about 3,300 image tokens; 1,003,520 (1280 tokens of
+    28×28 pixels) is a common cap for GUI agents."""
     max_batch: int = _num(16, gt=0)
     """Most observations answered by one inference call on a worker."""
     max_wait_s: float = _num(0.02, ge=0)
@@ -307,6 +318,50 @@ class Inventory:
     @property
     def device_count(self) -> int:
         return sum(len(host.devices.serials) for host in self.hosts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerSettings:
+    """What a worker agent needs of the inventory: sent by the learner in its ``Setup`` message."""
+
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    sim: SimSettings = field(default_factory=SimSettings)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    seed: int = _num(0, ge=0)
+    """The run's seed: the simulated phones' seeds derive from it."""
+
+
+def worker_settings_json(inventory: Inventory) -> str:
+    """The ``WorkerSettings`` of ``inventory`` as a JSON document (``parse_worker_settings`` reads it)."""
+    document = {
+        "policy": dataclasses.asdict(inventory.policy),
+        "sim": dataclasses.asdict(inventory.sim),
+        "timeouts": dataclasses.asdict(inventory.timeouts),
+        "seed": inventory.run.seed,
+    }
+    return json.dumps(document, allow_nan=True)
+
+
+def parse_worker_settings(text: str) -> WorkerSettings:
+    """Check a ``worker_settings_json`` document as the inventory's own sections are checked.
+
+    Raises ``ConfigError`` naming the setting at fault."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError.at("", f"the worker settings are not JSON: {exc}", "setup") from exc
+    reader = _Reader("setup")
+    table = reader.table(data, "")
+    reader.reject_unknown(table, ["policy", "sim", "timeouts", "seed"], "")
+    seed = table.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise reader.fail("seed", f"must be an integer ≥ 0, not {seed!r}")
+    return WorkerSettings(
+        policy=reader.section(PolicySettings, table.get("policy", {}), "policy"),
+        sim=reader.section(SimSettings, table.get("sim", {}), "sim"),
+        timeouts=reader.section(Timeouts, table.get("timeouts", {}), "timeouts"),
+        seed=seed,
+    )
 
 
 _SECTIONS: dict[str, type[Any]] = {

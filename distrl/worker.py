@@ -5,37 +5,73 @@ end of input means the learner is gone, and the worker exits. Its protocol, in o
 
 1. receive the learner's ``Hello`` (within ``handshake_s``), check the protocol version;
 2. answer with its own ``Hello``: the devices it drives and what it runs on;
-3. serve: echo each ``Heartbeat``; answer ``Shutdown`` with an ``Ack`` and exit.
+3. serve, each message in its own task so that a slow one never holds up a heartbeat:
+   - ``Heartbeat``: echoed;
+   - ``Setup``: the policy, sim and timeout settings. The worker opens its devices (``sim-N`` are
+     in-process simulated phones, anything else an adb serial) and loads its policy replica, then
+     acks; a bad setting or an unloadable model is an ``ErrorReport``;
+   - ``Weights``: a full snapshot or a diff against the version held, applied between inference
+     batches (``Batcher.exclusive``), verified against the learner's checksum, then acked with the new
+     version. A diff that does not apply changes nothing and is answered with its ``WeightsError``:
+     the learner then sends a full snapshot;
+   - ``EpisodeRequest``: one episode on that device. Reset to the task, then observe → ask the
+     batched policy → act, until a STATUS action or the task's step limit. Every step goes back as a
+     ``StepReport`` the moment it is taken, tagged with the policy version that chose it, and the
+     whole episode as a ``TrajectoryReport`` at the end, with the task's success where the device can
+     tell (the simulated phones; ``None`` on real emulators). A device that fails ends the episode
+     with ``end_reason = device_error`` and the steps taken so far; the next episode resets it;
+   - ``Shutdown``: acked, then the worker exits.
 
-Episodes and weights arrive with the device layer and the policy; until then the worker answers an
-``EpisodeRequest`` or ``Weights`` with an ``ErrorReport`` and keeps serving.
+Once set up, a worker that hears nothing from the learner for ``timeouts.heartbeat_timeout_s`` exits
+too (the learner sends heartbeats): its machine may have vanished without the connection closing.
+
+Inference runs in one thread for all devices (``distrl.policy.Batcher``): requests from the device
+coroutines are gathered into batches of at most ``policy.max_batch``.
 
 Anything the process prints goes to stderr: stdout carries frames only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import platform
 import sys
-from typing import NoReturn
+import time
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from distrl import __version__
-from distrl.errors import DistrlError, ProtocolMismatch, WireError
+from distrl.config import WorkerSettings, parse_worker_settings
+from distrl.errors import DeviceError, DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
+from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.wire import (
     PROTOCOL_VERSION,
     Ack,
+    EpisodeRequest,
     ErrorReport,
     FrameStream,
     Heartbeat,
     Hello,
     Message,
+    Setup,
     Shutdown,
+    StepReport,
+    TrajectoryReport,
+    Weights,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+    from distrl.device.protocol import Device
+    from distrl.policy import Policy, PolicyInput, Sample
+    from distrl.policy.batching import Batcher
 
 log = logging.getLogger(__name__)
 
@@ -72,21 +108,277 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0) ->
         )
     )
     log.info("worker %s: serving %d device(s)", host, len(first.devices))
-    async for message in stream:
-        if isinstance(message, Shutdown):
-            log.info("worker %s: shutting down (%s)", host, message.reason)
-            await stream.send(Ack(ref=message.id, ok=True))
-            return 0
-        await stream.send(_answer(message))
-    log.info("worker %s: the learner closed the link; exiting", host)
-    return 0
+    agent = _Agent(stream, host, first.devices)
+    try:
+        async with anyio.create_task_group() as tg:
+            status = await agent.serve(tg)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await agent.aclose()
+    return status
 
 
-def _answer(message: Message) -> Message:
-    if isinstance(message, Heartbeat):
-        return Heartbeat(id=message.id, seq=message.seq, sent_at_s=message.sent_at_s)
-    problem = f"this worker cannot serve {type(message).__name__} messages yet"
-    return ErrorReport(ref=message.id, error=DistrlError(problem))
+class _Agent:
+    """The worker's state: its devices, its policy replica and the episodes running."""
+
+    def __init__(self, stream: FrameStream, host: str, devices: Sequence[str]) -> None:
+        self.stream = stream
+        self.host = host
+        self.names = tuple(devices)
+        self.settings: WorkerSettings | None = None
+        self.devices: dict[str, Device] = {}
+        self.busy: set[str] = set()
+        self.policy: Policy | None = None
+        self.batcher: Batcher[PolicyInput, tuple[Sample, int]] | None = None
+        self.weights: dict[str, torch.Tensor] = {}
+        self.version: int | None = None
+        self.ready = anyio.Event()
+        self.heard = time.monotonic()
+
+    async def serve(self, tg: TaskGroup) -> int:
+        with anyio.CancelScope() as scope:
+            tg.start_soon(self._watchdog, scope)
+            return await self._serve(tg)
+        log.error("worker %s: nothing from the learner for too long; exiting", self.host)
+        return 3
+
+    async def _watchdog(self, scope: anyio.CancelScope) -> None:
+        """Once set up, leave when the learner has been silent past ``heartbeat_timeout_s``: its machine
+        may be gone without the connection ever closing (nothing would tell sshd)."""
+        while True:
+            await anyio.sleep(1.0)
+            if self.settings is not None:
+                limit = self.settings.timeouts.heartbeat_timeout_s
+                if time.monotonic() - self.heard > limit:
+                    scope.cancel()
+                    return
+
+    async def _serve(self, tg: TaskGroup) -> int:
+        async for message in self.stream:
+            self.heard = time.monotonic()
+            match message:
+                case Shutdown():
+                    log.info("worker %s: shutting down (%s)", self.host, message.reason)
+                    await self.stream.send(Ack(ref=message.id, ok=True))
+                    return 0
+                case Heartbeat():
+                    await self.stream.send(
+                        Heartbeat(id=message.id, seq=message.seq, sent_at_s=message.sent_at_s)
+                    )
+                case Setup():
+                    tg.start_soon(self._guarded, message, self._setup(message, tg))
+                case Weights():
+                    tg.start_soon(self._guarded, message, self._weights(message))
+                case EpisodeRequest():
+                    tg.start_soon(self._guarded, message, self._episode(message))
+                case _:
+                    problem = f"a worker does not serve {type(message).__name__} messages"
+                    await self.stream.send(ErrorReport(ref=message.id, error=DistrlError(problem)))
+        log.info("worker %s: the learner closed the link; exiting", self.host)
+        return 0
+
+    async def _guarded(self, message: Message, work: Any) -> None:
+        """Run ``work``; a distrl error becomes an ``ErrorReport`` on ``message``, and the worker goes on."""
+        try:
+            await work
+        except DistrlError as exc:
+            log.warning("worker %s: %s failed: %s", self.host, type(message).__name__, exc)
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self.stream.send(ErrorReport(ref=message.id, error=exc))
+
+    async def _setup(self, message: Setup, tg: TaskGroup) -> None:
+        if self.settings is not None:
+            raise DistrlError("this worker is already set up")
+        settings = parse_worker_settings(message.settings)
+        from distrl.device.sim import sim_device
+        from distrl.policy import Policy
+        from distrl.policy.batching import Batcher
+
+        started = time.perf_counter()
+        policy = await anyio.to_thread.run_sync(
+            lambda: Policy.load(settings.policy, device="auto", seed=settings.seed)
+        )
+        for name in self.names:
+            self.devices[name] = await self._open(name, settings, sim_device)
+        batcher: Batcher[PolicyInput, tuple[Sample, int]] = Batcher(
+            self._infer, max_batch=settings.policy.max_batch, max_wait_s=settings.policy.max_wait_s
+        )
+        await tg.start(batcher.run)
+        self.heard = time.monotonic()
+        self.settings, self.policy, self.batcher = settings, policy, batcher
+        self.weights = policy.adapter_state()
+        self.ready.set()
+        log.info(
+            "worker %s: %d device(s) and the policy (%s on %s) ready in %.1f s",
+            self.host,
+            len(self.devices),
+            settings.policy.model,
+            policy.device,
+            time.perf_counter() - started,
+        )
+        await self.stream.send(Ack(ref=message.id, ok=True, detail=str(policy.device)))
+        self.heard = time.monotonic()  # the silence that counts starts now, not while loading
+
+    async def _open(self, name: str, settings: WorkerSettings, sim_device: Any) -> Device:
+        if name.startswith("sim-"):
+            seed = zlib.crc32(f"{settings.seed}/{self.host}/{name}".encode())
+            device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
+            return device
+        from distrl.device.adb import AdbDevice
+
+        return AdbDevice(name, timeouts=settings.timeouts, host=self.host)
+
+    def _infer(self, batch: list[PolicyInput]) -> list[tuple[Sample, int]]:
+        """One inference batch, in the batcher's thread; each answer with the version that gave it."""
+        assert self.policy is not None  # the batcher starts after the policy
+        version = self.version or 0
+        return [(sample, version) for sample in self.policy.sample(batch)]
+
+    def _require_setup(self, message: Message) -> None:
+        if not self.ready.is_set():
+            raise DistrlError(
+                f"this worker cannot serve {type(message).__name__} before its Setup has been acked"
+            )
+
+    async def _weights(self, message: Weights) -> None:
+        self._require_setup(message)
+        assert self.policy is not None and self.batcher is not None  # noqa: PT018
+        from distrl.weights import apply
+
+        base = None if message.kind == "full" else self.version
+        if message.kind == "diff" and base is None:
+            raise WeightsError(
+                "a diff arrived before any full snapshot", reason="base", version=message.version
+            )
+        started = time.perf_counter()
+        snapshot = await anyio.to_thread.run_sync(
+            lambda: apply(self.weights if base is not None else {}, message.blob, expected_base=base)
+        )
+        policy = self.policy
+        current = policy.adapter_state()
+        cast = {
+            name: tensor.to(current[name].dtype) if name in current else tensor
+            for name, tensor in snapshot.tensors.items()
+        }
+        async with self.batcher.exclusive():
+            try:
+                policy.load_adapter_state(cast)
+            except PolicyError as exc:
+                raise WeightsError(
+                    f"the weights do not fit this worker's adapter: {exc}",
+                    reason="mismatch",
+                    version=message.version,
+                ) from exc
+            self.weights, self.version = snapshot.tensors, snapshot.version
+        log.debug(
+            "worker %s: weights v%d (%s, %d bytes) applied in %.1f ms",
+            self.host,
+            snapshot.version,
+            message.kind,
+            len(message.blob),
+            1000 * (time.perf_counter() - started),
+        )
+        await self.stream.send(Ack(ref=message.id, ok=True, detail=f"v{snapshot.version}"))
+
+    async def _episode(self, request: EpisodeRequest) -> None:
+        self._require_setup(request)
+        assert self.settings is not None and self.batcher is not None  # noqa: PT018
+        device = self.devices.get(request.device)
+        if device is None:
+            raise DistrlError(
+                f"this worker has no device {request.device!r} (it has {', '.join(self.names)})"
+            )
+        if request.device in self.busy:
+            raise DistrlError(f"device {request.device!r} is already running an episode")
+        self.busy.add(request.device)
+        try:
+            trajectory = await self._play(device, request)
+        finally:
+            self.busy.discard(request.device)
+        await self.stream.send(TrajectoryReport(trajectory=trajectory))
+
+    async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
+        """One episode of ``request.task`` on ``device``, each step reported as it is taken."""
+        assert self.batcher is not None and self.settings is not None  # noqa: PT018
+        from distrl.policy import PolicyInput
+
+        task = request.task
+        started_at, started = time.time(), time.perf_counter()
+        steps: list[Step] = []
+        history: list[Action | InvalidAction] = []
+        reason = EndReason.STEP_LIMIT
+        final: Observation | None = None
+        success: bool | None = None
+        timeout = self.settings.timeouts.policy_step_s
+        try:
+            observation = await device.reset(task)
+            for index in range(task.max_steps):
+                asked = time.perf_counter()
+                with anyio.fail_after(timeout):
+                    sample, version = await self.batcher(
+                        PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
+                    )
+                step = Step(
+                    index=index,
+                    observation=observation,
+                    output=sample.text,
+                    action=sample.action,
+                    policy_version=version,
+                    behaviour_logprob=sample.logprob,
+                    duration_s=time.perf_counter() - asked,
+                )
+                steps.append(step)
+                history.append(sample.action)
+                await self.stream.send(StepReport(episode_id=request.episode_id, step=step))
+                if isinstance(sample.action, Action):
+                    if sample.action.type.ends_episode:
+                        reason = _end_reason(sample.action)
+                        break
+                    await device.act(sample.action)
+                observation = await device.observe()
+            success = _success(task, await device.state())
+        except DeviceError as exc:
+            log.info("worker %s: %s failed during %s: %s", self.host, device.name, task.id, exc)
+            reason = EndReason.DEVICE_ERROR
+        except TimeoutError:
+            log.warning("worker %s: no answer from the policy within %g s", self.host, timeout)
+            reason = EndReason.DEVICE_ERROR
+        return Trajectory(
+            id=request.episode_id,
+            task=task,
+            host=self.host,
+            device=device.name,
+            steps=tuple(steps),
+            final_observation=final,
+            end_reason=reason,
+            success=success,
+            started_at_s=started_at,
+            duration_s=time.perf_counter() - started,
+        )
+
+    async def aclose(self) -> None:
+        for device in self.devices.values():
+            with contextlib.suppress(Exception):
+                await device.aclose()
+
+
+def _end_reason(action: Action) -> EndReason:
+    from distrl.records import ActionType
+
+    return EndReason.IMPOSSIBLE if action.type is ActionType.STATUS_TASK_IMPOSSIBLE else EndReason.COMPLETE
+
+
+def _success(task: Task, state: dict[str, Any] | None) -> bool | None:
+    """The task's own check on the device's state, where the device can give one (the sim)."""
+    if state is None:
+        return None
+    from distrl.sim.suites import is_successful
+
+    try:
+        return is_successful(task, state)
+    except ValueError:
+        return None  # a task no sim suite knows: a judge has to score it
 
 
 class _FdReceiveStream(ByteReceiveStream):

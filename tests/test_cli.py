@@ -33,13 +33,13 @@ def assert_one_sentence_error(result: subprocess.CompletedProcess[str], status: 
 def test_help_lists_the_commands() -> None:
     result = distrl("--help")
     assert result.returncode == 0
-    for command in ("run", "check", "action", "worker"):
+    for command in ("run", "probe", "check", "action", "worker"):
         assert f"    {command} " in result.stdout
     assert "python -m distrl run hosts.example.toml" in result.stdout
 
 
-def test_run_the_example_inventory() -> None:
-    result = distrl("run", str(EXAMPLE), "--heartbeats", "3")
+def test_probe_the_example_inventory() -> None:
+    result = distrl("probe", str(EXAMPLE), "--heartbeats", "3")
     assert result.returncode == 0, result.stderr
     assert "1 host, 8 devices, mode async" in result.stdout
     assert "local            ok    8 devices" in result.stdout
@@ -57,7 +57,7 @@ def test_check_prints_hosts_and_devices() -> None:
 def test_bad_inventory_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "hosts.toml"
     bad.write_text('[[hosts]]\nname = "a"\naddress = "localhost"\nport = "22"\ndevices = { sim = 1 }\n')
-    for command in ("run", "check"):
+    for command in ("run", "probe", "check"):
         result = distrl(command, str(bad))
         assert_one_sentence_error(result, 2, str(bad), "hosts[0].port", "expected an integer")
 
@@ -72,11 +72,11 @@ def test_unreachable_kind_of_host_fails_clearly(tmp_path: Path) -> None:
         '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 2 }\n'
         '[[hosts]]\nname = "far"\naddress = "192.0.2.1"\ndevices = { sim = 2 }\n'
     )
-    result = distrl("run", str(inventory), "--heartbeats", "1")
+    result = distrl("probe", str(inventory), "--heartbeats", "1")
     # The local host still works; the SSH host is reported, and the run fails as a whole.
     assert "local            ok" in result.stdout
     assert "far              FAIL" in result.stdout
-    assert "SSH hosts are not supported" in result.stdout
+    assert "host 'far': cannot connect to 192.0.2.1 port 22" in result.stdout
     assert_one_sentence_error(result, 1, "1 of 2 host(s) failed: far")
 
 
@@ -86,7 +86,7 @@ def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
         '[[hosts]]\nname = "a"\naddress = "localhost"\npython = "/nonexistent/python"\n'
         "devices = { sim = 1 }\n"
     )
-    result = distrl("run", str(inventory))
+    result = distrl("probe", str(inventory))
     command = "/nonexistent/python -m distrl worker --host a --handshake-timeout 30"
     assert f"cannot start the worker ({command})" in result.stdout
     assert_one_sentence_error(result, 1, "1 of 1 host(s) failed")
@@ -119,7 +119,7 @@ def test_invalid_action_and_bad_arguments() -> None:
 
 
 def test_ctrl_c_stops_the_run_and_its_workers() -> None:
-    command = [sys.executable, "-m", "distrl", "run", str(EXAMPLE), "--heartbeats", "100000000"]
+    command = [sys.executable, "-m", "distrl", "probe", str(EXAMPLE), "--heartbeats", "100000000"]
     # Started with SIGINT at its default, as from a terminal (a test runner may have it ignored).
     with subprocess.Popen(
         command,
@@ -152,8 +152,8 @@ def _wait_for_worker(parent: int) -> int:
 
 
 def test_verbose_run_shows_the_workers_log_too() -> None:
-    quiet = distrl("run", str(EXAMPLE), "--heartbeats", "1")
+    quiet = distrl("probe", str(EXAMPLE), "--heartbeats", "1")
     assert "INFO" not in quiet.stderr
-    verbose = distrl("run", str(EXAMPLE), "--heartbeats", "1", "-v")
+    verbose = distrl("probe", str(EXAMPLE), "--heartbeats", "1", "-v")
     assert verbose.returncode == 0
     assert "INFO distrl.worker: worker local: serving 8 device(s)" in verbose.stderr

@@ -394,3 +394,14 @@ def test_parse_of_a_sample_is_what_parse_action_says() -> None:
     policy = _policy(temperature=1.0, max_new_tokens=8)
     for sample in policy.sample(BATCH, seed=0):
         assert sample.action == parse_action(sample.text)
+
+
+def test_max_image_pixels_caps_the_image_tokens() -> None:
+    screen = PolicyInput(goal="Open Settings", observation=_screen((30, 60, 90), size=(1080, 2400)))
+    own = _policy().prompter.encode([screen], history=0)[0]
+    capped_policy = _policy(max_image_pixels=56 * 56 * 4)
+    capped = capped_policy.prompter.encode([screen], history=0)[0]
+    tokens = capped_policy.prompter.image_token_id
+    assert capped.ids.count(tokens) < own.ids.count(tokens)
+    assert capped.ids.count(tokens) * 28 * 28 <= 56 * 56 * 4
+    assert capped_policy.sample([screen])[0].tokens > 0  # and the model still answers

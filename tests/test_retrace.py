@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distrl.learner.retrace import digirl_step_advantages, importance_ratios, retrace, td_errors, traces
+from distrl.learner.retrace import (
+    digirl_step_advantages,
+    importance_ratios,
+    priority,
+    retrace,
+    td_errors,
+    traces,
+)
 
 REWARDS = torch.tensor([0.0, 0.0, 1.0])
 VALUES = torch.tensor([0.2, 0.5, 0.7])
@@ -76,3 +83,13 @@ def test_digirl_step_advantage_mixes_outcome_and_td_by_distance_to_the_end() -> 
     _close(adv, [0.25 + 0.75 * 0.3, 0.5 + 0.5 * 0.2, 1.0])
     failed = digirl_step_advantages(torch.zeros(3), VALUES, final_reward=0.0, lam=0.5)
     _close(failed, [0.3, 0.2, -0.7])
+
+
+def test_priority_weighs_td_error_ratio_and_surprise() -> None:
+    deltas = torch.tensor([0.25, -0.13, 0.3])
+    rho = torch.tensor([1.0, 0.5, 40.0])  # the last ratio is capped at 10
+    logp = torch.tensor([-2.0, -4.0, -6.0])
+    # 50·mean|δ| + 1·mean ρ + 0.01·mean(−log π) = 50·0.68/3 + 11.5/3 + 0.01·4
+    assert priority(deltas, rho, logp, (50.0, 1.0, 0.01)) == pytest.approx(50 * 0.68 / 3 + 11.5 / 3 + 0.04)
+    assert priority(deltas, rho, logp, (0.0, 0.0, 1.0)) == pytest.approx(4.0)
+    assert priority(deltas, rho, logp, (0.0, 1.0, 0.0), rho_cap=100.0) == pytest.approx(41.5 / 3)

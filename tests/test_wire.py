@@ -55,6 +55,7 @@ from distrl.wire import (
     Heartbeat,
     Hello,
     Message,
+    Setup,
     Shutdown,
     StepReport,
     TrajectoryReport,
@@ -186,6 +187,7 @@ messages: st.SearchStrategy[Message] = st.one_of(
     st.builds(TrajectoryReport, trajectory=trajectories(), id=ids),
     st.builds(Ack, ref=ids, ok=st.booleans(), detail=texts, id=ids),
     st.builds(ErrorReport, ref=ids, error=errors, id=ids),
+    st.builds(Setup, settings=texts, id=ids),
     st.builds(Shutdown, reason=texts, id=ids),
 )
 

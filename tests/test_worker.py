@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,10 +18,11 @@ import pytest
 from anyio.abc import Process
 
 from distrl import __version__
-from distrl.config import parse_inventory
-from distrl.errors import ProtocolMismatch
+from distrl.config import parse_inventory, worker_settings_json
+from distrl.errors import ProtocolMismatch, WeightsError
 from distrl.fleet import probe_fleet
-from distrl.records import Task
+from distrl.records import Task, Trajectory
+from distrl.sim.suites import tasks
 from distrl.wire import (
     PROTOCOL_VERSION,
     Ack,
@@ -29,7 +31,12 @@ from distrl.wire import (
     FrameStream,
     Heartbeat,
     Hello,
+    Message,
+    Setup,
     Shutdown,
+    StepReport,
+    TrajectoryReport,
+    Weights,
 )
 
 pytestmark = pytest.mark.anyio
@@ -103,7 +110,7 @@ async def test_worker_reports_unsupported_requests_and_keeps_serving() -> None:
             answer = await stream.receive()
             assert isinstance(answer, ErrorReport)
             assert answer.ref == 5
-            assert "EpisodeRequest" in answer.error.message
+            assert "EpisodeRequest before its Setup" in answer.error.message
             await stream.send(Heartbeat(id=6, seq=1, sent_at_s=0.0))
             assert isinstance(await stream.receive(), Heartbeat)
             await stream.send_eof()
@@ -230,3 +237,100 @@ def test_the_worker_waits_for_hello_as_long_as_the_inventory_says() -> None:
     )
     command = worker_command(inventory.hosts[0], inventory.timeouts)
     assert command[-2:] == ["--handshake-timeout", "7.5"]
+
+
+def _settings(**policy: object) -> str:
+    inventory = parse_inventory(
+        '[sim]\nwidth = 270\nheight = 600\nlatency = "off"\n[policy]\nmax_new_tokens = 16\n'
+        + "".join(f"{key} = {value}\n" for key, value in policy.items())
+        + '[[hosts]]\nname = "w"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+    )
+    return worker_settings_json(inventory)
+
+
+async def _reply(stream: FrameStream) -> Message:
+    """The next message that is not a step report."""
+    while True:
+        message = await stream.receive()
+        if not isinstance(message, StepReport):
+            return message
+
+
+async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
+    from distrl import weights
+    from distrl.config import PolicySettings
+    from distrl.policy import Policy
+
+    adapter = Policy.load(PolicySettings(), device="cpu", seed=3).adapter_state()
+    changed = {name: tensor + 0.01 for name, tensor in adapter.items()}
+    with anyio.fail_after(120):
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            await stream.send(Setup(id=2, settings='{"policy": {"lora_rank": 0}}'))
+            refused = await stream.receive()
+            assert isinstance(refused, ErrorReport)
+            assert "policy.lora_rank" in refused.error.message
+            await stream.send(Setup(id=3, settings=_settings()))
+            assert await stream.receive() == Ack(ref=3, ok=True, detail="cpu")
+
+            full = weights.encode_full(adapter, 1)
+            await stream.send(
+                Weights(id=4, version=1, base_version=None, kind="full", checksum="", blob=full)
+            )
+            assert await stream.receive() == Ack(ref=4, ok=True, detail="v1")
+            wrong_base = weights.encode_diff(adapter, changed, 7, 8)
+            await stream.send(
+                Weights(id=5, version=8, base_version=7, kind="diff", checksum="", blob=wrong_base)
+            )
+            bad = await stream.receive()
+            assert isinstance(bad, ErrorReport)
+            assert isinstance(bad.error, WeightsError)
+            diff = weights.encode_diff(adapter, changed, 1, 2)
+            await stream.send(Weights(id=6, version=2, base_version=1, kind="diff", checksum="", blob=diff))
+            assert await stream.receive() == Ack(ref=6, ok=True, detail="v2")
+
+            task = tasks("general", "train")[0]
+            for i, device in enumerate(("sim-0", "sim-1")):
+                request = EpisodeRequest(
+                    id=10 + i, episode_id=f"e{i}", device=device, task=task, policy_version=2
+                )
+                await stream.send(request)
+            steps: dict[str, list[int]] = {"e0": [], "e1": []}
+            finished: dict[str, Trajectory] = {}
+            while len(finished) < 2:
+                message = await stream.receive()
+                if isinstance(message, StepReport):
+                    steps[message.episode_id].append(message.step.index)
+                    assert message.step.policy_version == 2
+                else:
+                    assert isinstance(message, TrajectoryReport)
+                    finished[message.trajectory.id] = message.trajectory
+            for episode_id, trajectory in finished.items():
+                # every step was reported as it happened, then the whole episode once
+                assert [s.index for s in trajectory.steps] == steps[episode_id]
+                assert trajectory.success is False
+                assert trajectory.device in ("sim-0", "sim-1")
+            await stream.send(
+                EpisodeRequest(id=20, episode_id="e9", device="sim-7", task=task, policy_version=2)
+            )
+            unknown = await _reply(stream)
+            assert isinstance(unknown, ErrorReport)
+            assert unknown.ref == 20
+            assert "no device 'sim-7'" in unknown.error.message
+            await stream.send_eof()
+            assert await process.wait() == 0
+
+
+async def test_worker_leaves_a_learner_that_went_silent() -> None:
+    settings = json.loads(_settings())
+    settings["timeouts"].update(heartbeat_interval_s=0.5, heartbeat_timeout_s=2.0)
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            await stream.send(Setup(id=2, settings=json.dumps(settings)))
+            assert isinstance(await stream.receive(), Ack)
+            acked = time.monotonic()
+            assert await process.wait() == 3  # no heartbeat, no message: the learner is gone
+            assert 2.0 <= time.monotonic() - acked <= 10.0

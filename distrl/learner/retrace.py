@@ -25,6 +25,7 @@ import torch
 __all__ = [
     "digirl_step_advantages",
     "importance_ratios",
+    "priority",
     "retrace",
     "td_errors",
     "traces",
@@ -93,3 +94,21 @@ def digirl_step_advantages(
     to_go = torch.arange(steps - 1, -1, -1, dtype=values.dtype, device=values.device)  # H − h
     weight = (lam**to_go) * final_reward
     return weight + (1.0 - weight) * (following + rewards - values)
+
+
+def priority(
+    deltas: torch.Tensor,
+    rho: torch.Tensor,
+    logprobs: torch.Tensor,
+    weights: tuple[float, float, float],
+    rho_cap: float = 10.0,
+) -> float:
+    """DPER's trajectory priority p = w1·mean|δ_t| + w2·mean ρ_t + w3·mean H_t, with H_t = −log π(a_t|s_t)
+    (paper §3). ρ is capped at ``rho_cap`` here, so that one wild ratio cannot own the buffer."""
+    w1, w2, w3 = weights
+    value = (
+        w1 * deltas.detach().abs().mean()
+        + w2 * rho.detach().clamp(max=rho_cap).mean()
+        + w3 * (-logprobs.detach()).mean()
+    )
+    return float(value)

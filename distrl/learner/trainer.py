@@ -62,6 +62,7 @@ from distrl.learner.replay import ReplayBuffer, ReplayStats
 from distrl.learner.retrace import (
     digirl_step_advantages,
     importance_ratios,
+    priority,
     retrace,
     td_errors,
     traces,
@@ -71,7 +72,6 @@ from distrl.records import InvalidAction, Step, Trajectory
 
 __all__ = ["Learner", "UpdateReport"]
 
-_RHO_PRIORITY_CAP = 10.0
 _STATE_FILE = "learner.safetensors"
 _REPLAY_FILE = "replay.bin"
 _ADAPTER_DIR = "adapter"
@@ -196,14 +196,7 @@ class Learner:
             value = values[start:end]
             target, advantage = retrace(rewards, value, traces(rho, settings.retrace_lambda), settings.gamma)
             delta = td_errors(rewards, value, settings.gamma)
-            w1, w2, w3 = settings.priority_weights
-            priorities.append(
-                float(
-                    w1 * delta.abs().mean()
-                    + w2 * rho.clamp(max=_RHO_PRIORITY_CAP).mean()
-                    + w3 * (-scored.logprob[start:end]).mean()
-                )
-            )
+            priorities.append(priority(delta, rho, scored.logprob[start:end], settings.priority_weights))
             rhos[start:end] = rho
             targets[start:end] = target
             advantages[start:end] = advantage
@@ -295,7 +288,7 @@ class Learner:
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
         self.critic_optimiser.step()
-        return float(loss)
+        return float(loss.detach())
 
     def _actor_coefficients(
         self,
@@ -367,7 +360,7 @@ class Learner:
                 else:
                     loss = -(coefficients[index] * logprob).sum() / total
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
-                loss_sum += float(loss)
+                loss_sum += float(loss.detach())
         finally:
             self.policy.train(False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)

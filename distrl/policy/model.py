@@ -128,6 +128,8 @@ class Policy:
         torch_dtype = resolve_dtype(dtype or settings.dtype, torch_device)
         with _seeded(seed, torch_device):
             base, prompter = _load_base(settings.model, torch_dtype, seed)
+            if settings.max_image_pixels:
+                prompter.limit_pixels(settings.max_image_pixels)
             base.to(device=torch_device, dtype=torch_dtype)  # type: ignore[call-arg]  # decorated, untyped
             # The policy owns its decoding: no checkpoint's sampling defaults (top-k, penalties) apply.
             base.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated

@@ -126,6 +126,12 @@ class Prompter:
         image_processor = Qwen2VLImageProcessorPil.from_pretrained(str(folder))
         return cls(tokenizer, image_processor)
 
+    def limit_pixels(self, max_pixels: int) -> None:
+        """Resize screens to at most ``max_pixels`` pixels (at least one image token's worth)."""
+        factor = int(self.image_processor.patch_size) * self.merge_size
+        size = self.image_processor.size
+        size.longest_edge = max(max_pixels, factor * factor, int(size["shortest_edge"]))  # type: ignore[attr-defined]  # a SizeDict, typed as dict
+
     def save_pretrained(self, folder: str | Path) -> None:
         """Write the tokenizer and the image processor into ``folder`` (Hugging Face layout)."""
         self.tokenizer.save_pretrained(str(folder))

@@ -46,6 +46,7 @@ from distrl.wire.messages import (
     Heartbeat,
     Hello,
     Message,
+    Setup,
     Shutdown,
     StepReport,
     TrajectoryReport,
@@ -72,5 +73,6 @@ __all__ = [
     "TrajectoryReport",
     "Ack",
     "ErrorReport",
+    "Setup",
     "Shutdown",
 ]

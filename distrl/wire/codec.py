@@ -26,6 +26,7 @@ from distrl.wire.messages import (
     Hello,
     Message,
     Role,
+    Setup,
     Shutdown,
     StepReport,
     TrajectoryReport,
@@ -497,6 +498,8 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
                 "ref": integer_value(message.ref, f"{where}.ref", minimum=0),
                 "error": _error_to_wire(message.error, f"{where}.error"),
             }
+        case Setup():
+            return {"settings": _str(message.settings, f"{where}.settings")}
         case Shutdown():
             return {"reason": _str(message.reason, f"{where}.reason")}
         case _:
@@ -567,6 +570,8 @@ def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox)
             error=_error_from_wire(obj.take("error"), obj.at("error")),
             id=message_id,
         )
+    if name == "setup":
+        return Setup(settings=obj.string("settings"), id=message_id)
     if name == "shutdown":
         return Shutdown(reason=obj.string("reason"), id=message_id)
     raise invalid(obj.at("type"), f"is {name!r}, not a known message type")

@@ -132,6 +132,18 @@ class ErrorReport:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Setup:
+    """Learner to worker, after the hello: what to run, as a JSON document the worker checks itself.
+
+    ``settings`` holds the inventory's ``policy``, ``sim`` and ``timeouts`` sections and the run's seed
+    (``distrl.config.worker_settings_json``). The worker answers with an ``Ack`` once its devices and its
+    policy replica are up, or an ``ErrorReport`` naming what is wrong."""
+
+    settings: str
+    id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Shutdown:
     """The sender is closing the link on purpose."""
 
@@ -148,6 +160,7 @@ Message: TypeAlias = (
     | TrajectoryReport
     | Ack
     | ErrorReport
+    | Setup
     | Shutdown
 )
 
@@ -160,5 +173,6 @@ TYPE_NAMES: dict[type, str] = {
     TrajectoryReport: "trajectory_report",
     Ack: "ack",
     ErrorReport: "error_report",
+    Setup: "setup",
     Shutdown: "shutdown",
 }

@@ -80,11 +80,7 @@ def _on_site(p: Params, state: Json) -> bool:
 def _search_expert(
     check: Callable[[Params, Json], bool], query: Callable[[Params], str]
 ) -> Callable[[Params, Phone], Action]:
-    """Home screen search bar, then Google's search box (or the address bar off Google's home page).
-
-    ``query`` is the template's goal: the expert types the question as it was asked ("What time is it in
-    Tokyo?"), as many people do, and Google answers it. A policy that learns this copies the goal, which
-    also works for kinds of question it never saw."""
+    """Home screen search bar, then Google's search box (or the address bar off Google's home page)."""
 
     def expert(p: Params, phone: Phone) -> Action:
         state = phone.state()
@@ -119,53 +115,39 @@ def _article(item: str) -> str:
     return "an" if item[:1].lower() in "aeiou" else "a"
 
 
-def _search_goal(p: Params) -> str:
-    return f"Search for {p['thing']} on Google"
-
-
-def _weather_goal(p: Params) -> str:
-    return f"What's the weather like in {p['city']}?"
-
-
-def _price_goal(p: Params) -> str:
-    return f"How much does {_article(str(p['item']))} {p['item']} cost?"
-
-
-def _time_goal(p: Params) -> str:
-    return f"What time is it in {p['city']}?"
-
-
-def _restaurant_goal(p: Params) -> str:
-    return f"Find {_article(str(p['cuisine']))} {p['cuisine']} restaurant in {p['city']}"
-
-
 TEMPLATES: tuple[Template, ...] = (
     Template(
         name="search_google",
         split="train",
         params=_each("thing", THINGS),
-        goal=_search_goal,
+        goal=lambda p: f"Search for {p['thing']} on Google",
         setup=lambda p: [],
         check=_showing_results(lambda p: key_words(str(p["thing"]))),
-        expert=_search_expert(_showing_results(lambda p: key_words(str(p["thing"]))), _search_goal),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(str(p["thing"]))), lambda p: str(p["thing"])
+        ),
     ),
     Template(
         name="weather",
         split="train",
         params=_each("city", [city.name for city in CITIES]),
-        goal=_weather_goal,
+        goal=lambda p: f"What's the weather like in {p['city']}?",
         setup=lambda p: [],
         check=_showing_results(lambda p: key_words(f"weather {p['city']}")),
-        expert=_search_expert(_showing_results(lambda p: key_words(f"weather {p['city']}")), _weather_goal),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(f"weather {p['city']}")), lambda p: f"weather in {p['city']}"
+        ),
     ),
     Template(
         name="item_price",
         split="train",
         params=_each("item", ITEMS),
-        goal=_price_goal,
+        goal=lambda p: f"How much does {_article(str(p['item']))} {p['item']} cost?",
         setup=lambda p: [],
         check=_showing_results(lambda p: key_words(str(p["item"]))),
-        expert=_search_expert(_showing_results(lambda p: key_words(str(p["item"]))), _price_goal),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(str(p["item"]))), lambda p: f"{p['item']} price"
+        ),
     ),
     Template(
         name="open_site",
@@ -180,21 +162,23 @@ TEMPLATES: tuple[Template, ...] = (
         name="world_time",
         split="test",
         params=_each("city", [city.name for city in CITIES[10:]]),
-        goal=_time_goal,
+        goal=lambda p: f"What time is it in {p['city']}?",
         setup=lambda p: [],
         check=_showing_results(lambda p: key_words(f"time {p['city']}")),
-        expert=_search_expert(_showing_results(lambda p: key_words(f"time {p['city']}")), _time_goal),
+        expert=_search_expert(
+            _showing_results(lambda p: key_words(f"time {p['city']}")), lambda p: f"time in {p['city']}"
+        ),
     ),
     Template(
         name="restaurant",
         split="test",
         params=lambda: [{"cuisine": c, "city": city} for c in CUISINES for city in RESTAURANT_CITIES],
-        goal=_restaurant_goal,
+        goal=lambda p: f"Find {_article(str(p['cuisine']))} {p['cuisine']} restaurant in {p['city']}",
         setup=lambda p: [],
         check=_showing_results(lambda p: key_words(f"{p['cuisine']} restaurant {p['city']}")),
         expert=_search_expert(
             _showing_results(lambda p: key_words(f"{p['cuisine']} restaurant {p['city']}")),
-            _restaurant_goal,
+            lambda p: f"{p['cuisine']} restaurants in {p['city']}",
         ),
     ),
 )

@@ -1,0 +1,149 @@
+"""The runtime end to end on this machine: a real local worker process, simulated phones, ``tiny``.
+
+Every test checks the accounting: each task handed out is completed or failed (and then re-queued),
+and each trajectory arrives once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from distrl import runtime
+from distrl.config import Inventory, parse_inventory
+from distrl.records import Trajectory
+from distrl.runtime import RunStats, collect, train
+from distrl.sim.suites import tasks
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+def _inventory(tmp_path: Path, *, devices: int = 2, extra: str = "") -> Inventory:
+    text = f"""
+[run]
+name = "t"
+output_dir = "{tmp_path / "runs"}"
+{extra}
+
+[learner]
+batch_size = 2
+min_new_trajectories = 2
+micro_batch = 8
+
+[policy]
+max_new_tokens = 24
+max_wait_s = 0.05
+
+[sim]
+width = 270
+height = 600
+latency = "off"
+nuisances = false
+
+[[hosts]]
+name = "local"
+address = "localhost"
+
+[hosts.devices]
+sim = {devices}
+"""
+    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+
+
+def _accounted(
+    stats: RunStats, trajectories: list[Trajectory] | tuple[Trajectory, ...] | None = None
+) -> None:
+    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
+    assert stats.requeued == sum(stats.failed.values())
+    if trajectories is not None:
+        assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed
+
+
+async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
+    chosen = tasks("general", "test")[:3]
+    result = await collect(_inventory(tmp_path), tasks=chosen, episodes=4)
+    assert len(result.trajectories) == 4
+    _accounted(result.stats, result.trajectories)
+    assert result.stats.failed == {}
+    assert result.stats.in_flight == 0
+    assert {t.task.id for t in result.trajectories} <= {t.id for t in chosen}
+    for trajectory in result.trajectories:
+        assert trajectory.host == "local"
+        assert trajectory.device in ("sim-0", "sim-1")
+        assert trajectory.success is not None
+        assert 1 <= len(trajectory.steps) <= trajectory.task.max_steps
+        assert all(step.policy_version == 0 for step in trajectory.steps)
+        assert [step.index for step in trajectory.steps] == list(range(len(trajectory.steps)))
+
+
+async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:
+    inventory = _inventory(tmp_path, extra="max_trajectories = 10")
+    stats = await train(inventory)
+    _accounted(stats)
+    assert stats.completed == 10
+    assert stats.updates >= 1
+    # a full snapshot at the start, then a diff after each update (one may be cut short by the stop)
+    assert 2 <= stats.weight_pushes <= 1 + stats.updates
+    checkpoints = sorted((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
+    assert checkpoints
+    assert checkpoints[-1].name == f"step-{stats.updates:09d}"
+    assert list((tmp_path / "runs" / "t" / "tensorboard").glob("events.out.tfevents.*"))
+
+    again = await train(inventory, resume=True)
+    assert again.completed == 10
+    latest = sorted((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))[-1]
+    # the update count goes on from the checkpoint: the learner resumed, it did not start over
+    assert again.updates > stats.updates
+    assert latest.name == f"step-{again.updates:09d}"
+
+
+async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
+    inventory = _inventory(tmp_path, extra='mode = "sync"\nmax_trajectories = 6')
+    stats = await train(inventory)
+    _accounted(stats)
+    assert stats.completed == 6
+    # three rounds of two episodes; the updates after the first two were published before the next
+    # round began, so every step was chosen by the learner's current version
+    assert stats.updates >= 2
+    assert stats.weight_pushes >= 3
+    assert stats.lag_p50 == 0
+
+
+async def test_a_killed_worker_loses_only_its_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    killed: list[int] = []
+
+    def kill_once(stats: RunStats) -> None:
+        if killed or stats.in_flight == 0 or stats.completed < 1:
+            return
+        for pid in _children():
+            if b"distrl" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    result = await collect(
+        _inventory(tmp_path), tasks=tasks("general", "train")[:4], episodes=5, on_progress=kill_once
+    )
+    assert killed, "the worker was never killed"
+    _accounted(result.stats, result.trajectories)
+    assert result.stats.completed == 5
+    assert result.stats.failed["link_lost"] >= 1
+    assert result.stats.restarts >= 1
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    return [int(pid) for pid in Path(f"/proc/{me}/task/{me}/children").read_text().split()]
+
+
+async def test_collect_can_be_cancelled(tmp_path: Path) -> None:
+    with anyio.move_on_after(20) as scope:
+        await collect(_inventory(tmp_path), tasks=tasks("general", "train")[:2], episodes=10_000)
+    assert scope.cancelled_caught
+    assert not [pid for pid in _children() if b"distrl" in Path(f"/proc/{pid}/cmdline").read_bytes()]

@@ -1,0 +1,593 @@
+"""Hosts, local and over SSH, against a real OpenSSH ``sshd`` on loopback.
+
+``sshd`` (module): OpenSSH's own server, run as ``sshd -D -e -f <config>`` on a free 127.0.0.1 port with
+a generated ed25519 host key, its own config, pid file and authorized_keys (a generated client key) in
+a temporary folder; it logs to ``sshd.log`` there. Its host key is written to a known_hosts file as
+``[127.0.0.1]:<port>``. The tests log in as the user running them (root in CI). Without an ``sshd``
+binary the SSH tests skip and say so; the local ones still run.
+
+``make_host`` runs the shared contract tests against both transports: every kind of host must pass them.
+Faults that OpenSSH cannot be made to show (a login that never ends, a login shell that cannot run the
+command) come from small asyncssh servers on loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import getpass
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+import asyncssh
+import pytest
+
+from distrl.config import Devices, Host, Timeouts
+from distrl.errors import TransportError, TransportTimeout
+from distrl.fleet import probe_host
+from distrl.transport import open_host, remote_command
+
+SSHD_START_S = 10.0
+"""Limit on sshd coming up, seconds."""
+WORKER_GONE_S = 10.0
+"""How soon a worker must be gone once its learner is killed, seconds."""
+TIMEOUTS = Timeouts(
+    ssh_connect_s=5,
+    ssh_login_s=5,
+    worker_start_s=20,
+    handshake_s=20,
+    heartbeat_interval_s=1,
+    heartbeat_timeout_s=5,
+    cleanup_s=2,
+)
+
+
+def _find_sshd() -> str | None:
+    found = shutil.which("sshd")
+    candidates = [found] if found else []
+    candidates += ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"]
+    return next((path for path in candidates if os.access(path, os.X_OK)), None)
+
+
+@dataclass(frozen=True)
+class Sshd:
+    """A running sshd of our own, and what it takes to log in to it."""
+
+    port: int
+    folder: Path
+    host_key: str
+    """Its public host key, as ``<type> <base64>``."""
+    client_key: Path
+    """A private key that ``authorized_keys`` lets in."""
+    stranger_key: Path
+    """A private key that it does not let in."""
+    known_hosts: Path
+    log: Path
+
+    def host(self, name: str = "ssh", **changes: object) -> Host:
+        """A ``Host`` that logs in to this sshd as the current user, checking its host key."""
+        host = Host(
+            name=name,
+            address="127.0.0.1",
+            transport="ssh",
+            port=self.port,
+            user=getpass.getuser(),
+            identity_file=str(self.client_key),
+            known_hosts_file=str(self.known_hosts),
+            python=sys.executable,
+            devices=Devices(sim=2),
+        )
+        return dataclasses.replace(host, **changes)  # type: ignore[arg-type]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        timeout=10,
+    )
+
+
+def _start_sshd(binary: str, folder: Path, port: int) -> subprocess.Popen[bytes] | None:
+    """sshd on ``port``, once it accepts connections; None if the port was taken meanwhile."""
+    config = folder / "sshd_config"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            ListenAddress 127.0.0.1
+            Port {port}
+            HostKey {folder / "host_key"}
+            PidFile {folder / "sshd.pid"}
+            AuthorizedKeysFile {folder / "authorized_keys"}
+            StrictModes no
+            UsePAM no
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            PubkeyAuthentication yes
+            PermitRootLogin prohibit-password
+            AllowTcpForwarding yes
+            UseDNS no
+            PrintMotd no
+            LogLevel INFO
+            """
+        )
+    )
+    log = folder / "sshd.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [binary, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    deadline = time.monotonic() + SSHD_START_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            if "Address already in use" in log.read_text():
+                return None
+            pytest.fail(f"sshd exited with status {process.returncode}: {log.read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return process
+        time.sleep(0.02)
+    process.kill()
+    process.wait(timeout=5)
+    pytest.fail(f"sshd did not accept connections on port {port} within {SSHD_START_S} s: {log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    binary = _find_sshd()
+    if binary is None:
+        pytest.skip("OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)")
+    folder = tmp_path_factory.mktemp("sshd")
+    for name in ("host_key", "client_key", "stranger_key"):
+        _keygen(folder / name)
+    (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
+    if os.geteuid() == 0:
+        # sshd running as root wants its privilege separation folder, which its service unit would make.
+        Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
+    for _ in range(3):
+        port = _free_port()
+        process = _start_sshd(binary, folder, port)
+        if process is not None:
+            break
+    else:
+        pytest.fail("found no free port for sshd in 3 tries")
+    host_key = " ".join((folder / "host_key.pub").read_text().split()[:2])
+    known_hosts = folder / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {host_key}\n")
+    try:
+        yield Sshd(
+            port=port,
+            folder=folder,
+            host_key=host_key,
+            client_key=folder / "client_key",
+            stranger_key=folder / "stranger_key",
+            known_hosts=known_hosts,
+            log=folder / "sshd.log",
+        )
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def _local_host(name: str = "local", **changes: object) -> Host:
+    host = Host(
+        name=name, address="localhost", transport="local", python=sys.executable, devices=Devices(sim=2)
+    )
+    return dataclasses.replace(host, **changes)  # type: ignore[arg-type]
+
+
+class MakeHost(Protocol):
+    def __call__(self, name: str = ..., **changes: object) -> Host: ...
+
+
+@pytest.fixture(params=["local", "ssh"])
+def make_host(request: pytest.FixtureRequest) -> Iterator[MakeHost]:
+    """``make_host(name, **changes)``: a ``Host`` of the parametrized kind (the SSH one needs sshd)."""
+    if request.param == "local":
+        yield _local_host
+    else:
+        server: Sshd = request.getfixturevalue("sshd")
+        yield server.host
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie (exited, not yet reaped) counts as gone.
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _wait_gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _gone(pid)
+
+
+def _read_pid(path: Path, within_s: float = 10.0) -> int:
+    """The pid a script writes to ``path``, once it is there."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return int(path.read_text())
+        time.sleep(0.02)
+    pytest.fail(f"no pid in {path} after {within_s} s")
+
+
+# -- the contract every host kind passes ---------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_probe_shakes_hands_and_leaves_no_worker_behind(make_host: MakeHost) -> None:
+    host = make_host("w")
+    with anyio.fail_after(30):
+        report = await probe_host(host, TIMEOUTS, heartbeats=3)
+    assert report.ok
+    assert report.host == "w"
+    assert report.devices == ("sim-0", "sim-1")
+    assert len(report.rtt_ms) == 3
+    pid = report.compute["pid"]
+    assert isinstance(pid, int)
+    assert pid != os.getpid()
+    assert _gone(pid), "the worker is still running after the link was closed"
+
+
+@pytest.mark.anyio
+async def test_workdir_env_and_python_arrive_verbatim(make_host: MakeHost, tmp_path: Path) -> None:
+    """Inventory values reach the worker as they are: nothing in them is run by a shell."""
+    marker = tmp_path / "injected"
+    workdir = tmp_path / "work dir 'one' \"two\" ; $(true) & `true` #x"
+    workdir.mkdir()
+    record = tmp_path / "record.json"
+    python = tmp_path / "py thon's" / "python"
+    python.parent.mkdir()
+    python.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"with open({str(record)!r}, 'w') as out:\n"
+        "    json.dump({'cwd': os.getcwd(), 'argv': sys.argv, 'env': dict(os.environ)}, out)\n"
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+    )
+    python.chmod(0o755)
+    env = {
+        "SEMI": f"a; touch {marker}",
+        "SUBST": f"$(touch {marker})",
+        "TICKS": f"`touch {marker}`",
+        "QUOTES": 'it\'s "quoted" \\ back\\slash',
+        "SPACES": "  two  spaces  ",
+        "NEWLINE": "line 1\nline 2",
+        "GLOB": "*",
+        "VAR": "$HOME ${HOME}",
+        "EMPTY": "",
+    }
+    host = make_host("q", python=str(python), workdir=str(workdir), env=env)
+    with anyio.fail_after(30):
+        report = await probe_host(host, TIMEOUTS, heartbeats=1)
+    assert report.ok, report.error
+    seen = json.loads(record.read_text())
+    assert await anyio.Path(seen["cwd"]).samefile(workdir)
+    assert seen["argv"][0] == str(python)
+    assert seen["argv"][1:3] == ["-m", "distrl"]
+    assert seen["argv"][-4:-2] == ["--host", "q"]
+    assert {key: seen["env"].get(key) for key in env} == env
+    assert not marker.exists(), "a shell ran a command found in an inventory value"
+
+
+@pytest.mark.anyio
+async def test_a_worker_that_ignores_end_of_input_is_killed(make_host: MakeHost, tmp_path: Path) -> None:
+    """The worker's group is signalled after ``cleanup_s``: a hung worker does not outlive its link."""
+    pid_file = tmp_path / "hung.pid"
+    hung = tmp_path / "hung-python"
+    hung.write_text(f"#!/bin/sh\necho $$ > '{pid_file}'\nexec sleep 60\n")
+    hung.chmod(0o755)
+    host = make_host("hung", python=str(hung))
+    timeouts = dataclasses.replace(TIMEOUTS, cleanup_s=0.5)
+    with anyio.fail_after(20):
+        async with open_host(host, timeouts):
+            pid = await anyio.to_thread.run_sync(_read_pid, pid_file)
+        # Stopping took at most cleanup_s for end of input and another for SIGTERM, then checked here.
+        assert _gone(pid), "the hung worker survived its link"
+
+
+def test_worker_dies_with_a_killed_learner(make_host: MakeHost) -> None:
+    """SIGKILL the learner while it holds a link (no cleanup runs): the worker must be gone within
+    ``WORKER_GONE_S`` (over SSH, the kernel closes the learner's socket, sshd the worker's stdin)."""
+    host = make_host("orphan")
+    fields = {
+        f.name: getattr(host, f.name) for f in dataclasses.fields(Host) if f.name not in ("env", "devices")
+    }
+    learner = textwrap.dedent(
+        """
+        import json, sys
+        import anyio
+        from distrl import __version__
+        from distrl.config import Host, Timeouts
+        from distrl.transport import open_host
+        from distrl.wire import PROTOCOL_VERSION, Hello
+
+        async def main() -> None:
+            host = Host(**json.loads(sys.argv[1]))
+            async with open_host(host, Timeouts(cleanup_s=1)) as link:
+                hello = Hello(id=0, role="learner", protocol=PROTOCOL_VERSION, distrl_version=__version__,
+                              host=host.name, devices=(), compute={})
+                await link.stream.send(hello)
+                reply = await link.stream.receive()
+                print(reply.compute["pid"], flush=True)
+                await anyio.sleep(60)
+
+        anyio.run(main)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", learner, json.dumps(fields)], stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None
+        ready, _, _ = select.select([parent.stdout], [], [], 20)
+        line = parent.stdout.readline() if ready else ""
+        if not line:
+            parent.kill()
+            pytest.fail("the learner did not report its worker's pid within 20 s")
+        worker_pid = int(line)
+        assert not _gone(worker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+    assert _wait_gone(worker_pid, WORKER_GONE_S), f"the worker outlived its learner by {WORKER_GONE_S} s"
+
+
+# -- SSH only ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_missing_remote_python_ends_the_stream_and_its_error_is_shown(
+    sshd: Sshd, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    host = sshd.host("nopython", python="/nonexistent/python3")
+    with anyio.fail_after(20), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "hello"
+    assert "the worker exited during hello" in str(caught.value)
+    # The remote shell's complaint arrives on our stderr, prefixed with the host's name.
+    assert any(
+        line.startswith("[nopython] ") and "/nonexistent/python3" in line
+        for line in capsys.readouterr().err.splitlines()
+    )
+    assert "exited with status 127" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_an_empty_workdir_is_the_login_folder(sshd: Sshd, tmp_path: Path) -> None:
+    record = tmp_path / "cwd"
+    python = tmp_path / "python"
+    python.write_text(
+        f"#!/bin/sh\npwd > '{record}'\nexec {sys.executable} \"$@\"\n",
+    )
+    python.chmod(0o755)
+    with anyio.fail_after(20):
+        report = await probe_host(sshd.host(python=str(python)), TIMEOUTS, heartbeats=1)
+    assert report.ok, report.error
+    assert await anyio.Path(record.read_text().strip()).samefile(Path.home())
+
+
+def test_the_remote_command_defaults_to_python3_and_quotes_everything() -> None:
+    host = Host(name="h", address="example.org", transport="ssh", workdir="~/runs/a b", env={"X": "$(id)"})
+    command = remote_command(host, TIMEOUTS)
+    assert command.startswith(
+        "echo distrl-session $$; cd -- \"$HOME\"/'runs/a b' && env 'X=$(id)' python3 -m distrl "
+    )
+    with pytest.raises(TransportError, match="not an environment variable name"):
+        remote_command(dataclasses.replace(host, env={"A;B": "1"}), TIMEOUTS)
+
+
+@pytest.mark.anyio
+async def test_a_jump_host_tunnels_the_connection(sshd: Sshd) -> None:
+    logins_before = sshd.log.read_text().count("Accepted publickey")
+    host = sshd.host("jumped", proxy_jump=f"127.0.0.1:{sshd.port}")
+    with anyio.fail_after(30):
+        report = await probe_host(host, TIMEOUTS, heartbeats=1)
+    assert report.ok, report.error
+    # One login at the jump host, one at the host through the tunnel.
+    assert sshd.log.read_text().count("Accepted publickey") - logins_before == 2
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_jump_host_is_named(sshd: Sshd) -> None:
+    host = sshd.host("jumped", proxy_jump=f"{getpass.getuser()}@127.0.0.1:{_free_port()}")
+    with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "connect"
+    assert f"jump host 127.0.0.1 port {host.proxy_jump.rsplit(':', 1)[1]}" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_closed_port_fails_fast(sshd: Sshd) -> None:
+    host = sshd.host("closed", port=_free_port())
+    started = time.monotonic()
+    with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert time.monotonic() - started < TIMEOUTS.ssh_connect_s
+    assert caught.value.phase == "connect"
+    assert "cannot connect to 127.0.0.1 port" in str(caught.value)
+    assert "refused" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_answers_times_out_in_ssh_connect_s(sshd: Sshd) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel completes the TCP handshake; nobody ever speaks SSH
+        host = sshd.host("silent", port=silent.getsockname()[1])
+        timeouts = dataclasses.replace(TIMEOUTS, ssh_connect_s=0.5)
+        started = time.monotonic()
+        with anyio.fail_after(10), pytest.raises(TransportTimeout) as caught:
+            await probe_host(host, timeouts)
+        assert time.monotonic() - started < 3
+    assert caught.value.phase == "connect"
+    assert caught.value.timeout_s == 0.5
+    assert "within 0.5 s" in str(caught.value)
+
+
+class _StallingServer(asyncssh.SSHServer):
+    """An SSH server (asyncssh's) that completes key exchange, then never decides on a login."""
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        await anyio.sleep(60)
+        return False
+
+
+class _OpenServer(asyncssh.SSHServer):
+    """An SSH server (asyncssh's) that lets anyone in."""
+
+    def begin_auth(self, username: str) -> bool:
+        return False
+
+
+@asynccontextmanager
+async def _asyncssh_server(
+    folder: Path, server: type[asyncssh.SSHServer], **options: object
+) -> AsyncIterator[Host]:
+    """An asyncssh server on a free loopback port, and a ``Host`` that trusts its key."""
+    host_key = asyncssh.generate_private_key("ssh-ed25519")
+    client_key = folder / "client_key"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(client_key)
+    acceptor = await asyncssh.create_server(server, "127.0.0.1", 0, server_host_keys=[host_key], **options)
+    try:
+        port = acceptor.get_port()
+        known_hosts = folder / "known_hosts"
+        known_hosts.write_bytes(f"[127.0.0.1]:{port} ".encode() + host_key.export_public_key())
+        yield Host(
+            name="fake",
+            address="127.0.0.1",
+            transport="ssh",
+            port=port,
+            identity_file=str(client_key),
+            known_hosts_file=str(known_hosts),
+            devices=Devices(sim=1),
+        )
+    finally:
+        acceptor.close()
+        await acceptor.wait_closed()
+
+
+@pytest.mark.anyio
+async def test_a_login_that_never_ends_times_out_in_ssh_login_s(tmp_path: Path) -> None:
+    timeouts = dataclasses.replace(TIMEOUTS, ssh_login_s=0.5)
+    with anyio.fail_after(10):
+        async with _asyncssh_server(tmp_path, _StallingServer) as host:
+            started = time.monotonic()
+            with pytest.raises(TransportTimeout) as caught:
+                await probe_host(host, timeouts)
+            assert time.monotonic() - started < 3
+    assert caught.value.phase == "login"
+    assert caught.value.timeout_s == 0.5
+    assert f"no login at 127.0.0.1 port {host.port} within 0.5 s" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_login_shell_that_cannot_run_the_command_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unsupported_shell(process: asyncssh.SSHServerProcess[str]) -> None:
+        process.stderr.write("fish: $$ is not supported\n")
+        process.exit(127)
+
+    with anyio.fail_after(10):
+        async with _asyncssh_server(tmp_path, _OpenServer, process_factory=unsupported_shell) as host:
+            with pytest.raises(TransportError) as caught:
+                await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "start"
+    assert "the login shell exited before starting the worker" in str(caught.value)
+    assert "[fake] fish: $$ is not supported" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_a_key_the_host_does_not_know_fails_login(sshd: Sshd) -> None:
+    host = sshd.host("stranger", identity_file=str(sshd.stranger_key))
+    with anyio.fail_after(20), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "login"
+    assert str(sshd.stranger_key) in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_a_missing_identity_file_is_named(sshd: Sshd, tmp_path: Path) -> None:
+    host = sshd.host("nokey", identity_file=str(tmp_path / "no_such_key"))
+    with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "login"
+    assert "no_such_key" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_an_unknown_host_key_is_refused_with_the_fix(sshd: Sshd, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = sshd.host("unknown", known_hosts_file=str(empty))
+    with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    message = str(caught.value)
+    assert caught.value.phase == "host_key"
+    assert f"is not in {empty}" in message
+    assert f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}" in message
+    assert 'known_hosts = "ignore"' in message
+
+
+@pytest.mark.anyio
+async def test_a_changed_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
+    other = " ".join((sshd.folder / "stranger_key.pub").read_text().split()[:2])
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{sshd.port} {other}\n")
+    host = sshd.host("changed", known_hosts_file=str(known_hosts))
+    with anyio.fail_after(10), pytest.raises(TransportError) as caught:
+        await probe_host(host, TIMEOUTS)
+    assert caught.value.phase == "host_key"
+    assert "does not match" in str(caught.value)
+    assert "ssh-keygen -R" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_ignoring_host_keys_connects_and_warns(
+    sshd: Sshd, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = sshd.host("throwaway", known_hosts="ignore", known_hosts_file=str(empty))
+    with caplog.at_level(logging.WARNING, logger="distrl.transport"), anyio.fail_after(20):
+        report = await probe_host(host, TIMEOUTS, heartbeats=1)
+    assert report.ok, report.error
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("throwaway" in text and "not checking the SSH host key" in text for text in warnings)
