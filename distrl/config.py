@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import operator
-import json
 import re
 import sys
 import tomllib

@@ -13,10 +13,11 @@ process group, ``cleanup_s`` apart.
   never added; ``known_hosts = "ignore"`` skips the check, with a warning. The client key is
   ``identity_file`` alone, or the SSH agent's and the default keys. ``~/.ssh/config`` is not read: the
   inventory alone says how to reach a host. A jump host is checked and logged in to the same way (its
-  user defaults to ``user``), and the connection to the host is tunnelled through it. The worker runs without a PTY (frames are binary) under a
-  POSIX shell command line, ``cd <workdir> && env K=V ... <python> -m distrl worker ...``, every value
-  quoted (``~/`` at the start of ``workdir`` or ``python`` means the remote home). Its stderr arrives
-  here line by line, each prefixed with the host's name.
+  user defaults to ``user``), and the connection to the host is tunnelled through it. The worker runs
+  without a PTY (frames are binary) under a POSIX shell command line,
+  ``cd <workdir> && env K=V ... <python> -m distrl worker ...``, every value quoted (``~/`` at the
+  start of ``workdir`` or ``python`` means the remote home). Its stderr arrives here line by line,
+  each prefixed with the host's name.
 
 No worker outlives its learner: a worker exits when its stdin closes, and a dead learner or a dropped
 link closes it (the kernel closes a local pipe; sshd closes the session's pipes when the connection
