@@ -419,6 +419,12 @@ class _Reader:
         sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
         run: RunSettings = sections["run"]
         sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
+        if run.max_policy_lag < run.publish_every - 1:
+            raise self.fail(
+                "run.max_policy_lag",
+                f"must be at least run.publish_every - 1 ({run.publish_every - 1}): with fewer, most"
+                " trajectories would be too stale to train on",
+            )
         timeouts: Timeouts = sections["timeouts"]
         if timeouts.heartbeat_timeout_s <= timeouts.heartbeat_interval_s:
             raise self.fail(

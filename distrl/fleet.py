@@ -74,29 +74,39 @@ async def probe_fleet(
     return [reports[host.name] for host in inventory.hosts]
 
 
+async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
+    """Send the learner's hello to a freshly started worker and return its own (``worker_start_s``).
+
+    Raises ``ProtocolMismatch`` when the worker speaks another protocol version, the worker's own error
+    when it refuses, and ``TransportError`` / ``TransportTimeout`` when it exits or stays silent."""
+    host = link.host
+    hello = Hello(
+        id=0,
+        role="learner",
+        protocol=PROTOCOL_VERSION,
+        distrl_version=__version__,
+        host=host.name,
+        devices=host.devices.serials,
+        compute={},
+    )
+    await _send(link, hello, phase="hello")
+    reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")
+    if reply.protocol != PROTOCOL_VERSION:
+        raise ProtocolMismatch(
+            f"host {host.name!r}: the worker speaks protocol {reply.protocol}, the learner "
+            f"{PROTOCOL_VERSION}; install the same distrl version on both",
+            ours=PROTOCOL_VERSION,
+            theirs=reply.protocol,
+        )
+    return reply
+
+
 async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> HostReport:
     """Start the worker on ``host``, shake hands, time ``heartbeats`` round trips, shut it down."""
     started = time.perf_counter()
     async with open_host(host, timeouts) as link:
-        hello = Hello(
-            id=0,
-            role="learner",
-            protocol=PROTOCOL_VERSION,
-            distrl_version=__version__,
-            host=host.name,
-            devices=host.devices.serials,
-            compute={},
-        )
-        await _send(link, hello, phase="hello")
-        reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")
+        reply = await handshake(link, timeouts)
         startup_s = time.perf_counter() - started
-        if reply.protocol != PROTOCOL_VERSION:
-            raise ProtocolMismatch(
-                f"host {host.name!r}: the worker speaks protocol {reply.protocol}, the learner "
-                f"{PROTOCOL_VERSION}; install the same distrl version on both",
-                ours=PROTOCOL_VERSION,
-                theirs=reply.protocol,
-            )
         rtts = []
         for seq in range(heartbeats):
             sent = time.perf_counter()

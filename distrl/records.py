@@ -156,6 +156,8 @@ class EndReason(enum.StrEnum):
     """The task's step limit was reached."""
     DEVICE_ERROR = "device_error"
     """The device failed; the trajectory is kept up to the failure."""
+    POLICY_ERROR = "policy_error"
+    """The policy failed or did not answer in time (``timeouts.policy_step_s``); kept up to there."""
     CANCELLED = "cancelled"
     """The run stopped while the episode was in flight."""
 
@@ -180,6 +182,12 @@ class Trajectory:
     started_at_s: float = 0.0
     """Wall-clock start, seconds since the epoch."""
     duration_s: float = 0.0
+
+    @property
+    def cut_short(self) -> bool:
+        """It ended by a failure of the device or the policy, not by the policy's choice or the step limit:
+        what its outcome says about the policy is unknown, so a learner does not train on it."""
+        return self.end_reason in (EndReason.DEVICE_ERROR, EndReason.POLICY_ERROR, EndReason.CANCELLED)
 
     @property
     def total_reward(self) -> float:

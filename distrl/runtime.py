@@ -37,7 +37,9 @@ import functools
 import logging
 import math
 import random
+import shutil
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,18 +48,16 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from distrl import __version__
 from distrl.config import Host, Inventory, PolicySettings, Timeouts, load_inventory, worker_settings_json
 from distrl.errors import DistrlError, WeightsError, WireError
+from distrl.fleet import handshake
 from distrl.records import Task, Trajectory
 from distrl.transport import HostLink, open_host
 from distrl.wire import (
-    PROTOCOL_VERSION,
     Ack,
     EpisodeRequest,
     ErrorReport,
     Heartbeat,
-    Hello,
     Message,
     Setup,
     Shutdown,
@@ -87,13 +87,17 @@ class RunStats:
     completed: int = 0
     """Trajectories that reached the learner (each counted once)."""
     failed: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
-    """Episodes that did not come back, by reason (``link_lost``, ``timeout``, ``worker_error``)."""
+    """Episodes that did not come back, by reason (``link_lost``, ``timeout``, ``worker_error``,
+    ``stopped``: the run ended while they were in flight)."""
     requeued: int = 0
     """Tasks of failed episodes that went back to the sampler."""
     successes: int = 0
     steps: int = 0
     device_errors: int = 0
     """Trajectories that came back cut short by a device failure (counted in ``completed`` too)."""
+    cut_short: int = 0
+    """Trajectories cut short by the device or the policy (``Trajectory.cut_short``): counted in
+    ``completed``, but not trained on."""
     restarts: int = 0
     """Host links started again after a loss."""
     updates: int = 0
@@ -180,6 +184,8 @@ class _Link:
         self.lost: str = ""
         self.last_heard = time.monotonic()
         self.steps_seen = 0
+        self.pushing = anyio.Lock()
+        """Held while weights travel to this worker: one push at a time."""
 
     def next_id(self) -> int:
         self.ids += 1
@@ -194,13 +200,22 @@ class _Link:
             self._lose("the worker's stream closed")
             raise _LinkLost(self.lost) from exc
 
+    async def _send_within(self, message: Message) -> None:
+        """``send``, where a send that outlasts the caller's deadline loses the link: a worker that
+        stops reading must not hold the stream (and every sender behind it) forever."""
+        try:
+            await self.send(message)
+        except anyio.get_cancelled_exc_class():
+            self._lose(f"a {type(message).__name__} could not be sent in time")
+            raise
+
     async def request(self, message: Message, timeout_s: float) -> Message:
         """Send ``message`` and wait for the ``Ack`` or ``ErrorReport`` that names it."""
         send, receive = anyio.create_memory_object_stream[Message](1)
         self.replies[message.id] = send
         try:
-            await self.send(message)
             with anyio.fail_after(timeout_s):
+                await self._send_within(message)
                 try:
                     return await receive.receive()
                 except anyio.EndOfStream:
@@ -215,8 +230,8 @@ class _Link:
         self.episodes[request.episode_id] = send
         self.requests[request.id] = request.episode_id
         try:
-            await self.send(request)
             with anyio.fail_after(timeout_s):
+                await self._send_within(request)
                 try:
                     reply = await receive.receive()
                 except anyio.EndOfStream:
@@ -262,8 +277,12 @@ class _Link:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             self._lose("the worker's stream closed")
         finally:
-            for stream in [*self.replies.values(), *self.episodes.values()]:
-                stream.close()
+            self.release_waiters()
+
+    def release_waiters(self) -> None:
+        """Wake everyone waiting for a reply on this link: they see it lost."""
+        for stream in [*self.replies.values(), *self.episodes.values()]:
+            stream.close()
 
     def _lose(self, why: str) -> None:
         if not self.lost:
@@ -299,6 +318,8 @@ class _Fleet:
         self.stop = anyio.Event()
         self.arrived = anyio.Event()
         self.counter = 0
+        self.session = uuid.uuid4().hex[:8]
+        """Part of every episode id, so that ids stay unique across resumed runs."""
         self.staleness: list[int] = []
         self.version = learner.version if learner is not None else 0
         self.published: dict[str, torch.Tensor] | None = None
@@ -311,6 +332,8 @@ class _Fleet:
         self.push_s: list[float] = []
         """Seconds each publication took to reach every worker."""
         self.checkpoints: Checkpoints | None = None
+        self.checkpointed_added = -1
+        """``ReplayStats.added`` at the last checkpoint."""
         self.rounds = anyio.Condition()
         self.round = 0
         self.round_hosts: set[str] = set()
@@ -324,7 +347,7 @@ class _Fleet:
         task = self.sampler.next()
         self.counter += 1
         self.stats.handed_out += 1
-        return f"{self.inventory.run.name}/{self.counter:07d}", task
+        return f"{self.inventory.run.name}/{self.session}/{self.counter:07d}", task
 
     def _returned(self) -> int:
         return sum(self.stats.failed.values())
@@ -344,6 +367,7 @@ class _Fleet:
         self.stats.successes += bool(trajectory.success)
         self.stats.steps += len(steps)
         self.stats.device_errors += trajectory.end_reason == "device_error"
+        self.stats.cut_short += trajectory.cut_short
         self.staleness.extend(self.version - step.policy_version for step in steps)
         if self.keep:
             self.kept.append(trajectory)
@@ -354,25 +378,16 @@ class _Fleet:
             self.stop.set()
 
 
-async def _handshake(link: HostLink, fleet: _Fleet) -> _Link:
-    host, timeouts = link.host, fleet.inventory.timeouts
-    hello = Hello(
-        id=0,
-        role="learner",
-        protocol=PROTOCOL_VERSION,
-        distrl_version=__version__,
-        host=host.name,
-        devices=host.devices.serials,
-        compute={},
-    )
-    await link.stream.send(hello)
-    with anyio.fail_after(timeouts.worker_start_s):
-        reply = await link.stream.receive()
-    if isinstance(reply, ErrorReport):
-        raise reply.error
-    if not isinstance(reply, Hello):
-        raise WireError(f"host {host.name!r}: expected the worker's hello, got {type(reply).__name__}")
-    return _Link(link, timeouts)
+_LINK_ERRORS = (
+    DistrlError,
+    _LinkLost,
+    TimeoutError,
+    OSError,
+    anyio.EndOfStream,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+)
+"""What ends one host's link without ending the run."""
 
 
 async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskGroup], Any]) -> None:
@@ -383,38 +398,23 @@ async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskG
         started = time.monotonic()
         try:
             async with open_host(host, settings.timeouts) as raw:
-                link = await _handshake(raw, fleet)
+                await handshake(raw, settings.timeouts)
+                link = _Link(raw, settings.timeouts)
+                error: BaseException | None = None
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(link.read)
                     tg.start_soon(_heartbeats, link, fleet)
-                    reply = await link.request(
-                        Setup(id=link.next_id(), settings=fleet.settings_json),
-                        settings.timeouts.worker_start_s,
-                    )
-                    if isinstance(reply, ErrorReport):
-                        raise reply.error
-                    if fleet.learner is not None:
-                        await _push(link, fleet)
-                    fleet.links[host.name] = link
-                    fleet.hosts_up.add(host.name)
-                    fleet.hosts_down.discard(host.name)
-                    log.info("host %s: up, %d device(s)", host.name, len(host.devices.serials))
                     try:
-                        await sessions(link, tg)
-                    finally:
-                        fleet.links.pop(host.name, None)
-                        fleet.hosts_up.discard(host.name)
-                    if not link.lost:
-                        with anyio.move_on_after(settings.timeouts.cleanup_s):
-                            await link.request(
-                                Shutdown(id=link.next_id(), reason="run complete"),
-                                settings.timeouts.cleanup_s,
-                            )
+                        await _serve_host(link, fleet, sessions, tg)
+                    except _LINK_ERRORS as exc:  # raised here, not in a child task: no exception group
+                        error = exc
                     tg.cancel_scope.cancel()
+                if error is not None:
+                    raise error
             if fleet.stop.is_set() or not link.lost:
                 return  # the run is over, or this host has played all it was given
             failures = 0 if time.monotonic() - started > 60 else failures + 1
-        except (DistrlError, _LinkLost, TimeoutError, OSError) as exc:
+        except _LINK_ERRORS as exc:
             failures += 1
             log.warning("host %s: %s", host.name, exc or type(exc).__name__)
         fleet.hosts_down.add(host.name)
@@ -429,21 +429,55 @@ async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskG
         await _wait_or_stop(fleet, min(30.0, 2.0 ** (failures - 1)))
 
 
+async def _serve_host(
+    link: _Link, fleet: _Fleet, sessions: Callable[[_Link, TaskGroup], Any], tg: TaskGroup
+) -> None:
+    """Set the worker up, bring it to the current weights, run its sessions, then say goodbye."""
+    settings = fleet.inventory
+    name = link.name
+    reply = await link.request(
+        Setup(id=link.next_id(), settings=fleet.settings_json), settings.timeouts.worker_start_s
+    )
+    if isinstance(reply, ErrorReport):
+        raise reply.error
+    fleet.links[name] = link
+    try:
+        if fleet.learner is not None:
+            async with link.pushing:
+                while link.version != fleet.version:  # a publication may land while this one travels
+                    await _push(link, fleet)
+        fleet.hosts_up.add(name)
+        fleet.hosts_down.discard(name)
+        log.info("host %s: up, %d device(s)", name, len(link.link.host.devices.serials))
+        await sessions(link, tg)
+    finally:
+        fleet.links.pop(name, None)
+        fleet.hosts_up.discard(name)
+    if not link.lost:
+        with anyio.move_on_after(settings.timeouts.cleanup_s), contextlib.suppress(*_LINK_ERRORS):
+            await link.request(
+                Shutdown(id=link.next_id(), reason="run complete"), settings.timeouts.cleanup_s
+            )
+
+
 async def _wait_or_stop(fleet: _Fleet, seconds: float) -> None:
     with anyio.move_on_after(seconds):
         await fleet.stop.wait()
 
 
 async def _heartbeats(link: _Link, fleet: _Fleet) -> None:
+    """Send a heartbeat every interval; a link silent past ``heartbeat_timeout_s`` is lost."""
     timeouts = fleet.inventory.timeouts
     seq = 0
     while not link.lost:
         await anyio.sleep(timeouts.heartbeat_interval_s)
         if time.monotonic() - link.last_heard > timeouts.heartbeat_timeout_s:
             link._lose(f"silent for more than {timeouts.heartbeat_timeout_s:g} s")
-            await link.link.stream.aclose()
+            link.release_waiters()
+            with contextlib.suppress(Exception):
+                await link.link.stream.aclose()
             return
-        with contextlib.suppress(_LinkLost):
+        with anyio.move_on_after(timeouts.heartbeat_interval_s), contextlib.suppress(_LinkLost):
             await link.send(Heartbeat(id=link.next_id(), seq=seq, sent_at_s=time.time()))
         seq += 1
 
@@ -462,6 +496,9 @@ async def _session(link: _Link, device: str, fleet: _Fleet, *, once: bool = Fals
         )
         try:
             trajectory = await link.episode(request, timeouts.episode_s)
+        except anyio.get_cancelled_exc_class():
+            fleet.failed(task, "stopped")  # the run ended with this episode in flight
+            raise
         except _LinkLost:
             fleet.failed(task, "link_lost")
             return
@@ -536,7 +573,8 @@ async def _publish(fleet: _Fleet) -> None:
 
     async def one(link: _Link) -> None:
         try:
-            await _push(link, fleet)
+            async with link.pushing:
+                await _push(link, fleet)
         except (_LinkLost, TimeoutError, DistrlError) as exc:
             log.warning("host %s: weights v%d not delivered: %s", link.name, fleet.version, exc)
 
@@ -579,8 +617,14 @@ async def _checkpoint(fleet: _Fleet) -> None:
     assert fleet.learner is not None and fleet.checkpoints is not None  # noqa: PT018
     learner, checkpoints = fleet.learner, fleet.checkpoints
     latest = checkpoints.latest()
+    added = learner.stats().added
     if latest is not None and latest.name == f"step-{learner.updates:09d}":
-        return  # nothing new since the last one
+        if added == fleet.checkpointed_added:
+            return  # nothing new since the last one
+        # same update, more trajectories in the buffer (the run's last ones): write it again; until the
+        # new one is in place, the checkpoint before it is the latest
+        await anyio.to_thread.run_sync(shutil.rmtree, latest)
+    fleet.checkpointed_added = added
     folder = await anyio.to_thread.run_sync(lambda: checkpoints.write(learner.updates, learner.save))
     log.info("checkpoint: %s", folder)
 
@@ -730,6 +774,13 @@ async def collect(
     )
     board = _Board(fleet, None, on_progress)
     await _run_fleet(fleet, board, lambda link, tg: _sessions(link, fleet))
+    if fleet.stats.completed < episodes:
+        log.warning(
+            "collect: %d of %d episodes came back (failed: %s); the hosts ran out of restarts",
+            fleet.stats.completed,
+            episodes,
+            dict(fleet.stats.failed) or "none",
+        )
     return CollectResult(trajectories=tuple(sorted(fleet.kept, key=lambda t: t.id)), stats=fleet.stats)
 
 
@@ -792,29 +843,25 @@ async def train(
         await anyio.to_thread.run_sync(learner.load, latest)
         log.info("resumed from %s (update %d)", latest, learner.updates)
     limit = run.max_trajectories or None
+    # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
+    sampler_rng = random.Random(f"tasks/{run.seed}/{learner.updates}")
     fleet = _Fleet(
-        inventory, _tasks(inventory, None, "train"), learner.rng, episodes=limit, keep=False, learner=learner
+        inventory, _tasks(inventory, None, "train"), sampler_rng, episodes=limit, keep=False, learner=learner
     )
     fleet.checkpoints = checkpoints
     fleet.published = await anyio.to_thread.run_sync(_published, learner, run.publish_dtype)
     board = _Board(fleet, output / "tensorboard", on_progress)
     try:
-        if run.mode == "sync":
-            await _run_fleet(
-                fleet,
-                board,
-                lambda link, tg: _sessions_sync(link, fleet),
-                lambda: _sync_rounds(fleet, board),
-                lambda: _deadline(fleet, run.duration_s),
-            )
-        else:
-            await _run_fleet(
-                fleet,
-                board,
-                lambda link, tg: _sessions(link, fleet),
-                lambda: _trainer(fleet, board),
-                lambda: _deadline(fleet, run.duration_s),
-            )
+        sync = run.mode == "sync"
+        await _run_fleet(
+            fleet,
+            board,
+            (lambda link, tg: _sessions_sync(link, fleet))
+            if sync
+            else (lambda link, tg: _sessions(link, fleet)),
+            (lambda: _sync_rounds(fleet, board)) if sync else (lambda: _trainer(fleet, board)),
+            lambda: _deadline(fleet, run.duration_s),
+        )
     finally:
         with anyio.CancelScope(shield=True):
             for trajectory in fleet.pending:
@@ -829,7 +876,7 @@ async def train(
 
 async def _sessions_sync(link: _Link, fleet: _Fleet) -> None:
     """A host's devices in sync mode: one episode each per round, then wait for the next round."""
-    played = 0
+    played = fleet.round  # a host that comes up during a round waits for the next one
     try:
         while not link.lost and not fleet.stop.is_set():
             async with fleet.rounds:
@@ -840,7 +887,8 @@ async def _sessions_sync(link: _Link, fleet: _Fleet) -> None:
                 for device in link.link.host.devices.serials:
                     tg.start_soon(functools.partial(_session, link, device, fleet, once=True))
             async with fleet.rounds:
-                fleet.round_hosts.discard(link.name)
+                if played == fleet.round:
+                    fleet.round_hosts.discard(link.name)
                 fleet.rounds.notify_all()
     finally:
         with anyio.CancelScope(shield=True):

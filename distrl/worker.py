@@ -128,7 +128,8 @@ class _Agent:
         self.names = tuple(devices)
         self.settings: WorkerSettings | None = None
         self.devices: dict[str, Device] = {}
-        self.busy: set[str] = set()
+        self.running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        """The episode playing on each device: its cancel scope, and an event set when it has stopped."""
         self.policy: Policy | None = None
         self.batcher: Batcher[PolicyInput, tuple[Sample, int]] | None = None
         self.weights: dict[str, torch.Tensor] = {}
@@ -150,7 +151,7 @@ class _Agent:
             await anyio.sleep(1.0)
             if self.settings is not None:
                 limit = self.settings.timeouts.heartbeat_timeout_s
-                if time.monotonic() - self.heard > limit:
+                if time.monotonic() - max(self.heard, _last_bytes_at) > limit:
                     scope.cancel()
                     return
 
@@ -179,13 +180,14 @@ class _Agent:
         return 0
 
     async def _guarded(self, message: Message, work: Any) -> None:
-        """Run ``work``; a distrl error becomes an ``ErrorReport`` on ``message``, and the worker goes on."""
+        """Run ``work``; any error becomes an ``ErrorReport`` on ``message``, and the worker goes on."""
         try:
             await work
-        except DistrlError as exc:
-            log.warning("worker %s: %s failed: %s", self.host, type(message).__name__, exc)
+        except Exception as exc:  # one request fails, never the worker
+            error = exc if isinstance(exc, DistrlError) else DistrlError(f"{type(exc).__name__}: {exc}")
+            log.warning("worker %s: %s failed: %s", self.host, type(message).__name__, error)
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self.stream.send(ErrorReport(ref=message.id, error=exc))
+                await self.stream.send(ErrorReport(ref=message.id, error=error))
 
     async def _setup(self, message: Setup, tg: TaskGroup) -> None:
         if self.settings is not None:
@@ -289,13 +291,22 @@ class _Agent:
             raise DistrlError(
                 f"this worker has no device {request.device!r} (it has {', '.join(self.names)})"
             )
-        if request.device in self.busy:
-            raise DistrlError(f"device {request.device!r} is already running an episode")
-        self.busy.add(request.device)
-        try:
-            trajectory = await self._play(device, request)
-        finally:
-            self.busy.discard(request.device)
+        earlier = self.running.get(request.device)
+        if earlier is not None:
+            # the learner gave up on that episode (its timeout): stop it, then play this one
+            earlier[0].cancel()
+            await earlier[1].wait()
+        done = anyio.Event()
+        with anyio.CancelScope() as scope:
+            self.running[request.device] = (scope, done)
+            try:
+                trajectory = await self._play(device, request)
+            finally:
+                del self.running[request.device]
+                done.set()
+        if scope.cancelled_caught:
+            log.info("worker %s: episode %s on %s abandoned", self.host, request.episode_id, request.device)
+            return
         await self.stream.send(TrajectoryReport(trajectory=trajectory))
 
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
@@ -343,7 +354,10 @@ class _Agent:
             reason = EndReason.DEVICE_ERROR
         except TimeoutError:
             log.warning("worker %s: no answer from the policy within %g s", self.host, timeout)
-            reason = EndReason.DEVICE_ERROR
+            reason = EndReason.POLICY_ERROR
+        except (PolicyError, RuntimeError) as exc:  # the model failed on this batch (e.g. out of memory)
+            log.error("worker %s: the policy failed: %s", self.host, exc)
+            reason = EndReason.POLICY_ERROR
         return Trajectory(
             id=request.episode_id,
             task=task,
@@ -381,6 +395,10 @@ def _success(task: Task, state: dict[str, Any] | None) -> bool | None:
         return None  # a task no sim suite knows: a judge has to score it
 
 
+_last_bytes_at = 0.0
+"""When bytes last came from the learner: a big frame still arriving keeps the watchdog quiet."""
+
+
 class _FdReceiveStream(ByteReceiveStream):
     """Reads a file descriptor in a thread; cancellable (the blocked read is abandoned)."""
 
@@ -394,6 +412,8 @@ class _FdReceiveStream(ByteReceiveStream):
             raise anyio.BrokenResourceError from exc
         if not data:
             raise anyio.EndOfStream
+        global _last_bytes_at  # one stdin per process
+        _last_bytes_at = time.monotonic()
         return data
 
     async def aclose(self) -> None:

@@ -39,7 +39,7 @@ LAYERS: dict[str, set[str]] = {
         "sim",
     },
     "fleet": {"wire", "errors", "config", "records", "transport", "worker"},
-    "runtime": {"wire", "errors", "config", "records", "transport", "learner", "policy", "weights", "sim"},
+    "runtime": {"wire", "errors", "config", "records", "transport", "fleet", "learner", "policy", "weights", "sim"},
     "sim": {"records", "actions", "errors"},
     "device": {"records", "actions", "errors", "config", "sim"},
     "weights": {"errors"},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import anyio
@@ -22,7 +23,8 @@ from distrl.sim.suites import tasks
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
-def _inventory(tmp_path: Path, *, devices: int = 2, extra: str = "") -> Inventory:
+def _inventory(tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "") -> Inventory:
+    """Simulated phones at 270×600 without latency, a worker on this machine, and ``hosts`` appended."""
     text = f"""
 [run]
 name = "t"
@@ -50,6 +52,7 @@ address = "localhost"
 
 [hosts.devices]
 sim = {devices}
+{hosts}
 """
     return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
 
@@ -148,3 +151,40 @@ async def test_collect_can_be_cancelled(tmp_path: Path) -> None:
         await collect(_inventory(tmp_path), tasks=tasks("general", "train")[:2], episodes=10_000)
     assert scope.cancelled_caught
     assert not _children()
+
+
+BAD_WORKER = """
+import os, sys
+from distrl import __version__
+from distrl.wire import PROTOCOL_VERSION, FrameStream, Hello
+import anyio
+from anyio.streams.file import FileReadStream, FileWriteStream
+
+async def main() -> None:
+    stream = FrameStream.from_pair(
+        receive=FileReadStream(open(0, "rb", buffering=0)), send=FileWriteStream(open(1, "wb", buffering=0))
+    )
+    hello = await stream.receive()
+    await stream.send(Hello(id=hello.id, role="worker", protocol=PROTOCOL_VERSION, distrl_version=__version__,
+                            host="bad", devices=hello.devices, compute={"pid": os.getpid()}))
+    await stream.receive()  # the Setup
+    os.write(1, b"DRL\\x01" + b"\\xff" * 64)  # a frame whose header cannot be read
+    await anyio.sleep(30)
+
+anyio.run(main)
+"""
+
+
+async def test_a_malformed_frame_closes_only_its_link(tmp_path: Path) -> None:
+    script = tmp_path / "bad_worker.py"
+    script.write_text(BAD_WORKER)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+    wrapper.chmod(0o755)
+    bad = f'[[hosts]]\nname = "bad"\naddress = "localhost"\npython = "{wrapper}"\n[hosts.devices]\nsim = 2\n'
+    inventory = _inventory(tmp_path, extra="max_restarts = 1", hosts=bad)
+    result = await collect(inventory, tasks=tasks("general", "train")[:3], episodes=4)
+    _accounted(result.stats, result.trajectories)
+    assert result.stats.completed == 4
+    assert {t.host for t in result.trajectories} == {"local"}
+    assert result.stats.restarts >= 1  # the bad host was tried again, then given up

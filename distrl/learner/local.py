@@ -15,7 +15,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from distrl.learner.checkpoint import Checkpoints
 from distrl.learner.trainer import Learner, UpdateReport
@@ -106,11 +105,13 @@ def train_local(
         if on_round is not None:
             on_round(finished)
         if checkpoints is not None and checkpoint_every and finished.round % checkpoint_every == 0:
-            checkpoints.write(learner.updates, _saver(learner))
+            _save(learner, checkpoints)
     if checkpoints is not None and done and not (checkpoint_every and done[-1].round % checkpoint_every == 0):
-        checkpoints.write(learner.updates, _saver(learner))
+        _save(learner, checkpoints)
     return done
 
 
-def _saver(learner: Learner) -> Callable[[Path], None]:
-    return learner.save
+def _save(learner: Learner, checkpoints: Checkpoints) -> None:
+    latest = checkpoints.latest()
+    if latest is None or latest.name != f"step-{learner.updates:09d}":  # else: no update since
+        checkpoints.write(learner.updates, learner.save)

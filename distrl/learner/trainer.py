@@ -141,6 +141,8 @@ class Learner:
             max_policy_lag=max_policy_lag,
             seed=seed,
         )
+        self.refused_cut_short = 0
+        """Trajectories ``add`` refused because a failure cut them short."""
         self.rng = random.Random(f"learner/{seed}")
         """Reserved for the learner's own draws; saved and restored with checkpoints."""
 
@@ -149,7 +151,11 @@ class Learner:
         return self.updates
 
     def add(self, trajectory: Trajectory) -> bool:
-        """Put a scored trajectory in the replay buffer; False if it was refused (empty or too stale)."""
+        """Put a scored trajectory in the replay buffer; False if it was refused: empty, too stale, or
+        cut short by a device or policy failure (its outcome says nothing about the policy)."""
+        if trajectory.cut_short:
+            self.refused_cut_short += 1
+            return False
         return self.replay.add(trajectory, learner_version=self.updates)
 
     def stats(self) -> ReplayStats:
