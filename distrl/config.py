@@ -161,6 +161,9 @@ class LearnerSettings:
     """Replay buffer size in steps."""
     grad_clip: float = _num(1.0, gt=0)
     """Global gradient-norm clip."""
+    critic_warmup_updates: int = _num(20, ge=0)
+    """The first updates train only the critics (``a-ride`` and ``digirl``), so that the actor's first
+    advantages come from a critic that has learnt something."""
     min_new_trajectories: int = _num(4, ge=0)
     """An update waits until this many new trajectories have reached the learner since the last one (0:
     update continuously); it keeps the learner from overfitting a buffer that refills slowly."""

@@ -38,6 +38,7 @@ def played() -> list[Trajectory]:
 
 
 def _learner(algorithm: str = "a-ride", **changes: Any) -> Learner:
+    changes.setdefault("critic_warmup_updates", 0)
     settings = LearnerSettings(algorithm=algorithm, batch_size=3, micro_batch=8, lr_actor=1e-2, **changes)  # type: ignore[arg-type]
     return Learner(_policy(), settings, seed=0)
 
@@ -227,3 +228,19 @@ def test_train_local_plays_trains_and_checkpoints(tmp_path: Path) -> None:
     assert latest.name == "step-000000002"
     with pytest.raises(ValueError, match="budget"):
         train_local(learner)
+
+
+def test_the_actor_waits_for_the_critic_warm_up(played: list[Trajectory]) -> None:
+    learner = _filled("a-ride", played, critic_warmup_updates=2)
+    start = _adapter(learner)
+    critics = _snapshot(learner.critics)
+    for _ in range(2):
+        report = learner.update()
+        assert report is not None
+        assert report.trained_steps == 0
+    assert all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
+    assert not all(torch.equal(v, critics[k]) for k, v in learner.critics.state_dict().items())
+    report = learner.update()
+    assert report is not None
+    assert report.trained_steps > 0
+    assert not all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())

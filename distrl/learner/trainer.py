@@ -26,6 +26,9 @@ One ``update()``:
      A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
      advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
    - filtered BC: −E[log π(a_t|s_t)] over the steps of successful trajectories.
+   During the first ``critic_warmup_updates`` updates only the critics train (A-RIDE and DigiRL): the
+   advantages of an untrained critic (V ≈ 0.5 everywhere) would push down every action of every failed
+   episode, and unlearn the behaviour-cloned start (DigiRL pre-trains its critics the same way).
 6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
    the learner holds) goes up by one.
 
@@ -216,6 +219,8 @@ class Learner:
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
+        if self.updates < settings.critic_warmup_updates and settings.algorithm != "filtered-bc":
+            keep = torch.zeros_like(keep)  # critics first: advantages from an untrained critic mislead
         actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights, invalid)
 
         self.replay.update_priorities(batch.keys, priorities)
