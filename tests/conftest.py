@@ -1,5 +1,6 @@
 """Shared test settings (anyio on asyncio, bounded hypothesis runs) and fixtures: a real adb server
-(``adb_server``) and simulated phones it sees as emulators (``sim_fleet``)."""
+(``adb_server``), simulated phones it sees as emulators (``sim_fleet``) and a real OpenSSH server on
+loopback (``sshd``, from ``sshd_server``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, settings
+from sshd_server import sshd
+
+__all__ = ["sshd"]  # a fixture: defined in sshd_server, offered to every test module from here
 
 if TYPE_CHECKING:
     from distrl.sim.server import ServedPhone

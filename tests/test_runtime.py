@@ -6,6 +6,7 @@ and each trajectory arrives once.
 
 from __future__ import annotations
 
+import getpass
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from sshd_server import Sshd
 
 from distrl import runtime
 from distrl.config import Inventory, parse_inventory
@@ -23,8 +25,11 @@ from distrl.sim.suites import tasks
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
-def _inventory(tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "") -> Inventory:
-    """Simulated phones at 270×600 without latency, a worker on this machine, and ``hosts`` appended."""
+def _inventory(
+    tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "", local: bool = True
+) -> Inventory:
+    """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
+    and ``hosts`` appended."""
     text = f"""
 [run]
 name = "t"
@@ -46,15 +51,23 @@ height = 600
 latency = "off"
 nuisances = false
 
-[[hosts]]
-name = "local"
-address = "localhost"
-
-[hosts.devices]
-sim = {devices}
+{_local_host(devices) if local else ""}
 {hosts}
 """
     return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+
+
+def _local_host(devices: int) -> str:
+    return f'[[hosts]]\nname = "local"\naddress = "localhost"\n[hosts.devices]\nsim = {devices}\n'
+
+
+def _ssh_host(server: Sshd) -> str:
+    return (
+        f'[[hosts]]\nname = "ssh"\naddress = "127.0.0.1"\ntransport = "ssh"\nport = {server.port}\n'
+        f'user = "{getpass.getuser()}"\nidentity_file = "{server.client_key}"\n'
+        f'known_hosts_file = "{server.known_hosts}"\npython = "{sys.executable}"\n'
+        "[hosts.devices]\nsim = 2\n"
+    )
 
 
 def _accounted(
@@ -188,3 +201,30 @@ async def test_a_malformed_frame_closes_only_its_link(tmp_path: Path) -> None:
     assert result.stats.completed == 4
     assert {t.host for t in result.trajectories} == {"local"}
     assert result.stats.restarts >= 1  # the bad host was tried again, then given up
+
+
+async def test_training_over_ssh_survives_a_cut_connection(
+    tmp_path: Path, sshd: Sshd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    cut: list[int] = []
+
+    def cut_once(stats: RunStats) -> None:
+        if cut or stats.in_flight == 0 or stats.completed < 2:
+            return
+        for pid in _children_of(sshd.pid):  # sshd serves each connection in a child of its own
+            os.kill(pid, signal.SIGKILL)
+            cut.append(pid)
+
+    inventory = _inventory(tmp_path, extra="max_trajectories = 8", hosts=_ssh_host(sshd), local=False)
+    stats = await train(inventory, on_progress=cut_once)
+    assert cut, "the connection was never cut"
+    _accounted(stats)
+    assert stats.completed == 8
+    assert stats.failed["link_lost"] >= 1
+    assert stats.restarts >= 1
+    assert stats.updates >= 1
+
+
+def _children_of(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,21 +28,19 @@ import textwrap
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import anyio
 import asyncssh
 import pytest
+from sshd_server import Sshd, free_port
 
 from distrl.config import Devices, Host, Timeouts
 from distrl.errors import TransportError, TransportTimeout
 from distrl.fleet import probe_host
 from distrl.transport import open_host, remote_command
 
-SSHD_START_S = 10.0
-"""Limit on sshd coming up, seconds."""
 WORKER_GONE_S = 10.0
 """How soon a worker must be gone once its learner is killed, seconds."""
 TIMEOUTS = Timeouts(
@@ -55,144 +52,6 @@ TIMEOUTS = Timeouts(
     heartbeat_timeout_s=5,
     cleanup_s=2,
 )
-
-
-def _find_sshd() -> str | None:
-    found = shutil.which("sshd")
-    candidates = [found] if found else []
-    candidates += ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"]
-    return next((path for path in candidates if os.access(path, os.X_OK)), None)
-
-
-@dataclass(frozen=True)
-class Sshd:
-    """A running sshd of our own, and what it takes to log in to it."""
-
-    port: int
-    folder: Path
-    host_key: str
-    """Its public host key, as ``<type> <base64>``."""
-    client_key: Path
-    """A private key that ``authorized_keys`` lets in."""
-    stranger_key: Path
-    """A private key that it does not let in."""
-    known_hosts: Path
-    log: Path
-
-    def host(self, name: str = "ssh", **changes: object) -> Host:
-        """A ``Host`` that logs in to this sshd as the current user, checking its host key."""
-        host = Host(
-            name=name,
-            address="127.0.0.1",
-            transport="ssh",
-            port=self.port,
-            user=getpass.getuser(),
-            identity_file=str(self.client_key),
-            known_hosts_file=str(self.known_hosts),
-            python=sys.executable,
-            devices=Devices(sim=2),
-        )
-        return dataclasses.replace(host, **changes)  # type: ignore[arg-type]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _keygen(path: Path) -> None:
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
-        check=True,
-        stdin=subprocess.DEVNULL,
-        timeout=10,
-    )
-
-
-def _start_sshd(binary: str, folder: Path, port: int) -> subprocess.Popen[bytes] | None:
-    """sshd on ``port``, once it accepts connections; None if the port was taken meanwhile."""
-    config = folder / "sshd_config"
-    config.write_text(
-        textwrap.dedent(
-            f"""\
-            ListenAddress 127.0.0.1
-            Port {port}
-            HostKey {folder / "host_key"}
-            PidFile {folder / "sshd.pid"}
-            AuthorizedKeysFile {folder / "authorized_keys"}
-            StrictModes no
-            UsePAM no
-            PasswordAuthentication no
-            KbdInteractiveAuthentication no
-            PubkeyAuthentication yes
-            PermitRootLogin prohibit-password
-            AllowTcpForwarding yes
-            UseDNS no
-            PrintMotd no
-            LogLevel INFO
-            """
-        )
-    )
-    log = folder / "sshd.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [binary, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
-        )
-    deadline = time.monotonic() + SSHD_START_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            if "Address already in use" in log.read_text():
-                return None
-            pytest.fail(f"sshd exited with status {process.returncode}: {log.read_text()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return process
-        time.sleep(0.02)
-    process.kill()
-    process.wait(timeout=5)
-    pytest.fail(f"sshd did not accept connections on port {port} within {SSHD_START_S} s: {log.read_text()}")
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    binary = _find_sshd()
-    if binary is None:
-        pytest.skip("OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)")
-    folder = tmp_path_factory.mktemp("sshd")
-    for name in ("host_key", "client_key", "stranger_key"):
-        _keygen(folder / name)
-    (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
-    if os.geteuid() == 0:
-        # sshd running as root wants its privilege separation folder, which its service unit would make.
-        Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
-    for _ in range(3):
-        port = _free_port()
-        process = _start_sshd(binary, folder, port)
-        if process is not None:
-            break
-    else:
-        pytest.fail("found no free port for sshd in 3 tries")
-    host_key = " ".join((folder / "host_key.pub").read_text().split()[:2])
-    known_hosts = folder / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {host_key}\n")
-    try:
-        yield Sshd(
-            port=port,
-            folder=folder,
-            host_key=host_key,
-            client_key=folder / "client_key",
-            stranger_key=folder / "stranger_key",
-            known_hosts=known_hosts,
-            log=folder / "sshd.log",
-        )
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def _local_host(name: str = "local", **changes: object) -> Host:
@@ -420,7 +279,7 @@ async def test_a_jump_host_tunnels_the_connection(sshd: Sshd) -> None:
 
 @pytest.mark.anyio
 async def test_an_unreachable_jump_host_is_named(sshd: Sshd) -> None:
-    host = sshd.host("jumped", proxy_jump=f"{getpass.getuser()}@127.0.0.1:{_free_port()}")
+    host = sshd.host("jumped", proxy_jump=f"{getpass.getuser()}@127.0.0.1:{free_port()}")
     with anyio.fail_after(10), pytest.raises(TransportError) as caught:
         await probe_host(host, TIMEOUTS)
     assert caught.value.phase == "connect"
@@ -429,7 +288,7 @@ async def test_an_unreachable_jump_host_is_named(sshd: Sshd) -> None:
 
 @pytest.mark.anyio
 async def test_a_closed_port_fails_fast(sshd: Sshd) -> None:
-    host = sshd.host("closed", port=_free_port())
+    host = sshd.host("closed", port=free_port())
     started = time.monotonic()
     with anyio.fail_after(10), pytest.raises(TransportError) as caught:
         await probe_host(host, TIMEOUTS)
