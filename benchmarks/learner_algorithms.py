@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--lr-actor", type=float, default=1e-3, help="adapter learning rate (default 1e-3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-episodes", type=int, default=0, help="test tasks evaluated (0: all 213)")
+    parser.add_argument(
+        "--figure", default="learner-curves.png", help="plot file in benchmarks/figures (default %(default)s)"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny budgets and samples")
     args = parser.parse_args()
     if args.quick:
@@ -155,7 +158,7 @@ def main() -> None:
                 ),
             }
             print(f"{name}: general test success {after[name]:.3f}", file=sys.stderr, flush=True)
-        figure = FIGURES / "learner-curves.png"
+        figure = FIGURES / args.figure
         _plot(curves, before, after, figure)
         a_ride, digirl = after.get("a-ride"), after.get("digirl")
         print(

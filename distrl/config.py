@@ -178,7 +178,8 @@ class PolicySettings:
     """The policy model, its adapter, decoding and batched inference."""
 
     model: str = "tiny"
-    """``tiny`` (built in) or a local folder that ``transformers`` can load."""
+    """``tiny`` (built in) or a local folder that ``transformers`` can load (a relative path starts at the
+    inventory's folder; every host must have the model at that path)."""
     adapter: str = ""
     """A PEFT adapter folder to start from; empty for a fresh LoRA adapter."""
     lora_rank: int = _num(16, gt=0)
@@ -422,6 +423,12 @@ class _Reader:
         sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
         run: RunSettings = sections["run"]
         sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
+        policy: PolicySettings = sections["policy"]
+        sections["policy"] = dataclasses.replace(
+            policy,
+            model=policy.model if policy.model == "tiny" else self.local_path(policy.model),
+            adapter=self.local_path(policy.adapter),
+        )
         if run.max_policy_lag < run.publish_every - 1:
             raise self.fail(
                 "run.max_policy_lag",

@@ -111,6 +111,8 @@ class RunStats:
     """Median staleness (versions) of recent steps when they reached the learner."""
     hosts_up: int = 0
     hosts: int = 0
+    recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
+    """Success of the last 100 trajectories, oldest first."""
 
     @property
     def in_flight(self) -> int:
@@ -121,6 +123,11 @@ class RunStats:
         return self.successes / self.completed if self.completed else 0.0
 
     @property
+    def recent_success_rate(self) -> float:
+        """Success over the last 100 trajectories: the one that shows learning."""
+        return sum(self.recent) / len(self.recent) if self.recent else 0.0
+
+    @property
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
@@ -128,6 +135,7 @@ class RunStats:
         """One line of progress, as ``python -m distrl run`` prints it."""
         return (
             f"{self.elapsed_s:6.0f} s  episodes {self.completed} ({self.success_rate:.0%} success, "
+            f"last {len(self.recent)}: {self.recent_success_rate:.0%}, "
             f"{sum(self.failed.values())} failed, {self.in_flight} running)  {self.steps_per_s:.1f} steps/s  "
             f"policy v{self.policy_version} lag p50 {self.lag_p50}  updates {self.updates}  "
             f"hosts {self.hosts_up}/{self.hosts} up"
@@ -365,6 +373,8 @@ class _Fleet:
             trajectory = dataclasses.replace(trajectory, steps=steps)
         self.stats.completed += 1
         self.stats.successes += bool(trajectory.success)
+        if not trajectory.cut_short:
+            self.stats.recent.append(bool(trajectory.success))
         self.stats.steps += len(steps)
         self.stats.device_errors += trajectory.end_reason == "device_error"
         self.stats.cut_short += trajectory.cut_short
@@ -656,7 +666,6 @@ class _Board:
             self.writer = SummaryWriter(log_dir=str(folder))
         self.last_steps = 0
         self.last_time = time.monotonic()
-        self.recent: collections.deque[bool] = collections.deque(maxlen=100)
 
     def update(self, report: UpdateReport, learner: Learner) -> None:
         if self.writer is None:
@@ -697,10 +706,15 @@ class _Board:
         if self.writer is not None:
             elapsed = stats.elapsed_s
             self.writer.add_scalar("collect/success_rate", stats.success_rate, stats.completed)
+            self.writer.add_scalar(
+                "collect/success_rate_last_100", stats.recent_success_rate, stats.completed
+            )
             self.writer.add_scalar("collect/steps_per_s", stats.steps_per_s, int(elapsed))
             self.writer.add_scalar("collect/trajectories", stats.completed, int(elapsed))
             self.writer.add_scalar("collect/failed", sum(stats.failed.values()), int(elapsed))
             self.writer.add_scalar("fleet/hosts_up", len(fleet.hosts_up), int(elapsed))
+            devices = max(1, fleet.inventory.device_count)
+            self.writer.add_scalar("fleet/device_utilisation", stats.in_flight / devices, int(elapsed))
             self.writer.add_scalar("fleet/restarts", stats.restarts, int(elapsed))
             self.writer.add_scalar("weights/bytes", stats.weight_bytes, int(elapsed))
             if fleet.push_s:

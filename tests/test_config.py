@@ -257,6 +257,7 @@ def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_text(
         '[run]\nname = "exp"\noutput_dir = "out"\n[defaults]\nidentity_file = "keys/id"\n'
+        '[policy]\nmodel = "models/bc"\nadapter = "adapters/a1"\n'
         '[[hosts]]\nname = "a"\naddress = "localhost"\nworkdir = "work"\ndevices = { sim = 1 }\n'
         '[[hosts]]\nname = "b"\naddress = "10.0.0.2"\nworkdir = "remote"\ndevices = { sim = 1 }\n'
         'known_hosts_file = "~/kh"\n'
@@ -264,6 +265,9 @@ def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     inventory = load_inventory(path)
     local, remote = inventory.hosts
     assert inventory.output_dir == path.parent / "out" / "exp"
+    assert inventory.policy.model == str(path.parent / "models" / "bc")
+    assert inventory.policy.adapter == str(path.parent / "adapters" / "a1")
+    assert load_inventory(EXAMPLE).policy.model == "tiny"  # the built-in model is a name, not a path
     assert local.workdir == str(path.parent / "work")
     assert local.identity_file == remote.identity_file == str(path.parent / "keys" / "id")
     assert remote.workdir == "remote"  # on the remote host: relative to the remote home

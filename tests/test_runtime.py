@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 from sshd_server import Sshd
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl import runtime
 from distrl.config import Inventory, parse_inventory
@@ -30,7 +31,14 @@ def _inventory(
 ) -> Inventory:
     """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
     and ``hosts`` appended."""
-    text = f"""
+    text = _inventory_text(tmp_path, devices=devices, extra=extra, hosts=hosts, local=local)
+    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+
+
+def _inventory_text(
+    tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "", local: bool = True
+) -> str:
+    return f"""
 [run]
 name = "t"
 output_dir = "{tmp_path / "runs"}"
@@ -54,7 +62,6 @@ nuisances = false
 {_local_host(devices) if local else ""}
 {hosts}
 """
-    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
 
 
 def _local_host(devices: int) -> str:
@@ -107,7 +114,13 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     checkpoints = sorted((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
     assert checkpoints
     assert checkpoints[-1].name == f"step-{stats.updates:09d}"
-    assert list((tmp_path / "runs" / "t" / "tensorboard").glob("events.out.tfevents.*"))
+    board = EventAccumulator(str(tmp_path / "runs" / "t" / "tensorboard"))
+    board.Reload()  # TensorBoard's own reader
+    scalars = set(board.Tags()["scalars"])
+    expected = {"learner/actor_loss", "learner/critic_loss", "collect/success_rate", "weights/bytes"}
+    assert expected <= scalars, scalars
+    assert "learner/staleness" in board.Tags()["histograms"]
+    assert [event.value for event in board.Scalars("collect/trajectories")][-1] == 10
 
     again = await train(inventory, resume=True)
     assert again.completed == 10
@@ -228,3 +241,15 @@ async def test_training_over_ssh_survives_a_cut_connection(
 
 def _children_of(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path: Path) -> None:
+    text = _inventory_text(tmp_path, extra="max_trajectories = 6")
+    faults = text.replace("nuisances = false", "nuisances = false\ncrash_rate = 0.04\nhang_rate = 0.02")
+    quick = "[timeouts]\ndevice_act_s = 2\ndevice_observe_s = 2\n"  # a hang costs 2 s, not 30
+    inventory = parse_inventory(faults + quick, source=str(tmp_path / "hosts.toml"))
+    stats = await train(inventory)
+    _accounted(stats)
+    assert stats.completed == 6
+    assert stats.device_errors >= 1  # a crash or a hang cut an episode short ...
+    assert stats.cut_short == stats.device_errors  # ... and the learner left it out

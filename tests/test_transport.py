@@ -81,7 +81,10 @@ def _gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     # A zombie (exited, not yet reaped) counts as gone.
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True  # reaped between the two looks
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 

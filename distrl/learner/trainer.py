@@ -19,9 +19,11 @@ One ``update()``:
 5. Actor step (AdamW on the adapter, ``lr_actor``), gradients accumulated over ``micro_batch`` chunks
    in training mode:
    - A-RIDE, Eq. 1: L_π = −E[w·min(ρ_t, ρ̄)·A_t·log π(a_t|s_t)] − β·E[w·H(π(·|s_t))]
-     + κ·E[w·1{a_t invalid}·log π(a_t|s_t)]. ρ̄ is ``rho_clip`` (``inf``: unclipped, as written in the
-     paper). The penalty term lowers the likelihood of answers that did not parse, like an advantage
-     of −κ on them; the paper's P_invalid came from a judge, here parsing decides.
+     + κ·E[w·min(ρ_t, ρ̄)·1{a_t invalid}·log π(a_t|s_t)]. ρ̄ is ``rho_clip`` (``inf``: unclipped, as
+     written in the paper). The penalty lowers the likelihood of answers that did not parse: an
+     advantage of −κ on them, weighted by the same ratio, so that its push fades once such an answer has
+     become unlikely (an unweighted −log-likelihood push never stops, and wrecks the policy). The paper's
+     P_invalid came from a judge; here parsing decides.
    - DigiRL: −E[log π(a_t|s_t)] over the steps kept by its hard filters: step advantage
      A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
      advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
@@ -209,19 +211,21 @@ class Learner:
             rhos[start:end] = rho
             targets[start:end] = target
             advantages[start:end] = advantage
-            if settings.algorithm == "a-ride":
-                coefficients[start:end] = rho.clamp(max=settings.rho_clip) * advantage
         invalid = torch.tensor(
             [isinstance(step.action, InvalidAction) for _, step in steps],
             dtype=torch.float32,
             device=self.policy.device,
         )
+        if settings.algorithm == "a-ride":
+            coefficients = rhos.clamp(max=settings.rho_clip) * (
+                advantages - settings.invalid_penalty * invalid
+            )
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
         if self.updates < settings.critic_warmup_updates and settings.algorithm != "filtered-bc":
             keep = torch.zeros_like(keep)  # critics first: advantages from an untrained critic mislead
-        actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights, invalid)
+        actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights)
 
         self.replay.update_priorities(batch.keys, priorities)
         self.replay.advance()
@@ -345,7 +349,6 @@ class Learner:
         keep: torch.Tensor,
         coefficients: torch.Tensor,
         weights: torch.Tensor,
-        invalid: torch.Tensor,
     ) -> float:
         settings = self.settings
         a_ride = settings.algorithm == "a-ride"
@@ -366,7 +369,6 @@ class Learner:
                     loss = (
                         -(w * coefficients[index] * logprob).sum()
                         - settings.entropy_coef * (w * entropy).sum()
-                        + settings.invalid_penalty * (w * invalid[index] * logprob).sum()
                     ) / total
                 else:
                     loss = -(coefficients[index] * logprob).sum() / total
