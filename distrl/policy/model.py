@@ -35,6 +35,7 @@ from typing import Any, Literal, NamedTuple
 
 import peft
 import torch
+import transformers
 from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
 
 from distrl.actions import parse_action
@@ -381,6 +382,8 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 def _load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
     if model == "tiny":
         return build_tiny(seed)
+    # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
     folder = Path(model).expanduser()
     where = repr(str(folder))
     if not folder.is_dir():
