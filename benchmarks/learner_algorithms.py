@@ -20,6 +20,7 @@ training budgets, and four test evaluations of about 2–4 minutes each on 2 cor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -88,6 +89,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=16, help="episodes per round (default 16)")
     parser.add_argument("--updates", type=int, default=4, help="learner updates per round (default 4)")
     parser.add_argument("--lr-actor", type=float, default=1e-3, help="adapter learning rate (default 1e-3)")
+    parser.add_argument(
+        "--entropy-coef", type=float, default=None, help="A-RIDE's entropy bonus β (default: the setting's)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-episodes", type=int, default=0, help="test tasks evaluated (0: all 213)")
     parser.add_argument(
@@ -131,6 +135,8 @@ def main() -> None:
         for name in algorithms:
             policy = Policy.load(policy_settings, device="cpu", seed=args.seed)
             settings = LearnerSettings(algorithm=name, lr_actor=args.lr_actor)
+            if args.entropy_coef is not None:
+                settings = dataclasses.replace(settings, entropy_coef=args.entropy_coef)
             learner = Learner(policy, settings, seed=args.seed)
 
             def progress(r: Round, name: str = name) -> None:
@@ -172,6 +178,9 @@ def main() -> None:
                     "episodes_per_round": args.episodes,
                     "updates_per_round": args.updates,
                     "lr_actor": args.lr_actor,
+                    "entropy_coef": LearnerSettings().entropy_coef
+                    if args.entropy_coef is None
+                    else args.entropy_coef,
                     "test_episodes": test_episodes or "all",
                     "test_before": round(before, 4),
                     "algorithms": results,

@@ -105,7 +105,7 @@ class RunStats:
     weight_pushes: int = 0
     started: float = dataclasses.field(default_factory=time.monotonic)
     steps_per_s: float = 0.0
-    """Steps collected per second over the last progress period."""
+    """Steps the devices took per second over the last progress period (counted as they are streamed)."""
     policy_version: int = 0
     lag_p50: int = 0
     """Median staleness (versions) of recent steps when they reached the learner."""
@@ -179,8 +179,10 @@ class _LinkLost(Exception):
 class _Link:
     """One host's worker: sending, the dispatch of its replies, and the weights version it acked."""
 
-    def __init__(self, link: HostLink, timeouts: Timeouts) -> None:
+    def __init__(self, link: HostLink, timeouts: Timeouts, on_step: Callable[[], None]) -> None:
         self.link = link
+        self.on_step = on_step
+        """Called for every step the worker streams, as it happens."""
         self.name = link.host.name
         self.timeouts = timeouts
         self.version: int | None = None
@@ -191,7 +193,6 @@ class _Link:
         """Episode request id → episode id: a worker's error on a request names the request."""
         self.lost: str = ""
         self.last_heard = time.monotonic()
-        self.steps_seen = 0
         self.pushing = anyio.Lock()
         """Held while weights travel to this worker: one push at a time."""
 
@@ -270,7 +271,7 @@ class _Link:
                         if waiter is not None:
                             await waiter.send(message)
                     case StepReport():
-                        self.steps_seen += 1
+                        self.on_step()
                     case Heartbeat():
                         pass
                     case ErrorReport():
@@ -337,6 +338,8 @@ class _Fleet:
         self.settings_json = worker_settings_json(inventory)
         self.fresh = 0
         """Trajectories added since the last update."""
+        self.streamed_steps = 0
+        """Steps the workers have reported as they happened (the progress line's steps/s)."""
         self.push_s: list[float] = []
         """Seconds each publication took to reach every worker."""
         self.checkpoints: Checkpoints | None = None
@@ -345,6 +348,9 @@ class _Fleet:
         self.rounds = anyio.Condition()
         self.round = 0
         self.round_hosts: set[str] = set()
+
+    def count_step(self) -> None:
+        self.streamed_steps += 1
 
     def take(self) -> tuple[str, Task] | None:
         """The next episode to hand out, or None when the run has handed out what it needs."""
@@ -409,7 +415,7 @@ async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskG
         try:
             async with open_host(host, settings.timeouts) as raw:
                 await handshake(raw, settings.timeouts)
-                link = _Link(raw, settings.timeouts)
+                link = _Link(raw, settings.timeouts, fleet.count_step)
                 error: BaseException | None = None
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(link.read)
@@ -694,8 +700,8 @@ class _Board:
     def tick(self) -> None:
         fleet, stats = self.fleet, self.fleet.stats
         now = time.monotonic()
-        stats.steps_per_s = (stats.steps - self.last_steps) / max(1e-9, now - self.last_time)
-        self.last_steps, self.last_time = stats.steps, now
+        stats.steps_per_s = (fleet.streamed_steps - self.last_steps) / max(1e-9, now - self.last_time)
+        self.last_steps, self.last_time = fleet.streamed_steps, now
         lag = sorted(fleet.staleness[-500:])
         stats.lag_p50 = lag[len(lag) // 2] if lag else 0
         stats.policy_version = fleet.version
