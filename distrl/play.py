@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from distrl.policy import Policy, PolicyInput, Sample
-from distrl.records import Action, ActionType, EndReason, InvalidAction, Observation, Step, Task, Trajectory
+from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import is_successful, setup_commands, tasks
@@ -139,15 +139,11 @@ def rollouts(
         steps, final, started_at, duration = recorded
         if outcome.success and steps:
             steps[-1] = dataclasses.replace(steps[-1], reward=1.0)
-        if not outcome.ended:
-            reason = EndReason.STEP_LIMIT
-        elif (
-            isinstance(steps[-1].action, Action)
-            and steps[-1].action.type is ActionType.STATUS_TASK_IMPOSSIBLE
-        ):
-            reason = EndReason.IMPOSSIBLE
+        last = steps[-1].action
+        if outcome.ended and isinstance(last, Action):
+            reason = EndReason.chosen(last)
         else:
-            reason = EndReason.COMPLETE
+            reason = EndReason.STEP_LIMIT
         trajectories.append(
             Trajectory(
                 id=f"{id_prefix}/{seed}/{index}",
@@ -221,17 +217,7 @@ def _play(
                 if isinstance(sample.action, Action) and not ended:
                     perform(r.phone, sample.action)
                 if record is not None:
-                    r.steps.append(
-                        Step(
-                            index=len(r.steps),
-                            observation=seen,
-                            output=sample.text,
-                            action=sample.action,
-                            policy_version=record,
-                            behaviour_logprob=sample.logprob,
-                            duration_s=time.monotonic() - asked,
-                        )
-                    )
+                    r.steps.append(sample.step(len(r.steps), seen, record, time.monotonic() - asked))
                 limit = r.task.max_steps if max_steps is None else max_steps
                 if not ended and len(r.history) < limit:
                     still.append(r)

@@ -161,6 +161,11 @@ class EndReason(enum.StrEnum):
     CANCELLED = "cancelled"
     """The run stopped while the episode was in flight."""
 
+    @classmethod
+    def chosen(cls, action: Action) -> EndReason:
+        """Why an episode ends when the policy ends it with ``action`` (a STATUS action)."""
+        return cls.IMPOSSIBLE if action.type is ActionType.STATUS_TASK_IMPOSSIBLE else cls.COMPLETE
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Trajectory:

@@ -48,7 +48,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from distrl.config import Host, Inventory, PolicySettings, Timeouts, load_inventory, worker_settings_json
+from distrl.config import Host, Inventory, PolicySettings, load_inventory, worker_settings_json
 from distrl.errors import DistrlError, WeightsError, WireError
 from distrl.fleet import handshake
 from distrl.records import Task, Trajectory
@@ -179,12 +179,11 @@ class _LinkLost(Exception):
 class _Link:
     """One host's worker: sending, the dispatch of its replies, and the weights version it acked."""
 
-    def __init__(self, link: HostLink, timeouts: Timeouts, on_step: Callable[[], None]) -> None:
+    def __init__(self, link: HostLink, on_step: Callable[[], None]) -> None:
         self.link = link
         self.on_step = on_step
         """Called for every step the worker streams, as it happens."""
         self.name = link.host.name
-        self.timeouts = timeouts
         self.version: int | None = None
         self.ids = 0
         self.replies: dict[int, MemoryObjectSendStream[Message]] = {}
@@ -323,7 +322,6 @@ class _Fleet:
         """Trajectories waiting for the trainer to add them (it adds between updates)."""
         self.links: dict[str, _Link] = {}
         self.hosts_up: set[str] = set()
-        self.hosts_down: set[str] = set()
         self.stop = anyio.Event()
         self.arrived = anyio.Event()
         self.counter = 0
@@ -415,7 +413,7 @@ async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskG
         try:
             async with open_host(host, settings.timeouts) as raw:
                 await handshake(raw, settings.timeouts)
-                link = _Link(raw, settings.timeouts, fleet.count_step)
+                link = _Link(raw, fleet.count_step)
                 error: BaseException | None = None
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(link.read)
@@ -433,7 +431,6 @@ async def _host_loop(host: Host, fleet: _Fleet, sessions: Callable[[_Link, TaskG
         except _LINK_ERRORS as exc:
             failures += 1
             log.warning("host %s: %s", host.name, exc or type(exc).__name__)
-        fleet.hosts_down.add(host.name)
         if failures > settings.run.max_restarts:
             log.error(
                 "host %s: given up after %d failures in a row; the run goes on without it",
@@ -463,7 +460,6 @@ async def _serve_host(
                 while link.version != fleet.version:  # a publication may land while this one travels
                     await _push(link, fleet)
         fleet.hosts_up.add(name)
-        fleet.hosts_down.discard(name)
         log.info("host %s: up, %d device(s)", name, len(link.link.host.devices.serials))
         await sessions(link, tg)
     finally:

@@ -330,21 +330,13 @@ class _Agent:
                     sample, version = await self.batcher(
                         PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
                     )
-                step = Step(
-                    index=index,
-                    observation=observation,
-                    output=sample.text,
-                    action=sample.action,
-                    policy_version=version,
-                    behaviour_logprob=sample.logprob,
-                    duration_s=time.perf_counter() - asked,
-                )
+                step = sample.step(index, observation, version, time.perf_counter() - asked)
                 steps.append(step)
                 history.append(sample.action)
                 await self.stream.send(StepReport(episode_id=request.episode_id, step=step))
                 if isinstance(sample.action, Action):
                     if sample.action.type.ends_episode:
-                        reason = _end_reason(sample.action)
+                        reason = EndReason.chosen(sample.action)
                         break
                     await device.act(sample.action)
                 observation = await device.observe()
@@ -375,12 +367,6 @@ class _Agent:
         for device in self.devices.values():
             with contextlib.suppress(Exception):
                 await device.aclose()
-
-
-def _end_reason(action: Action) -> EndReason:
-    from distrl.records import ActionType
-
-    return EndReason.IMPOSSIBLE if action.type is ActionType.STATUS_TASK_IMPOSSIBLE else EndReason.COMPLETE
 
 
 def _success(task: Task, state: dict[str, Any] | None) -> bool | None:

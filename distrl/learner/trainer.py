@@ -146,8 +146,6 @@ class Learner:
             max_policy_lag=max_policy_lag,
             seed=seed,
         )
-        self.refused_cut_short = 0
-        """Trajectories ``add`` refused because a failure cut them short."""
         self.rng = random.Random(f"learner/{seed}")
         """Reserved for the learner's own draws; saved and restored with checkpoints."""
 
@@ -159,7 +157,6 @@ class Learner:
         """Put a scored trajectory in the replay buffer; False if it was refused: empty, too stale, or
         cut short by a device or policy failure (its outcome says nothing about the policy)."""
         if trajectory.cut_short:
-            self.refused_cut_short += 1
             return False
         return self.replay.add(trajectory, learner_version=self.updates)
 
@@ -188,7 +185,6 @@ class Learner:
             [batch.weights[i] for i, _ in steps], dtype=torch.float32, device=self.policy.device
         )
         success = [1.0 if t.success else 0.0 for t in batch.trajectories]
-        coefficients = torch.zeros(len(steps), device=self.policy.device)
         targets = torch.zeros(len(steps), device=self.policy.device)
         advantages = torch.zeros(len(steps), device=self.policy.device)
         rhos = torch.zeros(len(steps), device=self.policy.device)
@@ -216,10 +212,8 @@ class Learner:
             dtype=torch.float32,
             device=self.policy.device,
         )
-        if settings.algorithm == "a-ride":
-            coefficients = rhos.clamp(max=settings.rho_clip) * (
-                advantages - settings.invalid_penalty * invalid
-            )
+        # A-RIDE's weight on −log π; the baselines replace it with their filters' 0/1
+        coefficients = rhos.clamp(max=settings.rho_clip) * (advantages - settings.invalid_penalty * invalid)
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)

@@ -43,7 +43,7 @@ from distrl.config import PolicySettings
 from distrl.errors import PolicyError
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
 from distrl.policy.tiny import build_tiny
-from distrl.records import Action, InvalidAction
+from distrl.records import Action, InvalidAction, Observation, Step
 
 __all__ = ["Policy", "Sample", "Scores", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
 
@@ -77,6 +77,19 @@ class Sample:
     """The tokens sampled, up to and with the end token."""
     sampled_logprob: float
     """Σ log π of ``token_ids`` at temperature 1, from the generation's logits."""
+
+    def step(self, index: int, observation: Observation, version: int, duration_s: float) -> Step:
+        """This answer as the ``index``-th step of a trajectory: what was seen, said, meant and by which
+        weights, with ``logprob`` as the behaviour log-prob."""
+        return Step(
+            index=index,
+            observation=observation,
+            output=self.text,
+            action=self.action,
+            policy_version=version,
+            behaviour_logprob=self.logprob,
+            duration_s=duration_s,
+        )
 
 
 class Scores(NamedTuple):
