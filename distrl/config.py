@@ -173,13 +173,21 @@ class LearnerSettings:
     """λ of DigiRL's doubly robust step advantage (``algorithm = "digirl"`` only)."""
 
 
+EXPERT = "expert"
+"""``[policy] model`` naming the simulated phone's scripted expert instead of a model."""
+BUILT_IN_MODELS = frozenset({"tiny", EXPERT})
+"""``[policy] model`` values that name something built in, not a folder."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class PolicySettings:
     """The policy model, its adapter, decoding and batched inference."""
 
     model: str = "tiny"
-    """``tiny`` (built in) or a local folder that ``transformers`` can load (a relative path starts at the
-    inventory's folder; every host must have the model at that path)."""
+    """``tiny`` (built in), a local folder that ``transformers`` can load (a relative path starts at the
+    inventory's folder; every host must have the model at that path), or ``expert``: the simulated
+    phone's scripted expert, which needs no model and cannot be trained (``collect`` on sim devices only:
+    demonstrations, and benchmarks of the fleet without inference cost)."""
     adapter: str = ""
     """A PEFT adapter folder to start from; empty for a fresh LoRA adapter."""
     lora_rank: int = _num(16, gt=0)
@@ -426,7 +434,7 @@ class _Reader:
         policy: PolicySettings = sections["policy"]
         sections["policy"] = dataclasses.replace(
             policy,
-            model=policy.model if policy.model == "tiny" else self.local_path(policy.model),
+            model=policy.model if policy.model in BUILT_IN_MODELS else self.local_path(policy.model),
             adapter=self.local_path(policy.adapter),
         )
         if run.max_policy_lag < run.publish_every - 1:
@@ -639,6 +647,8 @@ def _describe(value: object) -> str:
 
 
 __all__ = [
+    "BUILT_IN_MODELS",
+    "EXPERT",
     "Devices",
     "Host",
     "Inventory",

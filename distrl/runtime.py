@@ -48,8 +48,8 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from distrl.config import Host, Inventory, PolicySettings, load_inventory, worker_settings_json
-from distrl.errors import DistrlError, WeightsError, WireError
+from distrl.config import EXPERT, Host, Inventory, PolicySettings, load_inventory, worker_settings_json
+from distrl.errors import ConfigError, DistrlError, WeightsError, WireError
 from distrl.fleet import handshake
 from distrl.records import Task, Trajectory
 from distrl.transport import HostLink, open_host
@@ -93,6 +93,9 @@ class RunStats:
     """Tasks of failed episodes that went back to the sampler."""
     successes: int = 0
     steps: int = 0
+    """Steps of the trajectories in ``completed``."""
+    steps_streamed: int = 0
+    """Steps the devices reported as they took them (those of episodes that failed later too)."""
     device_errors: int = 0
     """Trajectories that came back cut short by a device failure (counted in ``completed`` too)."""
     cut_short: int = 0
@@ -336,8 +339,6 @@ class _Fleet:
         self.settings_json = worker_settings_json(inventory)
         self.fresh = 0
         """Trajectories added since the last update."""
-        self.streamed_steps = 0
-        """Steps the workers have reported as they happened (the progress line's steps/s)."""
         self.push_s: list[float] = []
         """Seconds each publication took to reach every worker."""
         self.checkpoints: Checkpoints | None = None
@@ -348,7 +349,7 @@ class _Fleet:
         self.round_hosts: set[str] = set()
 
     def count_step(self) -> None:
-        self.streamed_steps += 1
+        self.stats.steps_streamed += 1
 
     def take(self) -> tuple[str, Task] | None:
         """The next episode to hand out, or None when the run has handed out what it needs."""
@@ -696,8 +697,8 @@ class _Board:
     def tick(self) -> None:
         fleet, stats = self.fleet, self.fleet.stats
         now = time.monotonic()
-        stats.steps_per_s = (fleet.streamed_steps - self.last_steps) / max(1e-9, now - self.last_time)
-        self.last_steps, self.last_time = fleet.streamed_steps, now
+        stats.steps_per_s = (stats.steps_streamed - self.last_steps) / max(1e-9, now - self.last_time)
+        self.last_steps, self.last_time = stats.steps_streamed, now
         lag = sorted(fleet.staleness[-500:])
         stats.lag_p50 = lag[len(lag) // 2] if lag else 0
         stats.policy_version = fleet.version
@@ -844,6 +845,13 @@ async def train(
     from distrl.policy import Policy
 
     inventory = _inventory(hosts)
+    if inventory.policy.model == EXPERT:
+        raise ConfigError.at(
+            "policy.model",
+            'the expert is scripted and cannot be trained; give a model ("tiny" or a folder), or use'
+            " collect to record the expert's episodes",
+            inventory.source or None,
+        )
     run = inventory.run
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)

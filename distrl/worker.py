@@ -9,7 +9,8 @@ end of input means the learner is gone, and the worker exits. Its protocol, in o
    - ``Heartbeat``: echoed;
    - ``Setup``: the policy, sim and timeout settings. The worker opens its devices (``sim-N`` are
      in-process simulated phones, anything else an adb serial) and loads its policy replica, then
-     acks; a bad setting or an unloadable model is an ``ErrorReport``;
+     acks; a bad setting or an unloadable model is an ``ErrorReport``. With ``model = "expert"`` there
+     is no model: the simulated phone's scripted expert chooses each step (sim devices only);
    - ``Weights``: a full snapshot or a diff against the version held, applied between inference
      batches (``Batcher.exclusive``), verified against the learner's checksum, then acked with the new
      version. A diff that does not apply changes nothing and is answered with its ``WeightsError``:
@@ -47,7 +48,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from distrl import __version__
-from distrl.config import WorkerSettings, parse_worker_settings
+from distrl.config import EXPERT, WorkerSettings, parse_worker_settings
 from distrl.errors import DeviceError, DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.wire import (
@@ -194,32 +195,41 @@ class _Agent:
             raise DistrlError("this worker is already set up")
         settings = parse_worker_settings(message.settings)
         from distrl.device.sim import sim_device
-        from distrl.policy import Policy
-        from distrl.policy.batching import Batcher
 
         started = time.perf_counter()
-        policy = await anyio.to_thread.run_sync(
-            lambda: Policy.load(settings.policy, device="auto", seed=settings.seed)
-        )
+        expert = settings.policy.model == EXPERT
+        if expert and (adb := [name for name in self.names if not name.startswith("sim-")]):
+            raise DistrlError(
+                f"the expert policy plays simulated phones only, and {', '.join(adb)} are adb devices"
+            )
+        if not expert:
+            from distrl.policy import Policy
+            from distrl.policy.batching import Batcher
+
+            policy = await anyio.to_thread.run_sync(
+                lambda: Policy.load(settings.policy, device="auto", seed=settings.seed)
+            )
+            batcher: Batcher[PolicyInput, tuple[Sample, int]] = Batcher(
+                self._infer, max_batch=settings.policy.max_batch, max_wait_s=settings.policy.max_wait_s
+            )
+            await tg.start(batcher.run)
+            self.policy, self.batcher = policy, batcher
+            self.weights = policy.adapter_state()
         for name in self.names:
             self.devices[name] = await self._open(name, settings, sim_device)
-        batcher: Batcher[PolicyInput, tuple[Sample, int]] = Batcher(
-            self._infer, max_batch=settings.policy.max_batch, max_wait_s=settings.policy.max_wait_s
-        )
-        await tg.start(batcher.run)
         self.heard = time.monotonic()
-        self.settings, self.policy, self.batcher = settings, policy, batcher
-        self.weights = policy.adapter_state()
+        self.settings = settings
         self.ready.set()
+        runs_on = "cpu" if self.policy is None else str(self.policy.device)
         log.info(
             "worker %s: %d device(s) and the policy (%s on %s) ready in %.1f s",
             self.host,
             len(self.devices),
             settings.policy.model,
-            policy.device,
+            runs_on,
             time.perf_counter() - started,
         )
-        await self.stream.send(Ack(ref=message.id, ok=True, detail=str(policy.device)))
+        await self.stream.send(Ack(ref=message.id, ok=True, detail=runs_on))
         self.heard = time.monotonic()  # the silence that counts starts now, not while loading
 
     async def _open(self, name: str, settings: WorkerSettings, sim_device: Any) -> Device:
@@ -245,7 +255,8 @@ class _Agent:
 
     async def _weights(self, message: Weights) -> None:
         self._require_setup(message)
-        assert self.policy is not None and self.batcher is not None  # noqa: PT018
+        if self.policy is None or self.batcher is None:
+            raise DistrlError("this worker plays the expert policy, which has no weights")
         from distrl.weights import apply
 
         base = None if message.kind == "full" else self.version
@@ -285,7 +296,6 @@ class _Agent:
 
     async def _episode(self, request: EpisodeRequest) -> None:
         self._require_setup(request)
-        assert self.settings is not None and self.batcher is not None  # noqa: PT018
         device = self.devices.get(request.device)
         if device is None:
             raise DistrlError(
@@ -311,9 +321,7 @@ class _Agent:
 
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
         """One episode of ``request.task`` on ``device``, each step reported as it is taken."""
-        assert self.batcher is not None and self.settings is not None  # noqa: PT018
-        from distrl.policy import PolicyInput
-
+        assert self.settings is not None  # _episode checked the setup
         task = request.task
         started_at, started = time.time(), time.perf_counter()
         steps: list[Step] = []
@@ -325,20 +333,16 @@ class _Agent:
         try:
             observation = await device.reset(task)
             for index in range(task.max_steps):
-                asked = time.perf_counter()
                 with anyio.fail_after(timeout):
-                    sample, version = await self.batcher(
-                        PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
-                    )
-                step = sample.step(index, observation, version, time.perf_counter() - asked)
+                    step = await self._choose(device, task, observation, history, index)
                 steps.append(step)
-                history.append(sample.action)
+                history.append(step.action)
                 await self.stream.send(StepReport(episode_id=request.episode_id, step=step))
-                if isinstance(sample.action, Action):
-                    if sample.action.type.ends_episode:
-                        reason = EndReason.chosen(sample.action)
+                if isinstance(step.action, Action):
+                    if step.action.type.ends_episode:
+                        reason = EndReason.chosen(step.action)
                         break
-                    await device.act(sample.action)
+                    await device.act(step.action)
                 observation = await device.observe()
             success = _success(task, await device.state())
         except DeviceError as exc:
@@ -362,6 +366,39 @@ class _Agent:
             started_at_s=started_at,
             duration_s=time.perf_counter() - started,
         )
+
+    async def _choose(
+        self,
+        device: Device,
+        task: Task,
+        observation: Observation,
+        history: Sequence[Action | InvalidAction],
+        index: int,
+    ) -> Step:
+        """The policy's step on ``observation``: the batched model's sample, or the expert's action."""
+        asked = time.perf_counter()
+        if self.batcher is None:  # the expert: deterministic, so its log-prob is 0
+            from distrl.actions import format_action
+            from distrl.device.sim import SimDevice
+            from distrl.sim.suites import expert_action
+
+            assert isinstance(device, SimDevice)  # _setup refuses the expert on adb devices
+            action = expert_action(task, device.phone)
+            return Step(
+                index=index,
+                observation=observation,
+                output=format_action(action),
+                action=action,
+                policy_version=0,
+                behaviour_logprob=0.0,
+                duration_s=time.perf_counter() - asked,
+            )
+        from distrl.policy import PolicyInput
+
+        sample, version = await self.batcher(
+            PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
+        )
+        return sample.step(index, observation, version, time.perf_counter() - asked)
 
     async def aclose(self) -> None:
         for device in self.devices.values():

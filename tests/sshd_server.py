@@ -5,6 +5,9 @@ that runs workers over SSH.
 pid file and authorized_keys (a generated client key) in a temporary folder; it logs to ``sshd.log``
 there. Its host key is written to a known_hosts file as ``[127.0.0.1]:<port>``. The tests log in as
 the user running them (root in CI). Without an ``sshd`` binary the fixture skips and says so.
+
+``serve_sshd`` runs such an sshd elsewhere too: on another address and port, its command behind a
+prefix (``["ip", "netns", "exec", NS]`` puts it in a network namespace, as ``tests/test_netns.py`` does).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +34,8 @@ SSHD_START_S = 10.0
 """Limit on sshd coming up, seconds."""
 
 
-def _find_sshd() -> str | None:
+def find_sshd() -> str | None:
+    """The sshd binary, or None when OpenSSH's server is not installed."""
     found = shutil.which("sshd")
     candidates = [found] if found else []
     candidates += ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"]
@@ -54,12 +58,14 @@ class Sshd:
     log: Path
     pid: int
     """The listening sshd; each connection is served by a child of it."""
+    address: str = "127.0.0.1"
+    """The address it listens on."""
 
     def host(self, name: str = "ssh", **changes: object) -> Host:
         """A ``Host`` that logs in to this sshd as the current user, checking its host key."""
         host = Host(
             name=name,
-            address="127.0.0.1",
+            address=self.address,
             transport="ssh",
             port=self.port,
             user=getpass.getuser(),
@@ -87,13 +93,20 @@ def _keygen(path: Path) -> None:
     )
 
 
-def _start_sshd(binary: str, folder: Path, port: int) -> subprocess.Popen[bytes] | None:
-    """sshd on ``port``, once it accepts connections; None if the port was taken meanwhile."""
+def _start_sshd(
+    binary: str,
+    folder: Path,
+    port: int,
+    address: str = "127.0.0.1",
+    prefix: Sequence[str] = (),
+) -> subprocess.Popen[bytes] | None:
+    """sshd on ``address:port`` (run as ``prefix + [sshd, ...]``), once it accepts connections from here;
+    None if the port was taken meanwhile."""
     config = folder / "sshd_config"
     config.write_text(
         textwrap.dedent(
             f"""\
-            ListenAddress 127.0.0.1
+            ListenAddress {address}
             Port {port}
             HostKey {folder / "host_key"}
             PidFile {folder / "sshd.pid"}
@@ -114,7 +127,7 @@ def _start_sshd(binary: str, folder: Path, port: int) -> subprocess.Popen[bytes]
     log = folder / "sshd.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [binary, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            [*prefix, binary, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
         )
     deadline = time.monotonic() + SSHD_START_S
     while time.monotonic() < deadline:
@@ -122,39 +135,50 @@ def _start_sshd(binary: str, folder: Path, port: int) -> subprocess.Popen[bytes]
             if "Address already in use" in log.read_text():
                 return None
             pytest.fail(f"sshd exited with status {process.returncode}: {log.read_text()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        with contextlib.suppress(OSError), socket.create_connection((address, port), timeout=1):
             return process
         time.sleep(0.02)
     process.kill()
     process.wait(timeout=5)
-    pytest.fail(f"sshd did not accept connections on port {port} within {SSHD_START_S} s: {log.read_text()}")
+    pytest.fail(
+        f"sshd did not accept connections on {address} port {port} within {SSHD_START_S} s: {log.read_text()}"
+    )
 
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    binary = _find_sshd()
-    if binary is None:
-        pytest.skip("OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)")
-    folder = tmp_path_factory.mktemp("sshd")
+@contextlib.contextmanager
+def serve_sshd(
+    binary: str,
+    folder: Path,
+    *,
+    address: str = "127.0.0.1",
+    port: int | None = None,
+    prefix: Sequence[str] = (),
+) -> Iterator[Sshd]:
+    """An sshd of our own with its keys, config and known_hosts in ``folder``, listening on ``address``
+    and ``port`` (None: a free one, three tries), started as ``prefix + [sshd, ...]``; stopped on exit
+    (the listener only: the sessions it serves are children of their own)."""
     for name in ("host_key", "client_key", "stranger_key"):
         _keygen(folder / name)
     (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
     if os.geteuid() == 0:
         # sshd running as root wants its privilege separation folder, which its service unit would make.
         Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
-    for _ in range(3):
-        port = free_port()
-        process = _start_sshd(binary, folder, port)
+    for _ in range(3 if port is None else 1):
+        chosen = free_port() if port is None else port
+        process = _start_sshd(binary, folder, chosen, address, prefix)
         if process is not None:
             break
     else:
-        pytest.fail("found no free port for sshd in 3 tries")
+        pytest.fail(
+            f"found no free port for sshd on {address}" if port is None else f"{address} port {port} is taken"
+        )
     host_key = " ".join((folder / "host_key.pub").read_text().split()[:2])
     known_hosts = folder / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {host_key}\n")
+    entry = address if chosen == 22 else f"[{address}]:{chosen}"
+    known_hosts.write_text(f"{entry} {host_key}\n")
     try:
         yield Sshd(
-            port=port,
+            port=chosen,
             folder=folder,
             host_key=host_key,
             client_key=folder / "client_key",
@@ -162,6 +186,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
             known_hosts=known_hosts,
             log=folder / "sshd.log",
             pid=process.pid,
+            address=address,
         )
     finally:
         process.terminate()
@@ -170,3 +195,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    binary = find_sshd()
+    if binary is None:
+        pytest.skip("OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)")
+    with serve_sshd(binary, tmp_path_factory.mktemp("sshd")) as server:
+        yield server

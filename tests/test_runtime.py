@@ -18,7 +18,9 @@ from sshd_server import Sshd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl import runtime
+from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
+from distrl.errors import ConfigError
 from distrl.records import Trajectory
 from distrl.runtime import RunStats, collect, train
 from distrl.sim.suites import tasks
@@ -27,16 +29,28 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 def _inventory(
-    tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "", local: bool = True
+    tmp_path: Path,
+    *,
+    devices: int = 2,
+    extra: str = "",
+    hosts: str = "",
+    local: bool = True,
+    policy: str = "",
 ) -> Inventory:
     """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
-    and ``hosts`` appended."""
-    text = _inventory_text(tmp_path, devices=devices, extra=extra, hosts=hosts, local=local)
+    and ``hosts`` appended; ``extra`` and ``policy`` are more lines for ``[run]`` and ``[policy]``."""
+    text = _inventory_text(tmp_path, devices=devices, extra=extra, hosts=hosts, local=local, policy=policy)
     return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
 
 
 def _inventory_text(
-    tmp_path: Path, *, devices: int = 2, extra: str = "", hosts: str = "", local: bool = True
+    tmp_path: Path,
+    *,
+    devices: int = 2,
+    extra: str = "",
+    hosts: str = "",
+    local: bool = True,
+    policy: str = "",
 ) -> str:
     return f"""
 [run]
@@ -52,6 +66,7 @@ micro_batch = 8
 [policy]
 max_new_tokens = 24
 max_wait_s = 0.05
+{policy}
 
 [sim]
 width = 270
@@ -101,6 +116,22 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
         assert 1 <= len(trajectory.steps) <= trajectory.task.max_steps
         assert all(step.policy_version == 0 for step in trajectory.steps)
         assert [step.index for step in trajectory.steps] == list(range(len(trajectory.steps)))
+
+
+async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:
+    chosen = tasks("general", "train")[:6]
+    result = await collect(_inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6)
+    _accounted(result.stats, result.trajectories)
+    assert result.stats.failed == {}
+    # the scripted expert solves every task, deterministically, and the steps stream as it plays
+    assert [t.success for t in result.trajectories] == [True] * 6
+    assert result.stats.steps_streamed == result.stats.steps == sum(len(t.steps) for t in result.trajectories)
+    for trajectory in result.trajectories:
+        assert trajectory.end_reason == "complete"
+        assert all(step.behaviour_logprob == 0.0 for step in trajectory.steps)
+        assert all(parse_action(step.output) == step.action for step in trajectory.steps)
+    with pytest.raises(ConfigError, match=r"policy\.model: the expert is scripted"):
+        await train(_inventory(tmp_path, policy='model = "expert"'))
 
 
 async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -321,6 +322,39 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
             assert isinstance(unknown, ErrorReport)
             assert unknown.ref == 20
             assert "no device 'sim-7'" in unknown.error.message
+            await stream.send_eof()
+            assert await process.wait() == 0
+
+
+async def test_the_expert_plays_sim_phones_only_and_takes_no_weights() -> None:
+    expert = _settings(model='"expert"')
+    hello = dataclasses.replace(_hello(), devices=("sim-0", "emulator-5554"))
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            await stream.send(hello)
+            await stream.receive()
+            await stream.send(Setup(id=2, settings=expert))
+            refused = await stream.receive()
+            assert isinstance(refused, ErrorReport)
+            assert "emulator-5554 are adb devices" in refused.error.message
+            await stream.send_eof()
+            assert await process.wait() == 0
+        async with worker() as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            await stream.send(Setup(id=2, settings=expert))
+            assert await stream.receive() == Ack(ref=2, ok=True, detail="cpu")
+            await stream.send(Weights(id=3, version=1, base_version=None, kind="full", checksum="", blob=b""))
+            no_weights = await stream.receive()
+            assert isinstance(no_weights, ErrorReport)
+            assert "has no weights" in no_weights.error.message
+            task = tasks("general", "train")[0]
+            await stream.send(
+                EpisodeRequest(id=4, episode_id="e", device="sim-1", task=task, policy_version=0)
+            )
+            report = await _reply(stream)
+            assert isinstance(report, TrajectoryReport)
+            assert report.trajectory.success is True
             await stream.send_eof()
             assert await process.wait() == 0
 
