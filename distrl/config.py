@@ -87,6 +87,9 @@ class RunSettings:
     workers run in bfloat16 on GPUs anyway) or ``float32`` (bitwise the learner's weights)."""
     checkpoint_every: int = _num(50, ge=0)
     """Write a checkpoint every this many learner updates (and on clean shutdown); 0 for shutdown only."""
+    checkpoint_every_s: float = _num(1800.0, ge=0)
+    """Also write one after an update when this many seconds have passed since the last (0: no timer);
+    it bounds the work lost to a crash when updates are slow."""
     max_restarts: int = _num(5, ge=0)
     """A host link or device session that fails more often than this in a row is given up."""
 

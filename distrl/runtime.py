@@ -344,6 +344,8 @@ class _Fleet:
         self.checkpoints: Checkpoints | None = None
         self.checkpointed_added = -1
         """``ReplayStats.added`` at the last checkpoint."""
+        self.checkpointed_at = time.monotonic()
+        """When the last checkpoint was written (or the run started)."""
         self.rounds = anyio.Condition()
         self.round = 0
         self.round_hosts: set[str] = set()
@@ -620,8 +622,10 @@ async def _train_steps(fleet: _Fleet, board: _Board, updates: int | None = None)
         board.update(report, learner)
         if learner.updates % settings.run.publish_every == 0:
             await _publish(fleet)
-        every = settings.run.checkpoint_every
-        if every and learner.updates % every == 0:
+        every, every_s = settings.run.checkpoint_every, settings.run.checkpoint_every_s
+        if (every and learner.updates % every == 0) or (
+            every_s and time.monotonic() - fleet.checkpointed_at >= every_s
+        ):
             await _checkpoint(fleet)
     return done
 
@@ -637,7 +641,7 @@ async def _checkpoint(fleet: _Fleet) -> None:
         # same update, more trajectories in the buffer (the run's last ones): write it again; until the
         # new one is in place, the checkpoint before it is the latest
         await anyio.to_thread.run_sync(shutil.rmtree, latest)
-    fleet.checkpointed_added = added
+    fleet.checkpointed_added, fleet.checkpointed_at = added, time.monotonic()
     folder = await anyio.to_thread.run_sync(lambda: checkpoints.write(learner.updates, learner.save))
     log.info("checkpoint: %s", folder)
 

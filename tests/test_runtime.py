@@ -161,6 +161,15 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert latest.name == f"step-{again.updates:09d}"
 
 
+async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(tmp_path: Path) -> None:
+    timer = "max_trajectories = 8\ncheckpoint_every = 0\ncheckpoint_every_s = 0.001"
+    stats = await train(_inventory(tmp_path, extra=timer))
+    assert stats.updates >= 2
+    names = sorted(p.name for p in (tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
+    # one after each update (the folder keeps the last 3), not only the one at the stop
+    assert names == [f"step-{n:09d}" for n in range(max(1, stats.updates - 2), stats.updates + 1)]
+
+
 async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra='mode = "sync"\nmax_trajectories = 6')
     stats = await train(inventory)

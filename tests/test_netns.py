@@ -1,0 +1,331 @@
+"""Several hosts for real: two network namespaces, each with its own OpenSSH ``sshd``, as two machines.
+
+``netns_hosts`` (per test) makes two namespaces (``distrl-t-<pid>-a`` and ``-b``), each joined to this
+one by a veth pair on a /24 of its own (``10.213.<n>.1`` here, ``10.213.<n>.2`` there, ``lo`` up), and
+starts ``sshd`` inside each (``ip netns exec NS sshd ...``, from ``sshd_server.serve_sshd``) on the
+namespace's address, port 22, with its own host key, client key and known_hosts entry. The learner
+reaches the workers over the veth links, as it would reach other machines; cutting a link
+(``ip link set ... down`` inside a namespace) drops every packet without a FIN or RST, which killing a
+process cannot show: only heartbeats find it. Teardown kills whatever runs in the namespaces and
+deletes them (and the veths) even when a test fails; every wait is bounded.
+
+Without root, ``ip``, network namespaces (a container without ``CAP_SYS_ADMIN``), veth or ``sshd``, the
+tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+from sshd_server import Sshd, find_sshd, serve_sshd
+
+from distrl import runtime
+from distrl.config import (
+    Devices,
+    Inventory,
+    LearnerSettings,
+    PolicySettings,
+    RunSettings,
+    SimSettings,
+    Timeouts,
+)
+from distrl.records import Task, Trajectory
+from distrl.runtime import RunStats, collect
+from distrl.sim.suites import tasks
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+IP_S = 10.0
+"""Limit on one ``ip`` command, seconds."""
+RUN_S = 60.0
+"""Limit on one whole collect, seconds."""
+HEARTBEAT_TIMEOUT_S = 4.0
+"""Silence after which a link counts as lost, at both ends: short, so that a cut is found in seconds."""
+TIMEOUTS = Timeouts(
+    ssh_connect_s=3,
+    ssh_login_s=5,
+    worker_start_s=60,
+    handshake_s=60,
+    heartbeat_interval_s=0.5,
+    heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S,
+    episode_s=40,
+    cleanup_s=2,
+)
+WORKER_EXIT_SLACK_S = 6.0
+"""How long past ``heartbeat_timeout_s`` after the cut the stranded worker may take to exit."""
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=IP_S, check=check
+    )
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie counts) or never there."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A network namespace joined to ours by a veth pair: a machine at ``address``."""
+
+    name: str
+    veth: str
+    """Our end of the pair."""
+    peer: str
+    """Its end, inside the namespace."""
+    address: str
+    """Its address (``gateway`` is ours, on the same /24)."""
+    gateway: str
+
+    def pids(self) -> list[int]:
+        out = _ip("netns", "pids", self.name, check=False).stdout
+        return [int(pid) for pid in out.split()]
+
+    def worker_pids(self) -> list[int]:
+        """The ``python -m distrl ... worker`` processes running in it (not the shell that starts them)."""
+        found = []
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if b"-m" in argv and b"distrl" in argv and b"worker" in argv and not _gone(pid):
+                    found.append(pid)
+        return found
+
+    def cut(self) -> None:
+        """Take its end of the link down: every packet either way is dropped, nobody is told."""
+        _ip("-n", self.name, "link", "set", self.peer, "down")
+
+
+@dataclass(frozen=True)
+class NetnsHost:
+    namespace: Namespace
+    sshd: Sshd
+
+
+def _free_subnets(count: int) -> list[int]:
+    """``count`` third octets ``n`` for which nothing here routes 10.213.n.0/24 yet."""
+    routes = _ip("-4", "route", "show", "table", "all").stdout + _ip("-4", "addr").stdout
+    start = os.getpid() % 250
+    chosen = [n for n in (1 + (start + i) % 250 for i in range(250)) if f"10.213.{n}." not in routes]
+    if len(chosen) < count:
+        pytest.skip("no free 10.213.n.0/24 subnet for the test namespaces")
+    return chosen[:count]
+
+
+def _unavailable() -> str | None:
+    """Why network namespaces cannot be used here, or None."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "network namespaces need root (ip netns add, veth pairs)"
+    if shutil.which("ip") is None:
+        return "no ip command (Debian: apt-get install iproute2)"
+    if find_sshd() is None:
+        return "OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)"
+    return None
+
+
+@contextlib.contextmanager
+def _namespace(name: str, veth: str, peer: str, subnet: int) -> Iterator[Namespace]:
+    made = _ip("netns", "add", name, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a network namespace (ip netns add): {made.stderr.strip()}")
+    namespace = Namespace(name, veth, peer, address=f"10.213.{subnet}.2", gateway=f"10.213.{subnet}.1")
+    try:
+        paired = _ip("link", "add", veth, "type", "veth", "peer", "name", peer, check=False)
+        if paired.returncode != 0:
+            pytest.skip(f"cannot make a veth pair: {paired.stderr.strip()}")
+        _ip("link", "set", peer, "netns", name)
+        _ip("addr", "add", f"{namespace.gateway}/24", "dev", veth)
+        _ip("link", "set", veth, "up")
+        _ip("-n", name, "addr", "add", f"{namespace.address}/24", "dev", peer)
+        _ip("-n", name, "link", "set", peer, "up")
+        _ip("-n", name, "link", "set", "lo", "up")
+        yield namespace
+    finally:
+        # Whatever still runs there (session sshds, a stranded worker) keeps a namespace alive.
+        for pid in namespace.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while namespace.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _ip("netns", "delete", name, check=False)
+        _ip("link", "delete", veth, check=False)  # normally gone with its peer's namespace
+
+
+@pytest.fixture
+def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NetnsHost]]:
+    """Two namespaces ``a`` and ``b``, each running an sshd on port 22 of its own address."""
+    reason = _unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    binary = find_sshd()
+    assert binary is not None
+    pid = os.getpid()
+    with contextlib.ExitStack() as stack:
+        hosts = []
+        for tag, subnet in zip("ab", _free_subnets(2), strict=True):
+            namespace = stack.enter_context(
+                _namespace(f"distrl-t-{pid}-{tag}", f"drt{pid}{tag}", f"drn{pid}{tag}", subnet)
+            )
+            server = stack.enter_context(
+                serve_sshd(
+                    binary,
+                    tmp_path_factory.mktemp(f"sshd-{tag}"),
+                    address=namespace.address,
+                    port=22,
+                    prefix=["ip", "netns", "exec", namespace.name],
+                )
+            )
+            hosts.append(NetnsHost(namespace, server))
+        yield hosts
+
+
+def _inventory(tmp_path: Path, hosts: list[NetnsHost]) -> Inventory:
+    """One SSH host per namespace (``ns-a``, ``ns-b``), two sim phones each at 270×600 without latency,
+    ``tiny``, and ``TIMEOUTS``."""
+    return Inventory(
+        hosts=tuple(
+            host.sshd.host(f"ns-{host.namespace.name[-1]}", devices=Devices(sim=2), python="/tmp/nsexp/python") for host in hosts
+        ),
+        run=RunSettings(name="t", output_dir=str(tmp_path / "runs"), max_restarts=1),
+        timeouts=TIMEOUTS,
+        learner=LearnerSettings(batch_size=2, min_new_trajectories=2, micro_batch=8),
+        policy=PolicySettings(max_new_tokens=24, max_wait_s=0.05),
+        sim=SimSettings(width=270, height=600, latency="off", nuisances=False),
+    )
+
+
+def _tasks(split: str, count: int) -> list[Task]:
+    """``count`` tasks of the general suite, cut to three steps each: episodes of a second or two."""
+    return [dataclasses.replace(task, max_steps=3) for task in tasks("general", split)[:count]]
+
+
+def _accounted(stats: RunStats, trajectories: tuple[Trajectory, ...]) -> None:
+    """Every task handed out is completed, failed (and re-queued) or still running; each trajectory
+    arrived once."""
+    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
+    assert stats.requeued == sum(stats.failed.values())
+    assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed
+
+
+async def test_collect_over_two_namespaces_brings_back_every_episode_once(
+    tmp_path: Path, netns_hosts: list[NetnsHost]
+) -> None:
+    chosen = _tasks("test", 4)
+    started = time.monotonic()
+    with anyio.fail_after(RUN_S):
+        result = await collect(_inventory(tmp_path, netns_hosts), tasks=chosen, episodes=10)
+    print(f"collect over two namespaces: {time.monotonic() - started:.1f} s")
+    stats = result.stats
+    _accounted(stats, result.trajectories)
+    assert stats.completed == len(result.trajectories) == 10
+    assert stats.failed == {}  # no link was lost: the short heartbeats kept both alive
+    assert stats.in_flight == 0
+    assert stats.restarts == 0
+    by_host = {t.host for t in result.trajectories}
+    assert by_host == {"ns-a", "ns-b"}, f"episodes came from {by_host} only"
+    for trajectory in result.trajectories:
+        assert trajectory.device in ("sim-0", "sim-1")
+        assert trajectory.task.id in {t.id for t in chosen}
+        assert 1 <= len(trajectory.steps) <= trajectory.task.max_steps
+    for host in netns_hosts:
+        # each worker was reached over its own veth: its sshd saw the login come from our end of it
+        assert f"from {host.namespace.gateway} port" in host.sshd.log.read_text()
+        assert host.namespace.worker_pids() == []  # and it stopped with the run
+
+
+async def test_a_silently_cut_namespace_loses_only_its_episodes(
+    tmp_path: Path, netns_hosts: list[NetnsHost], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    kept, cut = netns_hosts[0].namespace, netns_hosts[1].namespace
+    at_cut: dict[str, float] = {}
+    stranded: list[int] = []
+    exited: dict[int, float] = {}
+    all_exited = anyio.Event()
+
+    def cut_once(stats: RunStats) -> None:
+        # both hosts up and an episode done: each of the cut host's two sessions has one in flight
+        if at_cut or stats.hosts_up < 2 or stats.completed < 1:
+            return
+        workers = cut.worker_pids()
+        if not workers:
+            return
+        stranded.extend(workers)
+        cut.cut()
+        at_cut.update(wall=time.time(), mono=time.monotonic(), completed=stats.completed)
+
+    async def watch_workers() -> None:
+        """When each stranded worker exits (polled every 0.1 s)."""
+        while True:
+            for pid in stranded:
+                if pid not in exited and _gone(pid):
+                    exited[pid] = time.monotonic()
+            if stranded and len(exited) == len(stranded):
+                all_exited.set()
+                return
+            await anyio.sleep(0.1)
+
+    episodes = 12
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_workers)
+        with anyio.fail_after(RUN_S):
+            result = await collect(
+                _inventory(tmp_path, netns_hosts),
+                tasks=_tasks("train", 4),
+                episodes=episodes,
+                on_progress=cut_once,
+            )
+        print(f"collect with a cut namespace: {time.monotonic() - started:.1f} s")
+        # the stranded worker hears nothing from the learner, and nothing tells it the link is gone
+        # (no FIN, no RST, sshd is still there): its watchdog must end it
+        bound = TIMEOUTS.heartbeat_timeout_s + WORKER_EXIT_SLACK_S
+        with anyio.move_on_after(max(0.0, at_cut.get("mono", 0.0) + bound - time.monotonic()) + 0.2):
+            await all_exited.wait()
+        tg.cancel_scope.cancel()
+
+    assert at_cut, "the link was never cut"
+    stats = result.stats
+    _accounted(stats, result.trajectories)
+    # the run went on with the other host and brought back every episode it was asked for
+    assert stats.completed == len(result.trajectories) == episodes
+    assert stats.in_flight == 0
+    assert at_cut["completed"] < episodes
+    # the cut host's in-flight episodes failed (its link found lost by the silence) and went back to the
+    # sampler; nothing else failed, and none of them twice: it had two devices, and never came back
+    assert stats.failed["link_lost"] >= 1, stats.failed
+    assert set(stats.failed) <= {"link_lost", "timeout"}, stats.failed
+    assert sum(stats.failed.values()) <= 2, stats.failed
+    assert stats.restarts >= 1  # it was tried again, and could not be reached
+    # no episode the cut host played after the cut came back
+    late = [
+        t for t in result.trajectories if t.host == "ns-b" and t.started_at_s + t.duration_s > at_cut["wall"]
+    ]
+    assert late == []
+    assert sum(t.host == "ns-a" for t in result.trajectories) >= episodes - at_cut["completed"]
+    assert kept.worker_pids() == []  # the kept host's worker stopped with the run
+    assert stranded
+    for pid in stranded:
+        assert pid in exited, f"the stranded worker {pid} still runs {bound:g} s after the cut"
+        after = exited[pid] - at_cut["mono"]
+        print(f"stranded worker {pid} exited {after:.1f} s after the cut")
+        # its watchdog, not something else: not before the learner's silence could be noticed
+        assert TIMEOUTS.heartbeat_timeout_s - 1.5 <= after <= bound, after
