@@ -152,6 +152,11 @@ class LearnerSettings:
     """β, the entropy bonus coefficient."""
     invalid_penalty: float = _num(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
+    normalise_advantages: bool = True
+    """A-RIDE: shift and scale each batch's advantages to mean 0 and deviation 1 before the actor loss.
+    Not in the paper. An answer's log-prob sums over all its tokens, most of them the action format every
+    answer shares; when most advantages are negative (most episodes fail), the raw loss pushes that
+    shared format down on every update, and the policy drifts into answers that do not parse."""
     priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
     """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     priority_alpha: float = _num(0.5, ge=0)

@@ -327,6 +327,8 @@ class _Fleet:
         self.hosts_up: set[str] = set()
         self.stop = anyio.Event()
         self.arrived = anyio.Event()
+        self.requeued = anyio.Event()
+        """Set (and replaced) each time a failed episode's task goes back to the sampler."""
         self.counter = 0
         self.session = uuid.uuid4().hex[:8]
         """Part of every episode id, so that ids stay unique across resumed runs."""
@@ -353,11 +355,14 @@ class _Fleet:
     def count_step(self) -> None:
         self.stats.steps_streamed += 1
 
-    def take(self) -> tuple[str, Task] | None:
-        """The next episode to hand out, or None when the run has handed out what it needs."""
+    async def take(self) -> tuple[str, Task] | None:
+        """The next episode to hand out, or None once the run has stopped. While the episodes the run
+        needs are all handed out, wait: one that fails puts its task back, for any host still up."""
+        while self.limit is not None and self.stats.handed_out - self._returned() >= self.limit:
+            if self.stop.is_set():
+                return None
+            await self.requeued.wait()
         if self.stop.is_set():
-            return None
-        if self.limit is not None and self.stats.handed_out - self._returned() >= self.limit:
             return None
         task = self.sampler.next()
         self.counter += 1
@@ -371,6 +376,8 @@ class _Fleet:
         self.stats.failed[reason] += 1
         self.stats.requeued += 1
         self.sampler.give_back(task)
+        self.requeued.set()
+        self.requeued = anyio.Event()
 
     def arrive(self, trajectory: Trajectory) -> None:
         """A trajectory reached the learner: score it and count it, once."""
@@ -502,7 +509,7 @@ async def _session(link: _Link, device: str, fleet: _Fleet, *, once: bool = Fals
     timeouts = fleet.inventory.timeouts
     failures = 0
     while not link.lost:
-        job = fleet.take()
+        job = await fleet.take()
         if job is None:
             return
         episode_id, task = job

@@ -194,14 +194,16 @@ class _Agent:
         if self.settings is not None:
             raise DistrlError("this worker is already set up")
         settings = parse_worker_settings(message.settings)
-        from distrl.device.sim import sim_device
-
         started = time.perf_counter()
         expert = settings.policy.model == EXPERT
         if expert and (adb := [name for name in self.names if not name.startswith("sim-")]):
             raise DistrlError(
                 f"the expert policy plays simulated phones only, and {', '.join(adb)} are adb devices"
             )
+        # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
+        await anyio.to_thread.run_sync(_import_heavy, expert)
+        from distrl.device.sim import sim_device
+
         if not expert:
             from distrl.policy import Policy
             from distrl.policy.batching import Batcher
@@ -404,6 +406,17 @@ class _Agent:
         for device in self.devices.values():
             with contextlib.suppress(Exception):
                 await device.aclose()
+
+
+def _import_heavy(expert: bool) -> None:
+    """Import what ``_setup`` needs (seconds of work for torch and transformers)."""
+    import distrl.device.adb
+    import distrl.device.sim
+    import distrl.sim.suites
+
+    if not expert:
+        import distrl.policy
+        import distrl.policy.batching  # noqa: F401
 
 
 def _success(task: Task, state: dict[str, Any] | None) -> bool | None:

@@ -22,6 +22,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from sshd_server import sshd
 
+# As ``python -m distrl`` does: OpenMP threads that spin while waiting make torch in this process and in
+# the workers it starts (which inherit this) many times slower when they share the cores.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 __all__ = ["sshd"]  # a fixture: defined in sshd_server, offered to every test module from here
 
 if TYPE_CHECKING:

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,6 +64,8 @@ TIMEOUTS = Timeouts(
     episode_s=40,
     cleanup_s=2,
 )
+SIM = SimSettings(width=270, height=600, latency="off", nuisances=False)
+"""Small screens, no latency, no pop-ups: fast episodes."""
 WORKER_EXIT_SLACK_S = 6.0
 """How long past ``heartbeat_timeout_s`` after the cut the stranded worker may take to exit."""
 
@@ -99,12 +103,14 @@ class Namespace:
         return [int(pid) for pid in out.split()]
 
     def worker_pids(self) -> list[int]:
-        """The ``python -m distrl ... worker`` processes running in it (not the shell that starts them)."""
+        """The worker processes (``... worker --host NAME ...``) running in it; not the shell that starts
+        them, whose command line is one argument."""
         found = []
         for pid in self.pids():
             with contextlib.suppress(OSError):
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                if b"-m" in argv and b"distrl" in argv and b"worker" in argv and not _gone(pid):
+                pairs = itertools.pairwise(argv)
+                if (b"worker", b"--host") in pairs and not _gone(pid):
                     found.append(pid)
         return found
 
@@ -197,18 +203,20 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Netns
         yield hosts
 
 
-def _inventory(tmp_path: Path, hosts: list[NetnsHost]) -> Inventory:
-    """One SSH host per namespace (``ns-a``, ``ns-b``), two sim phones each at 270×600 without latency,
-    ``tiny``, and ``TIMEOUTS``."""
+def _inventory(tmp_path: Path, hosts: list[NetnsHost], sim: SimSettings = SIM) -> Inventory:
+    """One SSH host per namespace (``ns-a``, ``ns-b``) with two sim phones each, ``tiny``, ``TIMEOUTS``
+    (short enough that a worker answering no heartbeat while it sets up loses its link), and a host
+    given up after its second failure in a row."""
     return Inventory(
         hosts=tuple(
-            host.sshd.host(f"ns-{host.namespace.name[-1]}", devices=Devices(sim=2), python="/tmp/nsexp/python") for host in hosts
+            host.sshd.host(f"ns-{host.namespace.name[-1]}", devices=Devices(sim=2), python=sys.executable)
+            for host in hosts
         ),
         run=RunSettings(name="t", output_dir=str(tmp_path / "runs"), max_restarts=1),
         timeouts=TIMEOUTS,
         learner=LearnerSettings(batch_size=2, min_new_trajectories=2, micro_batch=8),
         policy=PolicySettings(max_new_tokens=24, max_wait_s=0.05),
-        sim=SimSettings(width=270, height=600, latency="off", nuisances=False),
+        sim=sim,
     )
 
 
@@ -257,11 +265,14 @@ async def test_a_silently_cut_namespace_loses_only_its_episodes(
     monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
     kept, cut = netns_hosts[0].namespace, netns_hosts[1].namespace
     at_cut: dict[str, float] = {}
+    found_at: list[float] = []
     stranded: list[int] = []
     exited: dict[int, float] = {}
     all_exited = anyio.Event()
 
     def cut_once(stats: RunStats) -> None:
+        if at_cut and not found_at and stats.failed["link_lost"]:
+            found_at.append(time.monotonic())
         # both hosts up and an episode done: each of the cut host's two sessions has one in flight
         if at_cut or stats.hosts_up < 2 or stats.completed < 1:
             return
@@ -283,49 +294,62 @@ async def test_a_silently_cut_namespace_loses_only_its_episodes(
                 return
             await anyio.sleep(0.1)
 
-    episodes = 12
+    # Some latency, so that the kept host alone cannot finish before the cut is found, however fast
+    # the machine: three steps take at least a second or so.
+    sim = dataclasses.replace(SIM, latency="calibrated", time_scale=0.25)
+    episodes = 16
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_workers)
         with anyio.fail_after(RUN_S):
             result = await collect(
-                _inventory(tmp_path, netns_hosts),
+                _inventory(tmp_path, netns_hosts, sim),
                 tasks=_tasks("train", 4),
                 episodes=episodes,
                 on_progress=cut_once,
             )
-        print(f"collect with a cut namespace: {time.monotonic() - started:.1f} s")
+        ended = time.monotonic()
         # the stranded worker hears nothing from the learner, and nothing tells it the link is gone
-        # (no FIN, no RST, sshd is still there): its watchdog must end it
+        # (no FIN, no RST, its sshd is still there): its own watchdog must end it
         bound = TIMEOUTS.heartbeat_timeout_s + WORKER_EXIT_SLACK_S
         with anyio.move_on_after(max(0.0, at_cut.get("mono", 0.0) + bound - time.monotonic()) + 0.2):
             await all_exited.wait()
         tg.cancel_scope.cancel()
 
     assert at_cut, "the link was never cut"
+    cut_mono = at_cut["mono"]
+    print(
+        f"collect with a cut namespace: {ended - started:.1f} s; cut at {cut_mono - started:.1f} s after "
+        f"{at_cut['completed']:.0f} episodes, found lost {found_at[0] - cut_mono if found_at else -1:.1f} s "
+        f"later, run over {ended - cut_mono:.1f} s after the cut; {dict(result.stats.failed)}"
+    )
     stats = result.stats
     _accounted(stats, result.trajectories)
-    # the run went on with the other host and brought back every episode it was asked for
-    assert stats.completed == len(result.trajectories) == episodes
-    assert stats.in_flight == 0
-    assert at_cut["completed"] < episodes
-    # the cut host's in-flight episodes failed (its link found lost by the silence) and went back to the
-    # sampler; nothing else failed, and none of them twice: it had two devices, and never came back
+    # the cut was found by the silence, within the heartbeat timeout (and the progress period)
+    assert found_at, "the run ended before the cut link was found lost"
+    assert found_at[0] - cut_mono <= TIMEOUTS.heartbeat_timeout_s + 2
+    # the cut host's in-flight episodes failed and went back to the sampler; nothing else failed, and
+    # none twice: it had two devices, and never came back
     assert stats.failed["link_lost"] >= 1, stats.failed
     assert set(stats.failed) <= {"link_lost", "timeout"}, stats.failed
     assert sum(stats.failed.values()) <= 2, stats.failed
     assert stats.restarts >= 1  # it was tried again, and could not be reached
-    # no episode the cut host played after the cut came back
+    # the run went on with the other host and brought back every episode it was asked for, once
+    assert stats.completed == len(result.trajectories) == episodes
+    assert stats.in_flight == 0
+    assert any(t.host == "ns-a" and t.started_at_s > at_cut["wall"] for t in result.trajectories)
+    # and nothing the cut host played after the cut
     late = [
-        t for t in result.trajectories if t.host == "ns-b" and t.started_at_s + t.duration_s > at_cut["wall"]
+        t.id
+        for t in result.trajectories
+        if t.host == "ns-b" and t.started_at_s + t.duration_s > at_cut["wall"]
     ]
     assert late == []
-    assert sum(t.host == "ns-a" for t in result.trajectories) >= episodes - at_cut["completed"]
     assert kept.worker_pids() == []  # the kept host's worker stopped with the run
     assert stranded
     for pid in stranded:
         assert pid in exited, f"the stranded worker {pid} still runs {bound:g} s after the cut"
-        after = exited[pid] - at_cut["mono"]
+        after = exited[pid] - cut_mono
         print(f"stranded worker {pid} exited {after:.1f} s after the cut")
-        # its watchdog, not something else: not before the learner's silence could be noticed
+        # by its watchdog: not before the learner's silence could be noticed, and soon after
         assert TIMEOUTS.heartbeat_timeout_s - 1.5 <= after <= bound, after

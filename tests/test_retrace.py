@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from distrl.learner.retrace import (
     digirl_step_advantages,
     importance_ratios,
+    normalise,
     priority,
     retrace,
     td_errors,
@@ -93,3 +96,18 @@ def test_priority_weighs_td_error_ratio_and_surprise() -> None:
     assert priority(deltas, rho, logp, (50.0, 1.0, 0.01)) == pytest.approx(50 * 0.68 / 3 + 11.5 / 3 + 0.04)
     assert priority(deltas, rho, logp, (0.0, 0.0, 1.0)) == pytest.approx(4.0)
     assert priority(deltas, rho, logp, (0.0, 1.0, 0.0), rho_cap=100.0) == pytest.approx(41.5 / 3)
+
+
+def test_normalise_centres_and_scales_with_the_weights() -> None:
+    advantages = torch.tensor([-0.5, -0.5, -0.4, 0.7])
+    weights = torch.tensor([1.0, 1.0, 0.5, 0.5])
+    out = normalise(advantages, weights)
+    # weighted mean (-0.5 - 0.5 - 0.2 + 0.35) / 3 = -0.85 / 3; by hand:
+    mean = -0.85 / 3
+    var = (2 * (-0.5 - mean) ** 2 + 0.5 * (-0.4 - mean) ** 2 + 0.5 * (0.7 - mean) ** 2) / 3
+    expected = (advantages - mean) / math.sqrt(var)
+    assert torch.allclose(out, expected, atol=1e-5)
+    assert float((weights * out).sum()) == pytest.approx(0.0, abs=1e-5)
+    # all-negative advantages (every episode failed) no longer push every answer down
+    assert (out > 0).any()
+    assert torch.equal(normalise(torch.full((3,), -0.3), torch.ones(3)), torch.zeros(3))

@@ -25,6 +25,7 @@ import torch
 __all__ = [
     "digirl_step_advantages",
     "importance_ratios",
+    "normalise",
     "priority",
     "retrace",
     "td_errors",
@@ -94,6 +95,16 @@ def digirl_step_advantages(
     to_go = torch.arange(steps - 1, -1, -1, dtype=values.dtype, device=values.device)  # H − h
     weight = (lam**to_go) * final_reward
     return weight + (1.0 - weight) * (following + rewards - values)
+
+
+def normalise(advantages: torch.Tensor, weights: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """``advantages`` shifted and scaled to weighted mean 0 and weighted standard deviation 1 over the
+    batch (``weights``: the importance-sampling weights the loss applies); a batch of equal advantages
+    becomes all zeros."""
+    total = weights.sum().clamp_min(eps)
+    mean = (weights * advantages).sum() / total
+    std = ((weights * (advantages - mean) ** 2).sum() / total).sqrt()
+    return (advantages - mean) / (std + eps)
 
 
 def priority(

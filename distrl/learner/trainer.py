@@ -20,10 +20,12 @@ One ``update()``:
    in training mode:
    - A-RIDE, Eq. 1: L_π = −E[w·min(ρ_t, ρ̄)·A_t·log π(a_t|s_t)] − β·E[w·H(π(·|s_t))]
      + κ·E[w·min(ρ_t, ρ̄)·1{a_t invalid}·log π(a_t|s_t)]. ρ̄ is ``rho_clip`` (``inf``: unclipped, as
-     written in the paper). The penalty lowers the likelihood of answers that did not parse: an
-     advantage of −κ on them, weighted by the same ratio, so that its push fades once such an answer has
-     become unlikely (an unweighted −log-likelihood push never stops, and wrecks the policy). The paper's
-     P_invalid came from a judge; here parsing decides.
+     written in the paper). With ``normalise_advantages`` (not in the paper; see its docstring) A_t is
+     first shifted and scaled to weighted mean 0 and deviation 1 over the batch. The penalty lowers
+     the likelihood of answers that did not parse: an advantage of −κ on them, weighted by the same
+     ratio, so that its push fades once such an answer has become unlikely (an unweighted
+     −log-likelihood push never stops, and wrecks the policy). The paper's P_invalid came from a judge;
+     here parsing decides.
    - DigiRL: −E[log π(a_t|s_t)] over the steps kept by its hard filters: step advantage
      A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
      advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
@@ -67,6 +69,7 @@ from distrl.learner.replay import ReplayBuffer, ReplayStats
 from distrl.learner.retrace import (
     digirl_step_advantages,
     importance_ratios,
+    normalise,
     priority,
     retrace,
     td_errors,
@@ -213,7 +216,10 @@ class Learner:
             device=self.policy.device,
         )
         # A-RIDE's weight on −log π; the baselines replace it with their filters' 0/1
-        coefficients = rhos.clamp(max=settings.rho_clip) * (advantages - settings.invalid_penalty * invalid)
+        actor_advantages = normalise(advantages, weights) if settings.normalise_advantages else advantages
+        coefficients = rhos.clamp(max=settings.rho_clip) * (
+            actor_advantages - settings.invalid_penalty * invalid
+        )
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
