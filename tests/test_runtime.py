@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import random
 import signal
 import sys
 from pathlib import Path
@@ -293,3 +294,28 @@ async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path:
     assert stats.completed == 6
     assert stats.device_errors >= 1  # a crash or a hang cut an episode short ...
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
+
+
+async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task(tmp_path: Path) -> None:
+    # Every episode the run needs is out: a free session must not leave (its host would shut down for
+    # good), but wait, and take the task of an episode that failed elsewhere.
+    pool = tasks("general", "train")[:3]
+    fleet = runtime._Fleet(_inventory(tmp_path), pool, random.Random(0), episodes=2, keep=True, learner=None)
+    first, second = await fleet.take(), await fleet.take()
+    assert first is not None and second is not None  # noqa: PT018
+    taken: list[tuple[str, object] | None] = []
+
+    async def free_session() -> None:
+        taken.append(await fleet.take())
+
+    with anyio.fail_after(2):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(free_session)
+            await anyio.sleep(0.2)
+            assert taken == []  # waiting, not gone
+            fleet.failed(second[1], "link_lost")
+    assert len(taken) == 1
+    assert taken[0] is not None
+    assert taken[0][1] == second[1]  # the failed task, handed out again
+    assert fleet.stats.handed_out == 3
+    _accounted(fleet.stats)
