@@ -244,3 +244,24 @@ def test_the_actor_waits_for_the_critic_warm_up(played: list[Trajectory]) -> Non
     assert report is not None
     assert report.trained_steps > 0
     assert not all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
+
+
+def test_gradient_checkpointing_trains_the_same_adapter(played: list[Trajectory]) -> None:
+    # the same updates, activations kept or recomputed: the same weights (dropout draws included)
+    plain = _filled("a-ride", played)
+    recomputed = _filled("a-ride", played, gradient_checkpointing=True)
+    assert _checkpointing(recomputed)
+    assert not _checkpointing(plain)
+    for learner in (plain, recomputed):
+        torch.manual_seed(1)  # the same dropout masks
+        learner.update()
+        learner.update()
+    before = _adapter(_learner("a-ride"))
+    for name, value in _adapter(plain).items():
+        assert not torch.equal(value, before[name]) or "lora_A" in name, name  # the adapter moved
+        torch.testing.assert_close(_adapter(recomputed)[name], value, rtol=1e-4, atol=1e-6)
+
+
+def _checkpointing(learner: Learner) -> bool:
+    """Whether the model's layers recompute their activations in training."""
+    return any(getattr(m, "gradient_checkpointing", False) is True for m in learner.policy.model.modules())

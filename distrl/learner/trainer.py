@@ -138,6 +138,13 @@ class Learner:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.critics = Critics(hidden).to(policy.device)
+        if settings.gradient_checkpointing:
+            # non-reentrant: the frozen base's inputs need no gradient for the adapter's to flow
+            model, kwargs = policy.model, {"use_reentrant": False}
+            if hasattr(model, "activation_checkpointing_enable"):  # its newer name
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         self.actor_optimiser = torch.optim.AdamW(policy.trainable_parameters(), lr=settings.lr_actor)
         self.critic_optimiser = torch.optim.Adam(self.critics.parameters(), lr=settings.lr_critic)
         prioritised = settings.algorithm == "a-ride"
