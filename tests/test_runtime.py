@@ -12,6 +12,7 @@ import random
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -29,19 +30,9 @@ from distrl.sim.suites import tasks
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
-def _inventory(
-    tmp_path: Path,
-    *,
-    devices: int = 2,
-    extra: str = "",
-    hosts: str = "",
-    local: bool = True,
-    policy: str = "",
-) -> Inventory:
-    """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
-    and ``hosts`` appended; ``extra`` and ``policy`` are more lines for ``[run]`` and ``[policy]``."""
-    text = _inventory_text(tmp_path, devices=devices, extra=extra, hosts=hosts, local=local, policy=policy)
-    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+def _inventory(tmp_path: Path, **options: Any) -> Inventory:
+    """``_inventory_text(tmp_path, **options)``, parsed."""
+    return parse_inventory(_inventory_text(tmp_path, **options), source=str(tmp_path / "hosts.toml"))
 
 
 def _inventory_text(
@@ -53,6 +44,8 @@ def _inventory_text(
     local: bool = True,
     policy: str = "",
 ) -> str:
+    """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
+    and ``hosts`` appended; ``extra`` and ``policy`` are more lines for ``[run]`` and ``[policy]``."""
     return f"""
 [run]
 name = "t"
