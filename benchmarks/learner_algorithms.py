@@ -188,7 +188,7 @@ def main() -> None:
                     "goal_met": None
                     if a_ride is None or digirl is None
                     else bool(a_ride >= 1.2 * before and a_ride >= digirl and a_ride > 0),
-                    "figure": str(figure.relative_to(FIGURES.parent.parent)),
+                    "figure": str(figure),
                     "wall_s": round(time.monotonic() - started, 1),
                 }
             ),
