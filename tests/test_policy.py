@@ -405,3 +405,28 @@ def test_max_image_pixels_caps_the_image_tokens() -> None:
     assert capped.ids.count(tokens) < own.ids.count(tokens)
     assert capped.ids.count(tokens) * 28 * 28 <= 56 * 56 * 4
     assert capped_policy.sample([screen])[0].tokens > 0  # and the model still answers
+
+
+def test_remembered_screens_are_processed_once_and_encode_the_same() -> None:
+    prompter = _policy().prompter
+    red, blue = _screen((200, 0, 0), fmt="JPEG"), _screen((0, 0, 200), fmt="JPEG")
+    inputs = [PolicyInput(goal=goal, observation=screen) for goal in ("a", "b") for screen in (red, blue)]
+    plain = prompter.encode(inputs, history=0)
+    decoded: list[Observation] = []
+    original = prompter._image
+
+    def counting(observation: Observation) -> Image.Image:
+        decoded.append(observation)
+        return original(observation)
+
+    prompter._image = counting  # type: ignore[method-assign]
+    with prompter.remembering_screens():
+        first = prompter.encode(inputs, history=0)
+        again = prompter.encode(inputs[::-1], history=0)
+    assert len(decoded) == 2  # two distinct screens, four inputs, two calls: each decoded once
+    for got, want in zip([*first, *again[::-1]], [*plain, *plain], strict=True):
+        assert got.ids == want.ids
+        assert torch.equal(got.pixel_values, want.pixel_values)
+        assert torch.equal(got.grid_thw, want.grid_thw)
+    prompter.encode(inputs, history=0)
+    assert len(decoded) == 4  # outside the block nothing is kept

@@ -65,7 +65,7 @@ from distrl.learner.checkpoint import (
     save_tensors,
 )
 from distrl.learner.critics import Critics
-from distrl.learner.replay import ReplayBuffer, ReplayStats
+from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import (
     digirl_step_advantages,
     importance_ratios,
@@ -183,6 +183,11 @@ class Learner:
         if len(self.replay) == 0:
             return None
         batch = self.replay.sample(settings.batch_size)
+        with self.policy.prompter.remembering_screens():  # each screen processed once, not twice
+            return self._update(batch, started)
+
+    def _update(self, batch: ReplaySample, started: float) -> UpdateReport:
+        settings = self.settings
         steps = [(i, step) for i, trajectory in enumerate(batch.trajectories) for step in trajectory.steps]
         inputs = [_input(batch.trajectories[i], step) for i, step in steps]
         texts = [step.output for _, step in steps]

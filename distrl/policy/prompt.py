@@ -24,8 +24,9 @@ it), and distrl does not need torchvision otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,8 @@ class Prompter:
         self._head = [ids[IM_START], *self._text_ids("user\n"), ids[VISION_START]]
         self._after_image = [ids[VISION_END]]
         self._tail = [self.end_id, *self._text_ids("\n"), ids[IM_START], *self._text_ids("assistant\n")]
+        self._screens: dict[bytes, tuple[torch.Tensor, torch.Tensor]] | None = None
+        """Screens already processed, by their encoded bytes, while ``remembering_screens``."""
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> Prompter:
@@ -137,19 +140,37 @@ class Prompter:
         self.tokenizer.save_pretrained(str(folder))
         self.image_processor.save_pretrained(str(folder))
 
+    @contextlib.contextmanager
+    def remembering_screens(self) -> Iterator[None]:
+        """Within this block, each distinct screen is decoded and processed once, however often it is
+        encoded (the learner encodes every step twice per update: to score it, then to train on it).
+        The patches are kept until the block ends: about 24 MB per screen at a 1,003,520-pixel cap."""
+        self._screens = {}
+        try:
+            yield
+        finally:
+            self._screens = None
+
     def encode(self, inputs: Sequence[PolicyInput], history: int) -> list[Encoded]:
         """The prompts for ``inputs``, each showing its last ``history`` actions."""
         if not inputs:
             return []
-        images = [self._image(item.observation) for item in inputs]
-        processed = self.image_processor(images=images, return_tensors="pt")
-        grids: torch.Tensor = processed["image_grid_thw"]
-        patches = [int(n) for n in grids.prod(dim=-1)]
-        pixels = torch.split(processed["pixel_values"], patches)
+        screens = {} if self._screens is None else self._screens
+        new = list(
+            dict.fromkeys(i.observation.screenshot for i in inputs if i.observation.screenshot not in screens)
+        )
+        if new:
+            by_bytes = {i.observation.screenshot: i.observation for i in inputs}
+            images = [self._image(by_bytes[screenshot]) for screenshot in new]
+            processed = self.image_processor(images=images, return_tensors="pt")
+            grids: torch.Tensor = processed["image_grid_thw"]
+            pixels = torch.split(processed["pixel_values"], [int(n) for n in grids.prod(dim=-1)])
+            screens.update(zip(new, zip(pixels, grids, strict=True), strict=True))
         encoded = []
-        for item, grid, pixel_values, count in zip(inputs, grids, pixels, patches, strict=True):
+        for item in inputs:
+            pixel_values, grid = screens[item.observation.screenshot]
             text = self._text_ids(prompt_text(item.goal, item.history, history))
-            image = [self.image_token_id] * (count // self.merge_size**2)
+            image = [self.image_token_id] * (int(grid.prod()) // self.merge_size**2)
             ids = [*self._head, *image, *self._after_image, *text, *self._tail]
             encoded.append(Encoded(ids, pixel_values, grid))
         return encoded
