@@ -156,12 +156,11 @@ class Prompter:
         if not inputs:
             return []
         screens = {} if self._screens is None else self._screens
-        new = list(
-            dict.fromkeys(i.observation.screenshot for i in inputs if i.observation.screenshot not in screens)
-        )
+        new = {
+            i.observation.screenshot: i.observation for i in inputs if i.observation.screenshot not in screens
+        }
         if new:
-            by_bytes = {i.observation.screenshot: i.observation for i in inputs}
-            images = [self._image(by_bytes[screenshot]) for screenshot in new]
+            images = [self._image(observation) for observation in new.values()]
             processed = self.image_processor(images=images, return_tensors="pt")
             grids: torch.Tensor = processed["image_grid_thw"]
             pixels = torch.split(processed["pixel_values"], [int(n) for n in grids.prod(dim=-1)])
