@@ -228,7 +228,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Load a model folder (e.g. one pretrain wrote) and let it play tasks of a suite on "
         "simulated phones, greedily unless --temperature is given; prints the success rate.",
     )
-    evaluate.add_argument("model", metavar="MODEL_FOLDER", help="a local model folder, or tiny")
+    evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
     evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
     evaluate.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")

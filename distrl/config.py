@@ -152,11 +152,19 @@ class LearnerSettings:
     """β, the entropy bonus coefficient."""
     invalid_penalty: float = _num(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
-    normalise_advantages: bool = True
-    """A-RIDE: shift and scale each batch's advantages to mean 0 and deviation 1 before the actor loss.
-    Not in the paper. An answer's log-prob sums over all its tokens, most of them the action format every
-    answer shares; when most advantages are negative (most episodes fail), the raw loss pushes that
-    shared format down on every update, and the policy drifts into answers that do not parse."""
+    advantages: Literal["positive", "normalised", "signed"] = "positive"
+    """A-RIDE: which advantages weigh −log π in the actor loss.
+
+    - ``positive`` (default): max(A_t, 0), so the actor raises only the actions that did better than the
+      step critic expected, each in proportion to how much better. The paper's released code clamps A
+      the same way (then also binarises it, which throws the size away).
+    - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch.
+    - ``signed``: A_t as it is, Eq. 1 as written.
+
+    Why not signed: an answer's log-prob sums over all its tokens, most of them the action format every
+    answer shares. When most episodes fail most advantages are negative, and pushing those answers down
+    pushes the shared format down on every update, so a small policy drifts into answers that do not
+    parse; normalising slows the drift but still pushes down half of every batch (README, "Learner")."""
     priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
     """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     priority_alpha: float = _num(0.5, ge=0)
@@ -187,7 +195,9 @@ class LearnerSettings:
 
 EXPERT = "expert"
 """``[policy] model`` naming the simulated phone's scripted expert instead of a model."""
-BUILT_IN_MODELS = frozenset({"tiny", EXPERT})
+TINY_BC = "tiny-bc"
+"""``[policy] model`` naming ``tiny`` behaviour-cloned on the sim's expert, shipped with distrl."""
+BUILT_IN_MODELS = frozenset({"tiny", TINY_BC, EXPERT})
 """``[policy] model`` values that name something built in, not a folder."""
 
 
@@ -246,6 +256,10 @@ class SimSettings:
     """Per-operation delays calibrated from real emulators, or none."""
     time_scale: float = _num(1.0, ge=0)
     """Multiplies every simulated delay (0.1 runs ten times faster than a real emulator; 0 is no delay)."""
+    task_spread: float = _num(1.0, ge=1)
+    """How much slower the slowest task's app is than the fastest's: each task's delays are multiplied
+    by a factor in [1, task_spread], log-uniform and fixed per task (``latency.task_slowness``). 1 makes
+    every app equally fast; the paper's tasks span up to 100× in duration."""
     hang_rate: float = _num(0.0, ge=0, le=1)
     """Chance per operation that the device stops answering (the operation times out)."""
     crash_rate: float = _num(0.0, ge=0, le=1)
@@ -661,6 +675,7 @@ def _describe(value: object) -> str:
 __all__ = [
     "BUILT_IN_MODELS",
     "EXPERT",
+    "TINY_BC",
     "Devices",
     "Host",
     "Inventory",

@@ -782,7 +782,9 @@ async def collect(
 ) -> CollectResult:
     """Run a policy on a fleet and bring back ``episodes`` trajectories, without training.
 
-    ``hosts`` is an inventory or the path of a hosts file. ``policy`` is the policy to run (its
+    ``hosts`` is an inventory or the path of a hosts file; its ``run.mode`` applies: ``async`` keeps
+    every device busy, ``sync`` plays rounds (every device one episode, then a barrier), as ``train``
+    would without its updates. ``policy`` is the policy to run (its
     settings, or a model folder; default the inventory's ``[policy]``): each worker loads it itself.
     ``tasks`` is a list of tasks, or a suite name (its ``split``), default the inventory's suite.
     Cancelling the call (a timeout, Ctrl-C in a notebook) stops the workers and returns nothing.
@@ -801,7 +803,12 @@ async def collect(
         inventory, _tasks(inventory, tasks, split), rng, episodes=episodes, keep=True, learner=None
     )
     board = _Board(fleet, None, on_progress)
-    await _run_fleet(fleet, board, lambda link, tg: _sessions(link, fleet))
+    if inventory.run.mode == "sync":
+        await _run_fleet(
+            fleet, board, lambda link, tg: _sessions_sync(link, fleet), lambda: _sync_rounds(fleet, board)
+        )
+    else:
+        await _run_fleet(fleet, board, lambda link, tg: _sessions(link, fleet))
     if fleet.stats.completed < episodes:
         log.warning(
             "collect: %d of %d episodes came back (failed: %s); the hosts ran out of restarts",
@@ -933,9 +940,9 @@ async def _sessions_sync(link: _Link, fleet: _Fleet) -> None:
 
 
 async def _sync_rounds(fleet: _Fleet, board: _Board) -> None:
-    """DigiRL-style rounds: every device one episode, a barrier, the updates, a broadcast."""
+    """DigiRL-style rounds: every device one episode, a barrier, the updates, a broadcast (``collect``:
+    the rounds and barriers alone)."""
     learner = fleet.learner
-    assert learner is not None
     settings = fleet.inventory
     while not fleet.stop.is_set():
         while not fleet.hosts_up:
@@ -948,6 +955,8 @@ async def _sync_rounds(fleet: _Fleet, board: _Board) -> None:
             fleet.rounds.notify_all()
             while fleet.round_hosts:
                 await fleet.rounds.wait()
+        if learner is None:
+            continue
         new = len(fleet.pending)
         per_update = max(1, settings.learner.min_new_trajectories)
         before = learner.updates

@@ -38,9 +38,10 @@ def test_example_loads_as_documented() -> None:
     assert local.devices.serials == tuple(f"sim-{i}" for i in range(8))
     assert local.env == {"PYTHONUNBUFFERED": "1"}
     assert inventory.output_dir == EXAMPLE.parent / "runs" / "distrl"
-    # The example shows every default: it must equal an inventory that sets nothing but the host.
+    # The example shows every default: it must equal an inventory that sets nothing but the host (and
+    # the model, which it starts from the shipped behaviour-cloned policy).
     bare = parse_inventory(
-        '[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
+        '[policy]\nmodel = "tiny-bc"\n[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
         '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 8 }\n',
         source=str(EXAMPLE),
     )
@@ -267,7 +268,7 @@ def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     assert inventory.output_dir == path.parent / "out" / "exp"
     assert inventory.policy.model == str(path.parent / "models" / "bc")
     assert inventory.policy.adapter == str(path.parent / "adapters" / "a1")
-    assert load_inventory(EXAMPLE).policy.model == "tiny"  # the built-in model is a name, not a path
+    assert load_inventory(EXAMPLE).policy.model == "tiny-bc"  # a built-in model is a name, not a path
     assert local.workdir == str(path.parent / "work")
     assert local.identity_file == remote.identity_file == str(path.parent / "keys" / "id")
     assert remote.workdir == "remote"  # on the remote host: relative to the remote home

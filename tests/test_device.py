@@ -29,7 +29,15 @@ from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffli
 from distrl.records import Action, ActionType, Observation, Task
 from distrl.sim import adbd as sim_adbd
 from distrl.sim import image as sim_image
-from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Spread
+from distrl.sim.latency import (
+    Fault,
+    FaultModel,
+    FaultRates,
+    LatencyModel,
+    LatencyProfile,
+    Spread,
+    task_slowness,
+)
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import ShellResult
 from distrl.sim.shell import run_shell as sim_run_shell
@@ -630,6 +638,39 @@ def test_is_blank_means_every_pixel_the_same() -> None:
     speck = Image.new("RGB", (30, 30), (255, 255, 255))
     speck.putpixel((29, 29), (255, 255, 254))
     assert not is_blank(speck)
+
+
+async def test_a_sim_task_runs_as_slow_as_its_slowness(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+
+    async def record(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(anyio, "sleep", record)
+    fixed = _fixed(screenshot=0.5, reset=0.25, key=0.125)
+    waits = {}
+    for spread in (1.0, 50.0):
+        device = SimDevice(
+            "sim-0",
+            phone_config=CONFIG,
+            timeouts=TIMEOUTS,
+            latency=LatencyModel(fixed, seed=0),
+            task_spread=spread,
+        )
+        for task in (WIFI_OFF, _task()):
+            slept.clear()
+            await device.reset(task)
+            await device.act(HOME)
+            await device.observe()
+            waits[spread, task.id] = list(slept)
+        await device.aclose()
+    for task in (WIFI_OFF, _task()):
+        factor = task_slowness(task.id, 50.0)
+        assert waits[1.0, task.id] == pytest.approx([0.25, 0.5, 0.125, 0.5])
+        assert waits[50.0, task.id] == pytest.approx([w * factor for w in waits[1.0, task.id]])
+    assert task_slowness(WIFI_OFF.id, 50.0) != task_slowness(_task().id, 50.0)
+    with pytest.raises(ValueError, match="spread"):
+        SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS, task_spread=0.5)
 
 
 def test_sim_device_settings_are_checked() -> None:

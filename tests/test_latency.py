@@ -16,6 +16,7 @@ from distrl.sim.latency import (
     LatencyProfile,
     Op,
     Spread,
+    task_slowness,
 )
 
 N = 4000
@@ -184,3 +185,19 @@ def test_bad_fault_rates_fail_with_one_clear_sentence(text: str, message: str) -
 def test_fault_rates_are_validated_when_built(value: float) -> None:
     with pytest.raises(ValueError, match="hang must be a probability"):
         FaultRates(hang=value)
+
+
+def test_task_slowness_is_log_uniform_fixed_per_task_and_bounded() -> None:
+    ids = [f"general/task-{i}" for i in range(N)]
+    factors = [task_slowness(task_id, 100.0) for task_id in ids]
+    assert all(1.0 <= f <= 100.0 for f in factors)
+    assert factors == [task_slowness(task_id, 100.0) for task_id in ids]  # the same every time
+    # log-uniform: log10 of the factor is uniform on [0, 2]
+    logs = sorted(math.log10(f) for f in factors)
+    for q in (0.1, 0.25, 0.5, 0.75, 0.9):
+        assert _quantile(logs, q) == pytest.approx(2 * q, abs=0.06)
+    assert max(factors) / min(factors) > 90
+    assert {task_slowness(task_id, 1.0) for task_id in ids} == {1.0}
+    for bad in (0.5, math.inf, math.nan):
+        with pytest.raises(ValueError, match="spread"):
+            task_slowness("t", bad)

@@ -13,6 +13,7 @@ import peft
 import pytest
 import torch
 from PIL import Image, ImageDraw
+from safetensors.torch import load_file
 from transformers import (
     AutoConfig,
     AutoModelForImageTextToText,
@@ -26,6 +27,7 @@ from transformers import (
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
 from distrl.errors import PolicyError
+from distrl.play import evaluate
 from distrl.policy import (
     Policy,
     PolicyInput,
@@ -35,6 +37,7 @@ from distrl.policy import (
     resolve_device,
     resolve_dtype,
 )
+from distrl.policy.tiny import TINY_BC_WEIGHTS, export_tiny_bc
 from distrl.records import Action, ActionType, InvalidAction, Observation
 
 
@@ -118,6 +121,31 @@ def test_the_saved_chat_template_renders_the_prompt(tiny_folder: Path) -> None:
     ids = prompter.encode([item], history=1)[0].ids
     single_pad = [t for i, t in enumerate(ids) if t != prompter.image_token_id or ids[i - 1] != t]
     assert rendered_ids == single_pad
+
+
+def test_tiny_bc_ships_with_the_package_and_plays_where_fresh_tiny_cannot(tmp_path: Path) -> None:
+    shipped = load_file(str(TINY_BC_WEIGHTS))
+    assert all(tensor.dtype == torch.bfloat16 for tensor in shipped.values())
+    policy = Policy.load(PolicySettings(model="tiny-bc", max_new_tokens=64), device="cpu")
+    base = policy.model.get_base_model().state_dict()
+    # every shipped tensor is in the model, exactly (bfloat16 widened to float32); LoRA adds its own
+    for name, tensor in shipped.items():
+        loaded = next(v for k, v in base.items() if k.replace(".base_layer", "") == name)
+        assert loaded.dtype == torch.float32
+        assert torch.equal(loaded, tensor.float()), name
+    fresh = Policy.load(PolicySettings(max_new_tokens=64), device="cpu")
+    cloned = evaluate(policy, "general", "train", episodes=6, seed=0, width=270, height=600)
+    untrained = evaluate(fresh, "general", "train", episodes=6, seed=0, width=270, height=600)
+    assert untrained.success_rate == 0.0
+    assert cloned.success_rate > 0.0
+
+    # export writes what load reads back
+    model, _ = build_tiny(5)
+    export_tiny_bc(model, tmp_path / "weights.safetensors")
+    again = load_file(str(tmp_path / "weights.safetensors"))
+    assert set(again) == set(shipped)
+    norm = "model.language_model.norm.weight"
+    assert torch.equal(again[norm], model.state_dict()[norm])
 
 
 def test_tiny_is_tiny_and_deterministic() -> None:

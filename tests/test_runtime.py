@@ -176,6 +176,34 @@ async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     assert stats.lag_p50 == 0
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_path: Path, mode: str) -> None:
+    # fast and slow tasks (the slowest app 50× the fastest), the calibrated latency at 1/50 speed
+    inventory = parse_inventory(
+        _inventory_text(tmp_path, devices=3, extra=f'mode = "{mode}"').replace(
+            'latency = "off"', "time_scale = 0.02\ntask_spread = 50.0"
+        ),
+        source=str(tmp_path / "hosts.toml"),
+    )
+    result = await collect(inventory, policy="expert", tasks=tasks("general", "train")[:12], episodes=9)
+    _accounted(result.stats, result.trajectories)
+    assert result.stats.failed == {}
+    played = sorted(result.trajectories, key=lambda t: t.started_at_s)
+    spans = [(t.started_at_s, t.started_at_s + t.duration_s) for t in played]
+    # an episode that began while an earlier one was still playing on another device
+    overtaking = [
+        later
+        for later, (start, _) in enumerate(spans)
+        if any(end > start for _, end in spans[: later // 3 * 3])
+    ]
+    if mode == "sync":
+        # rounds of three: none starts before every episode of the previous rounds has ended
+        assert overtaking == []
+        assert [len({t.device for t in played[i : i + 3]}) for i in (0, 3, 6)] == [3, 3, 3]
+    else:
+        assert overtaking  # devices that finish early go on at once
+
+
 async def test_a_killed_worker_loses_only_its_episodes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

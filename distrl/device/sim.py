@@ -41,7 +41,15 @@ from distrl.device.screen import (
 )
 from distrl.errors import DeviceCrashed, DeviceError, DeviceOffline
 from distrl.records import Action, Observation, Task
-from distrl.sim.latency import Fault, FaultModel, FaultRates, LatencyModel, LatencyProfile, Op
+from distrl.sim.latency import (
+    Fault,
+    FaultModel,
+    FaultRates,
+    LatencyModel,
+    LatencyProfile,
+    Op,
+    task_slowness,
+)
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import setup_commands
@@ -68,6 +76,7 @@ class SimDevice:
         jpeg_quality: int = 85,
         host: str = "local",
         white_frame_retries: int = WHITE_FRAME_RETRIES,
+        task_spread: float = 1.0,
     ) -> None:
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
@@ -88,6 +97,10 @@ class SimDevice:
         """JPEG quality of observations (1-95)."""
         self.white_frame_retries = white_frame_retries
         """Captures retried after a white frame before ``observe`` gives up."""
+        task_slowness("", task_spread)  # checks it
+        self.task_spread = task_spread
+        """Each task's delays are multiplied by its ``task_slowness`` in [1, task_spread]."""
+        self._slowness = 1.0  # the current task's
         self._phone = Phone(phone_config)
         self._boot = self._phone.snapshot()
         self._down: Fault | None = None  # CRASH or OFFLINE until the next reset
@@ -119,6 +132,7 @@ class SimDevice:
         timeouts = self.timeouts
         budget = timeouts.device_boot_s + timeouts.device_reset_s + timeouts.device_observe_s
         async with self._gate.operation("reset", budget):
+            self._slowness = task_slowness(task.id, self.task_spread)
             if self._down is Fault.CRASH:
                 async with self._gate.deadline("reset (reboot)", timeouts.device_boot_s):
                     await self._wait(Op.BOOT)
@@ -228,7 +242,7 @@ class SimDevice:
 
     async def _wait(self, op: Op) -> None:
         if self.latency is not None:
-            await anyio.sleep(self.latency.wall(op))
+            await anyio.sleep(self.latency.wall(op) * self._slowness)
 
 
 def sim_device(
@@ -253,4 +267,5 @@ def sim_device(
         image_format=settings.image_format,
         jpeg_quality=settings.jpeg_quality,
         host=host,
+        task_spread=settings.task_spread,
     )

@@ -39,10 +39,10 @@ import transformers
 from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
 
 from distrl.actions import parse_action
-from distrl.config import PolicySettings
+from distrl.config import TINY_BC, PolicySettings
 from distrl.errors import PolicyError
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
-from distrl.policy.tiny import build_tiny
+from distrl.policy.tiny import build_tiny, build_tiny_bc
 from distrl.records import Action, InvalidAction, Observation, Step
 
 __all__ = ["Policy", "Sample", "Scores", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
@@ -395,6 +395,8 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 def _load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
     if model == "tiny":
         return build_tiny(seed)
+    if model == TINY_BC:
+        return build_tiny_bc()
     # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
     folder = Path(model).expanduser()

@@ -30,8 +30,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from safetensors.torch import load_model, save_model
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
@@ -51,7 +53,19 @@ from distrl.policy.prompt import (
 )
 from distrl.records import Action, ActionType
 
-__all__ = ["TinySpec", "build_tiny", "build_tokenizer", "tiny_config", "CHAT_TEMPLATE"]
+__all__ = [
+    "TinySpec",
+    "build_tiny",
+    "build_tiny_bc",
+    "build_tokenizer",
+    "export_tiny_bc",
+    "tiny_config",
+    "CHAT_TEMPLATE",
+    "TINY_BC_WEIGHTS",
+]
+
+TINY_BC_WEIGHTS = Path(__file__).with_name("tiny_bc.safetensors")
+"""The weights of ``tiny-bc``, shipped with the package (bfloat16, about 2 MB)."""
 
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END, VISION_START, VISION_END, VISION_PAD, IMAGE_PAD, VIDEO_PAD)
 """Qwen2-VL's special tokens, in Qwen's order; ids 0-7 of the tiny vocabulary."""
@@ -143,6 +157,21 @@ def build_tiny(
         torch.manual_seed(seed)
         model = Qwen2VLForConditionalGeneration(config)
     return model, Prompter(tokenizer, image_processor)
+
+
+def build_tiny_bc() -> tuple[Qwen2VLForConditionalGeneration, Prompter]:
+    """``tiny`` behaviour-cloned on the simulated phone's expert (``distrl pretrain``): the RL starting
+    point that ships with distrl, as AutoUI is the paper's. The architecture and tokenizer are built
+    here as for ``tiny``; only the weights come from ``TINY_BC_WEIGHTS`` (float32 in memory)."""
+    model, prompter = build_tiny()
+    load_model(model, str(TINY_BC_WEIGHTS), strict=True)  # copies into the float32 parameters
+    return model, prompter
+
+
+def export_tiny_bc(model: torch.nn.Module, path: Path = TINY_BC_WEIGHTS) -> None:
+    """Write a pretrained tiny ``model`` (``from_pretrained`` of a ``distrl pretrain`` folder) as the
+    ``tiny-bc`` weights, in bfloat16 (``tools/export-tiny-bc``)."""
+    save_model(model.to(torch.bfloat16), str(path))
 
 
 def tiny_config(tokenizer: PreTrainedTokenizerFast, spec: TinySpec) -> Qwen2VLConfig:

@@ -229,6 +229,18 @@ class LatencyModel:
         return self.sample(op) * self.time_scale
 
 
+def task_slowness(task_id: str, spread: float) -> float:
+    """How much slower than the fastest the task ``task_id`` runs: a factor in [1, ``spread``],
+    log-uniform, the same for the task on every device and every run (drawn from its id alone).
+
+    Real apps and sites differ: a heavy shopping site loads and settles far slower than the settings
+    app, so long tasks are long in both steps and seconds (the paper's tasks span up to 100× in
+    duration). ``spread`` 1 makes every task equally fast."""
+    if not (math.isfinite(spread) and spread >= 1):
+        raise ValueError(f"spread must be a finite number ≥ 1, got {spread!r}")
+    return float(spread ** random.Random(f"slowness/{task_id}").random())
+
+
 class Fault(enum.StrEnum):
     """An injected failure."""
 
