@@ -210,13 +210,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,32,128,512", help="fleet sizes (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="sync rounds per size, at least 2 (default 3)")
     parser.add_argument(
-        "--min-episodes", type=int, default=64, help="more rounds for small fleets (default 64)"
+        "--min-episodes", type=int, default=32, help="more rounds for small fleets (default 32)"
     )
     parser.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
     parser.add_argument("--no-ssh", action="store_true", help="no worker over SSH on loopback")
-    parser.add_argument("--task-spread", type=float, default=8.0, help="[sim] task_spread (default 8)")
+    parser.add_argument("--task-spread", type=float, default=40.0, help="[sim] task_spread (default 40)")
     parser.add_argument("--load", type=float, default=150.0, help="phones stepping at once (default 150)")
-    parser.add_argument("--min-time-scale", type=float, default=0.05)
+    parser.add_argument("--min-time-scale", type=float, default=0.15, help="(default 0.15)")
     parser.add_argument("--limit", type=float, default=900.0, help="seconds one run may take (default 900)")
     parser.add_argument("--width", type=int, default=270)
     parser.add_argument("--height", type=int, default=600)

@@ -78,8 +78,12 @@ class RunSettings:
     """Stop after this many trajectories have reached the learner; 0 for no limit."""
     duration_s: float = _num(0.0, ge=0)
     """Stop after this many seconds of wall time; 0 for no limit."""
-    max_policy_lag: int = _num(4, ge=0)
-    """Drop steps chosen by a policy more than this many versions behind the learner."""
+    max_policy_lag: int = _num(32, ge=0)
+    """Drop trajectories begun by a policy more than this many versions behind the learner, on arrival
+    and later from the replay buffer (Retrace corrects for what stays). The learner updates every
+    ``learner.min_new_trajectories`` arrivals, so an episode as long as D arrivals is about
+    D / min_new_trajectories versions old when it arrives: 32 devices and 4 give 8. With 4, the old
+    default, 32 sim phones had 90% of their trajectories refused, and success fell (README)."""
     publish_every: int = _num(1, gt=0)
     """Publish new weights to the workers every this many learner updates."""
     publish_dtype: Literal["float32", "bfloat16"] = "bfloat16"
@@ -156,8 +160,9 @@ class LearnerSettings:
     """A-RIDE: which advantages weigh −log π in the actor loss.
 
     - ``positive`` (default): max(A_t, 0), so the actor raises only the actions that did better than the
-      step critic expected, each in proportion to how much better. The paper's released code clamps A
-      the same way (then also binarises it, which throws the size away).
+      step critic expected, each in proportion to how much better; scaled to mean 1 over the steps it
+      keeps, so that it weighs as much as the entropy bonus and the invalid-output penalty beside it
+      expect. The paper's released code clamps A the same way (then binarises it, losing the size).
     - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch.
     - ``signed``: A_t as it is, Eq. 1 as written.
 

@@ -103,6 +103,9 @@ class RunStats:
     ``completed``, but not trained on."""
     restarts: int = 0
     """Host links started again after a loss."""
+    stale: int = 0
+    """Trajectories the learner refused on arrival: begun by a policy more than ``run.max_policy_lag``
+    versions old (counted in ``completed``, not trained on)."""
     updates: int = 0
     weight_bytes: int = 0
     weight_pushes: int = 0
@@ -348,6 +351,7 @@ class _Fleet:
         """``ReplayStats.added`` at the last checkpoint."""
         self.checkpointed_at = time.monotonic()
         """When the last checkpoint was written (or the run started)."""
+        self.warned_stale = False
         self.rounds = anyio.Condition()
         self.round = 0
         self.round_hosts: set[str] = set()
@@ -615,8 +619,10 @@ async def _train_steps(fleet: _Fleet, board: _Board, updates: int | None = None)
     done = 0
     while updates is None or done < updates:
         for trajectory in fleet.pending:
-            learner.add(trajectory)
+            if not learner.add(trajectory) and trajectory.steps and not trajectory.cut_short:
+                fleet.stats.stale += 1
         new, fleet.pending = len(fleet.pending), []
+        _warn_if_stale(fleet)
         fleet.fresh += new
         if updates is None and fleet.fresh < settings.learner.min_new_trajectories:
             return done
@@ -635,6 +641,21 @@ async def _train_steps(fleet: _Fleet, board: _Board, updates: int | None = None)
         ):
             await _checkpoint(fleet)
     return done
+
+
+def _warn_if_stale(fleet: _Fleet) -> None:
+    """Say so, once, when the learner refuses a quarter or more of what arrives as too old."""
+    stats = fleet.stats
+    if fleet.warned_stale or stats.completed < 20 or 4 * stats.stale < stats.completed:
+        return
+    fleet.warned_stale = True
+    log.warning(
+        "%d of %d trajectories arrived more than run.max_policy_lag = %d versions old and were not"
+        " trained on; raise max_policy_lag, or learner.min_new_trajectories to update less often",
+        stats.stale,
+        stats.completed,
+        fleet.inventory.run.max_policy_lag,
+    )
 
 
 async def _checkpoint(fleet: _Fleet) -> None:
@@ -726,6 +747,7 @@ class _Board:
             self.writer.add_scalar("collect/steps_per_s", stats.steps_per_s, int(elapsed))
             self.writer.add_scalar("collect/trajectories", stats.completed, int(elapsed))
             self.writer.add_scalar("collect/failed", sum(stats.failed.values()), int(elapsed))
+            self.writer.add_scalar("collect/stale", stats.stale, int(elapsed))
             self.writer.add_scalar("fleet/hosts_up", len(fleet.hosts_up), int(elapsed))
             devices = max(1, fleet.inventory.device_count)
             self.writer.add_scalar("fleet/device_utilisation", stats.in_flight / devices, int(elapsed))

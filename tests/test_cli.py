@@ -41,8 +41,8 @@ def test_help_lists_the_commands() -> None:
 def test_probe_the_example_inventory() -> None:
     result = distrl("probe", str(EXAMPLE), "--heartbeats", "3")
     assert result.returncode == 0, result.stderr
-    assert "1 host, 8 devices, mode async" in result.stdout
-    assert "local            ok    8 devices" in result.stdout
+    assert "1 host, 32 devices, mode async" in result.stdout
+    assert "local            ok    32 devices" in result.stdout
     assert "shut down cleanly" in result.stdout
 
 

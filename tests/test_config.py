@@ -35,14 +35,15 @@ def test_example_loads_as_documented() -> None:
     assert local.name == "local"
     assert local.is_local
     assert local.python == sys.executable
-    assert local.devices.serials == tuple(f"sim-{i}" for i in range(8))
+    assert local.devices.serials == tuple(f"sim-{i}" for i in range(32))
     assert local.env == {"PYTHONUNBUFFERED": "1"}
     assert inventory.output_dir == EXAMPLE.parent / "runs" / "distrl"
     # The example shows every default: it must equal an inventory that sets nothing but the host (and
-    # the model, which it starts from the shipped behaviour-cloned policy).
+    # the three settings that suit the shipped behaviour-cloned policy it starts from).
     bare = parse_inventory(
-        '[policy]\nmodel = "tiny-bc"\n[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
-        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 8 }\n',
+        '[learner]\nalgorithm = "digirl"\nlr_actor = 1e-3\n[policy]\nmodel = "tiny-bc"\n'
+        '[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 32 }\n',
         source=str(EXAMPLE),
     )
     assert inventory == bare

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from distrl.learner.retrace import (
+    actor_advantages,
     digirl_step_advantages,
     importance_ratios,
     normalise,
@@ -111,3 +112,16 @@ def test_normalise_centres_and_scales_with_the_weights() -> None:
     # all-negative advantages (every episode failed) no longer push every answer down
     assert (out > 0).any()
     assert torch.equal(normalise(torch.full((3,), -0.3), torch.ones(3)), torch.zeros(3))
+
+
+def test_actor_advantages_keep_the_positive_part_scaled_to_mean_one() -> None:
+    advantages = torch.tensor([-0.5, 0.2, 0.6, 0.0])
+    weights = torch.tensor([1.0, 1.0, 0.5, 1.0])
+    # kept: 0.2 (weight 1) and 0.6 (weight 0.5); weighted mean (0.2 + 0.3) / 1.5 = 1/3
+    _close(actor_advantages(advantages, weights, "positive"), [0.0, 0.6, 1.8, 0.0])
+    # every episode failed and the critic saw it coming: nothing is raised
+    assert torch.equal(actor_advantages(torch.full((3,), -0.3), torch.ones(3), "positive"), torch.zeros(3))
+    assert torch.equal(actor_advantages(advantages, weights, "signed"), advantages)
+    assert torch.equal(actor_advantages(advantages, weights, "normalised"), normalise(advantages, weights))
+    with pytest.raises(ValueError, match="advantages mode"):
+        actor_advantages(advantages, weights, "clipped")

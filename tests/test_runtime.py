@@ -155,6 +155,21 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert latest.name == f"step-{again.updates:09d}"
 
 
+async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # four phones, an update after every second arrival, and no lag allowed: most arrive too old
+    extra = "max_trajectories = 24\nmax_policy_lag = 0"
+    stats = await train(_inventory(tmp_path, devices=4, extra=extra))
+    _accounted(stats)
+    assert stats.completed == 24
+    assert stats.updates >= 2
+    assert 6 <= stats.stale < stats.completed  # the first ones, begun by version 0, were trained on
+    warnings = [r.getMessage() for r in caplog.records if "max_policy_lag" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "arrived more than run.max_policy_lag = 0 versions old" in warnings[0]
+
+
 async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(tmp_path: Path) -> None:
     timer = "max_trajectories = 8\ncheckpoint_every = 0\ncheckpoint_every_s = 0.001"
     stats = await train(_inventory(tmp_path, extra=timer))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 __all__ = [
+    "actor_advantages",
     "digirl_step_advantages",
     "importance_ratios",
     "normalise",
@@ -105,6 +106,29 @@ def normalise(advantages: torch.Tensor, weights: torch.Tensor, eps: float = 1e-6
     mean = (weights * advantages).sum() / total
     std = ((weights * (advantages - mean) ** 2).sum() / total).sqrt()
     return (advantages - mean) / (std + eps)
+
+
+def actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str) -> torch.Tensor:
+    """The advantages A-RIDE's actor loss weighs −log π with (``LearnerSettings.advantages``):
+
+    - ``positive``: max(A_t, 0), scaled so that the steps it keeps have weighted mean 1 (a batch with no
+      positive advantage is all zeros). Only actions better than the critic expected are raised, each
+      in proportion to how much better, and on average as strongly as an imitation loss raises its own
+      (so that the entropy bonus and the invalid-output penalty keep their weight beside it);
+    - ``normalised``: ``normalise(A, weights)``;
+    - ``signed``: A as it is (Eq. 1 as written).
+    """
+    if mode == "signed":
+        return advantages
+    if mode == "normalised":
+        return normalise(advantages, weights)
+    if mode != "positive":
+        raise ValueError(f"advantages mode {mode!r} is not positive, normalised or signed")
+    positive = advantages.clamp(min=0.0)
+    kept = positive > 0
+    if not bool(kept.any()):
+        return positive
+    return positive / ((weights * positive)[kept].sum() / weights[kept].sum())
 
 
 def priority(

@@ -21,7 +21,8 @@ One ``update()``:
    - A-RIDE, Eq. 1: L_π = −E[w·min(ρ_t, ρ̄)·A_t·log π(a_t|s_t)] − β·E[w·H(π(·|s_t))]
      + κ·E[w·min(ρ_t, ρ̄)·1{a_t invalid}·log π(a_t|s_t)]. ρ̄ is ``rho_clip`` (``inf``: unclipped, as
      written in the paper). A_t is first taken as ``advantages`` says: by default only its positive
-     part, max(A_t, 0) (not Eq. 1 as written; see ``LearnerSettings.advantages``). The penalty lowers
+     part, max(A_t, 0), scaled to mean 1 over the steps it keeps (not Eq. 1 as written; see
+     ``LearnerSettings.advantages`` and ``retrace.actor_advantages``). The penalty lowers
      the likelihood of answers that did not parse: an advantage of −κ on them, weighted by the same
      ratio, so that its push fades once such an answer has become unlikely (an unweighted
      −log-likelihood push never stops, and wrecks the policy). The paper's P_invalid came from a judge;
@@ -67,9 +68,9 @@ from distrl.learner.checkpoint import (
 from distrl.learner.critics import Critics
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import (
+    actor_advantages,
     digirl_step_advantages,
     importance_ratios,
-    normalise,
     priority,
     retrace,
     td_errors,
@@ -228,10 +229,8 @@ class Learner:
             device=self.policy.device,
         )
         # A-RIDE's weight on −log π; the baselines replace it with their filters' 0/1
-        actor_advantages = _actor_advantages(advantages, weights, settings.advantages)
-        coefficients = rhos.clamp(max=settings.rho_clip) * (
-            actor_advantages - settings.invalid_penalty * invalid
-        )
+        shaped = actor_advantages(advantages, weights, settings.advantages)
+        coefficients = rhos.clamp(max=settings.rho_clip) * (shaped - settings.invalid_penalty * invalid)
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
@@ -461,15 +460,6 @@ class Learner:
         restore_rng_state(tensors, meta["rng"], self.rng)
         self.replay = replay
         self.updates = int(meta["updates"])
-
-
-def _actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str) -> torch.Tensor:
-    """A-RIDE's advantages as the actor loss uses them (``LearnerSettings.advantages``)."""
-    if mode == "positive":
-        return advantages.clamp(min=0.0)
-    if mode == "normalised":
-        return normalise(advantages, weights)
-    return advantages
 
 
 def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
