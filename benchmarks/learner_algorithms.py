@@ -11,10 +11,10 @@ success of each round) and writes ``benchmarks/figures/learner-curves.png``: tra
 against wall time, and the test success before and after. Goal (issue 5): A-RIDE raises test success by
 ≥ 20% relative over the BC start and is not worse than DigiRL.
 
-Needs a BC model folder (``--model``; ``python -m distrl pretrain --out runs/tiny-bc`` makes one in 10
-minutes); without one it pretrains for ``--pretrain-minutes`` first. Bounded: the pretraining, three
-training budgets, and four test evaluations of about 2–4 minutes each on 2 cores. Run:
-``python benchmarks/learner_algorithms.py --model runs/tiny-bc [--minutes 8]``.
+The BC start is the built-in ``tiny-bc`` unless ``--model`` names another (a model folder, e.g. one
+``python -m distrl pretrain`` wrote; ``--model pretrain`` pretrains one here for ``--pretrain-minutes``
+first). Bounded: three training budgets and four test evaluations of about 2–4 minutes each on 2 cores
+(and the pretraining, if asked for). Run: ``python benchmarks/learner_algorithms.py [--minutes 8]``.
 """
 
 from __future__ import annotations
@@ -80,7 +80,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="", help="BC model folder (default: pretrain one first)")
+    parser.add_argument(
+        "--model", default="tiny-bc", help="the BC start: tiny-bc (default), a model folder, or pretrain"
+    )
     parser.add_argument("--pretrain-minutes", type=float, default=10.0)
     parser.add_argument(
         "--minutes", type=float, default=8.0, help="training budget per algorithm (default 8)"
@@ -116,7 +118,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model
-        if not model:
+        if model == "pretrain":
             model = str(Path(scratch) / "tiny-bc")
             print(
                 f"pretraining the BC start for {args.pretrain_minutes} minutes ...",
