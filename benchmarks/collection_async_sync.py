@@ -29,8 +29,8 @@ Goals (issue 7): async/sync ≥ 3 at ≥ 32 devices (the paper: 2.4); async ≥ 
 
 Prints one JSON line and writes ``benchmarks/figures/collection-async-sync.png``. Bounded: each run
 plays a fixed number of episodes and is also cut at ``--limit`` seconds; the defaults take about 27
-minutes (the 512-phone sync run alone nearly 10). Run: ``python benchmarks/collection_async_sync.py`` (``--sizes 8,32 --rounds 3`` for a
-smoke run).
+minutes (the 512-phone sync run alone nearly 10). Run: ``python benchmarks/collection_async_sync.py``
+(``--sizes 8,32 --rounds 3`` for a smoke run).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import peft
 import pytest
 import torch
 from PIL import Image, ImageDraw
+from safetensors import safe_open
 from safetensors.torch import load_file
 from transformers import (
     AutoConfig,
@@ -37,7 +38,7 @@ from distrl.policy import (
     resolve_device,
     resolve_dtype,
 )
-from distrl.policy.tiny import TINY_BC_WEIGHTS, export_tiny_bc
+from distrl.policy.tiny import TINY_BC_WEIGHTS, TinySpec, export_tiny_bc
 from distrl.records import Action, ActionType, InvalidAction, Observation
 
 
@@ -125,14 +126,16 @@ def test_the_saved_chat_template_renders_the_prompt(tiny_folder: Path) -> None:
 
 def test_tiny_bc_ships_with_the_package_and_plays_where_fresh_tiny_cannot(tmp_path: Path) -> None:
     shipped = load_file(str(TINY_BC_WEIGHTS))
-    assert all(tensor.dtype == torch.bfloat16 for tensor in shipped.values())
+    assert all(tensor.dtype == torch.float32 for tensor in shipped.values())
     policy = Policy.load(PolicySettings(model="tiny-bc", max_new_tokens=64), device="cpu")
     base = policy.model.get_base_model().state_dict()
-    # every shipped tensor is in the model, exactly (bfloat16 widened to float32); LoRA adds its own
+    # every shipped tensor is in the model, exactly; LoRA adds its own
     for name, tensor in shipped.items():
         loaded = next(v for k, v in base.items() if k.replace(".base_layer", "") == name)
-        assert loaded.dtype == torch.float32
-        assert torch.equal(loaded, tensor.float()), name
+        assert torch.equal(loaded, tensor), name
+    with safe_open(str(TINY_BC_WEIGHTS), framework="pt") as weights:
+        max_pixels = int(weights.metadata()["max_pixels"])
+    assert policy.prompter.image_processor.size["longest_edge"] == max_pixels < TinySpec().max_pixels
     fresh = Policy.load(PolicySettings(max_new_tokens=64), device="cpu")
     cloned = evaluate(policy, "general", "train", episodes=6, seed=0, width=270, height=600)
     untrained = evaluate(fresh, "general", "train", episodes=6, seed=0, width=270, height=600)
@@ -141,9 +144,11 @@ def test_tiny_bc_ships_with_the_package_and_plays_where_fresh_tiny_cannot(tmp_pa
 
     # export writes what load reads back
     model, _ = build_tiny(5)
-    export_tiny_bc(model, tmp_path / "weights.safetensors")
+    export_tiny_bc(model, 12345, tmp_path / "weights.safetensors")
     again = load_file(str(tmp_path / "weights.safetensors"))
     assert set(again) == set(shipped)
+    with safe_open(str(tmp_path / "weights.safetensors"), framework="pt") as written:
+        assert written.metadata()["max_pixels"] == "12345"
     norm = "model.language_model.norm.weight"
     assert torch.equal(again[norm], model.state_dict()[norm])
 

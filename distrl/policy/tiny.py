@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration
@@ -65,7 +66,8 @@ __all__ = [
 ]
 
 TINY_BC_WEIGHTS = Path(__file__).with_name("tiny_bc.safetensors")
-"""The weights of ``tiny-bc``, shipped with the package (bfloat16, about 2 MB)."""
+"""The weights of ``tiny-bc``, shipped with the package (float32, 3.9 MB), and in their metadata the
+``max_pixels`` its screens are resized to."""
 
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END, VISION_START, VISION_END, VISION_PAD, IMAGE_PAD, VIDEO_PAD)
 """Qwen2-VL's special tokens, in Qwen's order; ids 0-7 of the tiny vocabulary."""
@@ -162,16 +164,21 @@ def build_tiny(
 def build_tiny_bc() -> tuple[Qwen2VLForConditionalGeneration, Prompter]:
     """``tiny`` behaviour-cloned on the simulated phone's expert (``distrl pretrain``): the RL starting
     point that ships with distrl, as AutoUI is the paper's. The architecture and tokenizer are built
-    here as for ``tiny``; only the weights come from ``TINY_BC_WEIGHTS`` (float32 in memory)."""
-    model, prompter = build_tiny()
-    load_model(model, str(TINY_BC_WEIGHTS), strict=True)  # copies into the float32 parameters
+    here as for ``tiny``; the weights, and the screen size they were trained at (``max_pixels``), come
+    from ``TINY_BC_WEIGHTS``."""
+    with safe_open(str(TINY_BC_WEIGHTS), framework="pt") as weights:
+        max_pixels = int((weights.metadata() or {}).get("max_pixels", TinySpec.max_pixels))
+    model, prompter = build_tiny(spec=TinySpec(max_pixels=max_pixels))
+    load_model(model, str(TINY_BC_WEIGHTS), strict=True)
     return model, prompter
 
 
-def export_tiny_bc(model: torch.nn.Module, path: Path = TINY_BC_WEIGHTS) -> None:
-    """Write a pretrained tiny ``model`` (``from_pretrained`` of a ``distrl pretrain`` folder) as the
-    ``tiny-bc`` weights, in bfloat16 (``tools/export-tiny-bc``)."""
-    save_model(model.to(torch.bfloat16), str(path))
+def export_tiny_bc(model: torch.nn.Module, max_pixels: int, path: Path = TINY_BC_WEIGHTS) -> None:
+    """Write a pretrained tiny ``model`` (``from_pretrained`` of a ``distrl pretrain`` folder) and the
+    ``max_pixels`` its screens were resized to as the ``tiny-bc`` weights, in float32
+    (``tools/export-tiny-bc``). The screen size matters: the same weights shown screens of another size
+    succeed half as often."""
+    save_model(model.float(), str(path), metadata={"max_pixels": str(max_pixels)})
 
 
 def tiny_config(tokenizer: PreTrainedTokenizerFast, spec: TinySpec) -> Qwen2VLConfig:
