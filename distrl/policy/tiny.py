@@ -167,7 +167,7 @@ def build_tiny_bc() -> tuple[Qwen2VLForConditionalGeneration, Prompter]:
     here as for ``tiny``; the weights, and the screen size they were trained at (``max_pixels``), come
     from ``TINY_BC_WEIGHTS``."""
     with safe_open(str(TINY_BC_WEIGHTS), framework="pt") as weights:
-        max_pixels = int((weights.metadata() or {}).get("max_pixels", TinySpec.max_pixels))
+        max_pixels = int((weights.metadata() or {}).get("max_pixels", TinySpec().max_pixels))
     model, prompter = build_tiny(spec=TinySpec(max_pixels=max_pixels))
     load_model(model, str(TINY_BC_WEIGHTS), strict=True)
     return model, prompter
