@@ -156,4 +156,4 @@ def test_verbose_run_shows_the_workers_log_too() -> None:
     assert "INFO" not in quiet.stderr
     verbose = distrl("probe", str(EXAMPLE), "--heartbeats", "1", "-v")
     assert verbose.returncode == 0
-    assert "INFO distrl.worker: worker local: serving 8 device(s)" in verbose.stderr
+    assert "INFO distrl.worker: worker local: serving 32 device(s)" in verbose.stderr
