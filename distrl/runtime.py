@@ -341,6 +341,10 @@ class _Fleet:
         """The weights at ``version``, as sent to workers (in ``run.publish_dtype``)."""
         self.previous: dict[str, torch.Tensor] | None = None
         self.previous_version: int | None = None
+        self.blobs: dict[tuple[int, int | None], bytes] = {}
+        """Encoded weights, by (version, base version or None for full): each is encoded once, whichever
+        workers it goes to; only the current version's are kept."""
+        self.encoding = anyio.Lock()
         self.settings_json = worker_settings_json(inventory)
         self.fresh = 0
         """Trajectories added since the last update."""
@@ -560,20 +564,15 @@ async def _push(link: _Link, fleet: _Fleet) -> None:
     from distrl import weights
 
     assert fleet.published is not None
-    version = fleet.version
+    # read together, before any wait: a publication may replace them while this push travels
+    version, published, previous = fleet.version, fleet.published, fleet.previous
     if link.version == version:
         return
-    previous = fleet.previous if link.version is not None and link.version == fleet.previous_version else None
-    if previous is not None and link.version is not None:
-        # the worker holds the version before this one: it gets only what changed
-        blob = await anyio.to_thread.run_sync(
-            weights.encode_diff, previous, fleet.published, link.version, version
-        )
-        kind: Literal["full", "diff"] = "diff"
-        base: int | None = link.version
-    else:
-        blob = await anyio.to_thread.run_sync(weights.encode_full, fleet.published, version)
-        kind, base = "full", None
+    if previous is None or link.version is None or link.version != fleet.previous_version:
+        previous = None
+    kind: Literal["full", "diff"] = "full" if previous is None else "diff"
+    base = None if previous is None else link.version
+    blob = await _blob(fleet, version, published, base, previous)
     info = weights.describe(blob)
     message = Weights(
         id=link.next_id(), version=version, base_version=base, kind=kind, checksum=info.checksum, blob=blob
@@ -588,6 +587,29 @@ async def _push(link: _Link, fleet: _Fleet) -> None:
             return
         raise reply.error
     link.version = version
+
+
+async def _blob(
+    fleet: _Fleet,
+    version: int,
+    published: dict[str, torch.Tensor],
+    base: int | None,
+    previous: dict[str, torch.Tensor] | None,
+) -> bytes:
+    """``version`` in full (``base`` None) or as a diff from ``base``, encoded once for every worker."""
+    from distrl import weights
+
+    async with fleet.encoding:
+        blob = fleet.blobs.get((version, base))
+        if blob is None:
+            if previous is None:
+                blob = await anyio.to_thread.run_sync(weights.encode_full, published, version)
+            else:
+                assert base is not None
+                blob = await anyio.to_thread.run_sync(weights.encode_diff, previous, published, base, version)
+            fleet.blobs = {key: b for key, b in fleet.blobs.items() if key[0] == version}
+            fleet.blobs[version, base] = blob
+    return blob
 
 
 async def _publish(fleet: _Fleet) -> None:

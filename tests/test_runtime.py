@@ -155,6 +155,35 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert latest.name == f"step-{again.updates:09d}"
 
 
+async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distrl import weights
+
+    encoded: list[tuple[str, int, int | None]] = []
+    encode_full, encode_diff = weights.encode_full, weights.encode_diff
+
+    def full(tensors: weights.Tensors, version: int) -> bytes:
+        encoded.append(("full", version, None))
+        return encode_full(tensors, version)
+
+    def diff(old: weights.Tensors, new: weights.Tensors, base: int, version: int) -> bytes:
+        encoded.append(("diff", version, base))
+        return encode_diff(old, new, base, version)
+
+    monkeypatch.setattr(weights, "encode_full", full)
+    monkeypatch.setattr(weights, "encode_diff", diff)
+    two = _local_host(2) + _local_host(2).replace('"local"', '"other"')
+    stats = await train(_inventory(tmp_path, local=False, hosts=two, extra="max_trajectories = 8"))
+    _accounted(stats)
+    assert stats.updates >= 1
+    assert len(encoded) == len(set(encoded)), encoded  # nothing encoded twice
+    assert ("full", 0, None) in encoded
+    assert any(kind == "diff" for kind, _, _ in encoded)
+    # both workers got the start and every diff: more pushes than encodings
+    assert stats.weight_pushes > len(encoded)
+
+
 async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
