@@ -94,25 +94,34 @@ def linears(language_layers: int, vision_blocks: int, merger: bool) -> dict[str,
 
 
 class Trainer:
-    """A LoRA adapter as peft initialises it, stepped by Adam on gradients with LoRA's structure."""
+    """LoRA weights stepped by Adam on gradients with LoRA's structure (``fresh``: as peft initialises
+    them)."""
 
-    def __init__(self, modules: dict[str, tuple[int, int]], lr: float, seed: int) -> None:
-        self.generator = torch.Generator().manual_seed(seed)
-        self.modules = modules
-        self.weights: dict[str, torch.Tensor] = {}
-        for name, (fan_in, fan_out) in modules.items():
-            a = torch.empty(RANK, fan_in)
-            torch.nn.init.kaiming_uniform_(a, a=math.sqrt(5), generator=self.generator)
-            self.weights[f"{name}.lora_A.default.weight"] = a
-            self.weights[f"{name}.lora_B.default.weight"] = torch.zeros(fan_out, RANK)
+    def __init__(self, weights: dict[str, torch.Tensor], lr: float, generator: torch.Generator) -> None:
+        self.generator = generator
+        self.weights = {name: w.detach().float().clone() for name, w in weights.items()}
+        self.pairs = [
+            (self.weights[name], self.weights[name.replace(".lora_A.", ".lora_B.")])
+            for name in self.weights
+            if ".lora_A." in name
+        ]
         self.optimizer = torch.optim.Adam(list(self.weights.values()), lr=lr)
 
+    @classmethod
+    def fresh(cls, modules: dict[str, tuple[int, int]], lr: float, seed: int, rank: int = RANK) -> Trainer:
+        generator = torch.Generator().manual_seed(seed)
+        weights: dict[str, torch.Tensor] = {}
+        for name, (fan_in, fan_out) in modules.items():
+            a = torch.empty(rank, fan_in)
+            torch.nn.init.kaiming_uniform_(a, a=math.sqrt(5), generator=generator)
+            weights[f"{name}.lora_A.default.weight"] = a
+            weights[f"{name}.lora_B.default.weight"] = torch.zeros(fan_out, rank)
+        return cls(weights, lr, generator)
+
     def step(self) -> None:
-        for name, (fan_in, fan_out) in self.modules.items():
-            a = self.weights[f"{name}.lora_A.default.weight"]
-            b = self.weights[f"{name}.lora_B.default.weight"]
-            x = torch.randn(fan_in, TOKENS, generator=self.generator)
-            g = torch.randn(fan_out, TOKENS, generator=self.generator) * 1e-2
+        for a, b in self.pairs:
+            x = torch.randn(a.shape[1], TOKENS, generator=self.generator)
+            g = torch.randn(b.shape[0], TOKENS, generator=self.generator) * 1e-2
             b.grad = g @ (a @ x).T
             a.grad = (b.T @ g) @ x.T
         self.optimizer.step()
@@ -206,7 +215,7 @@ def compare(old: dict[str, torch.Tensor], new: dict[str, torch.Tensor]) -> dict[
 
 def full_model(dtypes: dict[str, torch.dtype]) -> tuple[int, dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """The whole adapter at lr 1e-4: real blob sizes and times, each apply checked bitwise."""
-    trainer = Trainer(linears(36, 32, merger=True), FULL_MODEL_LR, seed=0)
+    trainer = Trainer.fresh(linears(36, 32, merger=True), FULL_MODEL_LR, seed=0)
     params = sum(w.numel() for w in trainer.weights.values())
     full: dict[str, Any] = {}
     previous = {name: trainer.snapshot(dtype) for name, dtype in dtypes.items()}
@@ -238,7 +247,7 @@ def per_learning_rate(
     found: dict[str, Any] = {name: {} for name in dtypes}
     compared: dict[str, dict[str, float]] = {}
     for seed, lr in enumerate(LEARNING_RATES):
-        trainer = Trainer(linears(1, 1, merger=False), lr, seed=100 + seed)
+        trainer = Trainer.fresh(linears(1, 1, merger=False), lr, seed=100 + seed)
         history: dict[int, dict[str, dict[str, torch.Tensor]]] = {
             0: {name: trainer.snapshot(dtype) for name, dtype in dtypes.items()}
         }

@@ -118,6 +118,9 @@ def _start_sshd(
             PubkeyAuthentication yes
             PermitRootLogin prohibit-password
             AllowTcpForwarding yes
+            Subsystem sftp internal-sftp
+            MaxStartups 64
+            MaxSessions 64
             UseDNS no
             PrintMotd no
             LogLevel INFO

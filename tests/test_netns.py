@@ -17,11 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -30,6 +26,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from netns import Namespace, free_subnets, gone, joined_namespace, unavailable
 from sshd_server import Sshd, find_sshd, serve_sshd
 
 from distrl import runtime
@@ -48,8 +45,6 @@ from distrl.sim.suites import tasks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
-IP_S = 10.0
-"""Limit on one ``ip`` command, seconds."""
 RUN_S = 60.0
 """Limit on one whole collect, seconds."""
 HEARTBEAT_TIMEOUT_S = 4.0
@@ -70,115 +65,16 @@ WORKER_EXIT_SLACK_S = 6.0
 """How long past ``heartbeat_timeout_s`` after the cut the stranded worker may take to exit."""
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=IP_S, check=check
-    )
-
-
-def _gone(pid: int) -> bool:
-    """Exited (a zombie counts) or never there."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-@dataclass(frozen=True)
-class Namespace:
-    """A network namespace joined to ours by a veth pair: a machine at ``address``."""
-
-    name: str
-    veth: str
-    """Our end of the pair."""
-    peer: str
-    """Its end, inside the namespace."""
-    address: str
-    """Its address (``gateway`` is ours, on the same /24)."""
-    gateway: str
-
-    def pids(self) -> list[int]:
-        out = _ip("netns", "pids", self.name, check=False).stdout
-        return [int(pid) for pid in out.split()]
-
-    def worker_pids(self) -> list[int]:
-        """The worker processes (``... worker --host NAME ...``) running in it; not the shell that starts
-        them, whose command line is one argument."""
-        found = []
-        for pid in self.pids():
-            with contextlib.suppress(OSError):
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                pairs = itertools.pairwise(argv)
-                if (b"worker", b"--host") in pairs and not _gone(pid):
-                    found.append(pid)
-        return found
-
-    def cut(self) -> None:
-        """Take its end of the link down: every packet either way is dropped, nobody is told."""
-        _ip("-n", self.name, "link", "set", self.peer, "down")
-
-
 @dataclass(frozen=True)
 class NetnsHost:
     namespace: Namespace
     sshd: Sshd
 
 
-def _free_subnets(count: int) -> list[int]:
-    """``count`` third octets ``n`` for which nothing here routes 10.213.n.0/24 yet."""
-    routes = _ip("-4", "route", "show", "table", "all").stdout + _ip("-4", "addr").stdout
-    start = os.getpid() % 250
-    chosen = [n for n in (1 + (start + i) % 250 for i in range(250)) if f"10.213.{n}." not in routes]
-    if len(chosen) < count:
-        pytest.skip("no free 10.213.n.0/24 subnet for the test namespaces")
-    return chosen[:count]
-
-
-def _unavailable() -> str | None:
-    """Why network namespaces cannot be used here, or None."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "network namespaces need root (ip netns add, veth pairs)"
-    if shutil.which("ip") is None:
-        return "no ip command (Debian: apt-get install iproute2)"
-    if find_sshd() is None:
-        return "OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)"
-    return None
-
-
-@contextlib.contextmanager
-def _namespace(name: str, veth: str, peer: str, subnet: int) -> Iterator[Namespace]:
-    made = _ip("netns", "add", name, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"cannot make a network namespace (ip netns add): {made.stderr.strip()}")
-    namespace = Namespace(name, veth, peer, address=f"10.213.{subnet}.2", gateway=f"10.213.{subnet}.1")
-    try:
-        paired = _ip("link", "add", veth, "type", "veth", "peer", "name", peer, check=False)
-        if paired.returncode != 0:
-            pytest.skip(f"cannot make a veth pair: {paired.stderr.strip()}")
-        _ip("link", "set", peer, "netns", name)
-        _ip("addr", "add", f"{namespace.gateway}/24", "dev", veth)
-        _ip("link", "set", veth, "up")
-        _ip("-n", name, "addr", "add", f"{namespace.address}/24", "dev", peer)
-        _ip("-n", name, "link", "set", peer, "up")
-        _ip("-n", name, "link", "set", "lo", "up")
-        yield namespace
-    finally:
-        # Whatever still runs there (session sshds, a stranded worker) keeps a namespace alive.
-        for pid in namespace.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while namespace.pids() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        _ip("netns", "delete", name, check=False)
-        _ip("link", "delete", veth, check=False)  # normally gone with its peer's namespace
-
-
 @pytest.fixture
 def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NetnsHost]]:
     """Two namespaces ``a`` and ``b``, each running an sshd on port 22 of its own address."""
-    reason = _unavailable()
+    reason = unavailable()
     if reason is not None:
         pytest.skip(reason)
     binary = find_sshd()
@@ -186,9 +82,9 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Netns
     pid = os.getpid()
     with contextlib.ExitStack() as stack:
         hosts = []
-        for tag, subnet in zip("ab", _free_subnets(2), strict=True):
+        for tag, subnet in zip("ab", free_subnets(2), strict=True):
             namespace = stack.enter_context(
-                _namespace(f"distrl-t-{pid}-{tag}", f"drt{pid}{tag}", f"drn{pid}{tag}", subnet)
+                joined_namespace(f"distrl-t-{pid}-{tag}", f"drt{pid}{tag}", f"drn{pid}{tag}", subnet)
             )
             server = stack.enter_context(
                 serve_sshd(
@@ -287,7 +183,7 @@ async def test_a_silently_cut_namespace_loses_only_its_episodes(
         """When each stranded worker exits (polled every 0.1 s)."""
         while True:
             for pid in stranded:
-                if pid not in exited and _gone(pid):
+                if pid not in exited and gone(pid):
                     exited[pid] = time.monotonic()
             if stranded and len(exited) == len(stranded):
                 all_exited.set()
