@@ -1,4 +1,4 @@
-"""The learner's event loop driving 1 to 1,024 simulated phones: collection rate and event-loop lag.
+"""The learner's event loop driving 1 to 2,048 simulated phones: collection rate and event-loop lag.
 
 For each fleet size N, ``distrl.collect`` runs on this machine's learner loop with N sim devices split
 over ``--workers`` local worker processes (``python -m distrl worker``, the same as ``run``), playing
@@ -20,7 +20,7 @@ Measured over a window after a warm-up, per size:
 
 Prints one JSON line and writes ``benchmarks/figures/fleet-scaling.png``. Bounded: about
 ``--single-seconds`` + (``--warmup`` + ``--seconds`` + 15) per further size; the defaults take about
-9 minutes. Run: ``python benchmarks/fleet_scaling.py`` (``--sizes 1,8 --seconds 10 --single-seconds 20``
+10 minutes. Run: ``python benchmarks/fleet_scaling.py`` (``--sizes 1,8 --seconds 10 --single-seconds 20``
 for a smoke run).
 """
 
@@ -180,7 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="1,8,32,128,512,1024", help="fleet sizes; 1 must come first")
+    parser.add_argument("--sizes", default="1,8,32,128,512,1024,2048", help="fleet sizes; 1 must come first")
     parser.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
     parser.add_argument("--seconds", type=float, default=45.0, help="measured window per size")
     parser.add_argument("--single-seconds", type=float, default=180.0, help="window of the N = 1 run")

@@ -1,20 +1,27 @@
-"""A-RIDE vs DigiRL vs filtered BC, from the same behaviour-cloned ``tiny`` start (issue 5's benchmark).
+"""A-RIDE vs DigiRL vs filtered BC, and A-RIDE's ablations, from the same behaviour-cloned ``tiny`` start.
 
-For each algorithm: a fresh LoRA adapter (rank 16, same seed) on the BC model folder, then
+For each variant and seed (``--seeds``): a fresh LoRA adapter (rank 16) on the BC model, then
 ``distrl.learner.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time
 (rounds of ``--episodes`` episodes sampled at temperature 1 on in-process sim phones, then
-``--updates`` learner updates), then greedy success on every task of the ``general`` test split. The
-BC start is measured once the same way. Same seeds and budget for all three.
+``--updates`` learner updates), then, for the first seed, greedy success on every task of the
+``general`` test split (``--no-test`` skips it). The BC start is measured once the same way. Same seeds
+and budget for all. The variants (``--algorithms``): ``a-ride``, ``digirl``, ``filtered-bc``, and A-RIDE
+without one part (issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace``
+(λ = 0: one-step TD targets and advantages, no traces), ``no-entropy`` (β = 0).
 
-Prints one JSON line (success before/after per algorithm, relative change, updates, rounds, the train
-success of each round) and writes ``benchmarks/figures/learner-curves.png``: train success per round
-against wall time, and the test success before and after. Goal (issue 5): A-RIDE raises test success by
-≥ 20% relative over the BC start and is not worse than DigiRL.
+Prints one JSON line (per variant: train success over the first and last third of the rounds for each
+seed, with the mean, min and max of the last third over seeds; test success before and after; updates)
+and writes ``benchmarks/figures/learner-curves.png``: train success per round against wall time, the
+last third's train success per variant with its spread over seeds, and the test success. Goals:
+A-RIDE raises test success by ≥ 20% relative over the BC start and is not worse than DigiRL (issue 5);
+the paper's ordering, A-RIDE above DigiRL and above each ablation (issue 7, ``paper_order_holds``).
 
 The BC start is the built-in ``tiny-bc`` unless ``--model`` names another (a model folder, e.g. one
 ``python -m distrl pretrain`` wrote; ``--model pretrain`` pretrains one here for ``--pretrain-minutes``
-first). Bounded: three training budgets and four test evaluations of about 2–4 minutes each on 2 cores
-(and the pretraining, if asked for). Run: ``python benchmarks/learner_algorithms.py [--minutes 8]``.
+first). Bounded: one training budget per variant and seed, and a test evaluation of about 2–4 minutes
+per variant on 2 cores (and the pretraining, if asked for). Run: ``python benchmarks/learner_algorithms.py
+[--minutes 8]``; the ablations: ``--algorithms a-ride,digirl,no-dper,no-retrace,no-entropy --seeds 0,1
+--no-test``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal, cast
 
 import torch
 
@@ -40,6 +48,29 @@ from distrl.pretrain import pretrain
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 ALGORITHMS = ("a-ride", "digirl", "filtered-bc")
+Algorithm = Literal["a-ride", "digirl", "filtered-bc"]
+ABLATIONS = {
+    "no-dper": {"priority_alpha": 0.0},
+    "no-retrace": {"retrace_lambda": 0.0},
+    "no-entropy": {"entropy_coef": 0.0},
+}
+"""A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
+targets and advantages (λ = 0 makes every trace c = 0); no entropy bonus."""
+VARIANTS = (*ALGORITHMS, *ABLATIONS)
+
+
+def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> LearnerSettings:
+    algorithm = cast(Algorithm, variant if variant in ALGORITHMS else "a-ride")
+    settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
+    if entropy_coef is not None:
+        settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
+    return dataclasses.replace(settings, **ABLATIONS.get(variant, {}))  # type: ignore[arg-type]
+
+
+def _gain(rates: list[float]) -> tuple[float, float]:
+    """Mean train success over the first and the last third of the rounds."""
+    third = max(1, len(rates) // 3)
+    return _mean(rates[:third]), _mean(rates[-third:])
 
 
 def _test_success(policy: Policy, episodes: int | None, seed: int) -> float:
@@ -50,13 +81,21 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _plot(curves: dict[str, list[Round]], before: float, after: dict[str, float], path: Path) -> None:
+def _plot(
+    curves: dict[str, list[Round]],
+    last: dict[str, list[float]],
+    before: float | None,
+    after: dict[str, float],
+    path: Path,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), width_ratios=(2, 1))
+    panels = 3 if before is not None else 2
+    figure, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), width_ratios=(2, 1.4, 1)[:panels])
+    left, middle = axes[0], axes[1]
     for name, rounds in curves.items():
         window = 4
         rates = [r.success_rate for r in rounds]
@@ -64,12 +103,23 @@ def _plot(curves: dict[str, list[Round]], before: float, after: dict[str, float]
         left.plot([r.elapsed_s / 60 for r in rounds], smooth, label=name)
     left.set_xlabel("wall time (minutes)")
     left.set_ylabel("train success (moving mean of 4 rounds)")
-    left.set_title("general, train split, sampled at temperature 1")
+    left.set_title("general, train split, sampled at temperature 1 (first seed)")
     left.legend()
-    names = ["BC start", *after]
-    right.bar(names, [before, *after.values()], color=["grey", "C0", "C1", "C2"][: len(names)])
-    right.set_ylabel("success")
-    right.set_title("general, test split, greedy")
+    names = list(last)
+    means = [_mean(last[n]) for n in names]
+    spread = [[m - min(last[n]) for n, m in zip(names, means, strict=True)],
+              [max(last[n]) - m for n, m in zip(names, means, strict=True)]]  # fmt: skip
+    middle.bar(names, means, yerr=spread, capsize=4, color=[f"C{i}" for i in range(len(names))])
+    middle.set_ylabel("train success, last third of the rounds")
+    middle.set_title("mean over seeds (bars: min to max)")
+    middle.tick_params(axis="x", labelrotation=30)
+    if before is not None:
+        right = axes[2]
+        bars = ["BC start", *after]
+        right.bar(bars, [before, *after.values()], color=["grey", *[f"C{i}" for i in range(len(after))]])
+        right.set_ylabel("success")
+        right.set_title("general, test split, greedy (first seed)")
+        right.tick_params(axis="x", labelrotation=30)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -87,15 +137,20 @@ def main() -> None:
     parser.add_argument(
         "--minutes", type=float, default=8.0, help="training budget per algorithm (default 8)"
     )
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument(
+        "--algorithms",
+        default=",".join(ALGORITHMS),
+        help=f"comma-separated, of {', '.join(VARIANTS)} (default %(default)s)",
+    )
     parser.add_argument("--episodes", type=int, default=16, help="episodes per round (default 16)")
     parser.add_argument("--updates", type=int, default=4, help="learner updates per round (default 4)")
     parser.add_argument("--lr-actor", type=float, default=1e-3, help="adapter learning rate (default 1e-3)")
     parser.add_argument(
         "--entropy-coef", type=float, default=None, help="A-RIDE's entropy bonus β (default: the setting's)"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each (default 0)")
     parser.add_argument("--test-episodes", type=int, default=0, help="test tasks evaluated (0: all 213)")
+    parser.add_argument("--no-test", action="store_true", help="no test evaluation (train success only)")
     parser.add_argument(
         "--figure", default="learner-curves.png", help="plot file in benchmarks/figures (default %(default)s)"
     )
@@ -110,9 +165,10 @@ def main() -> None:
             8,
         )
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
-    unknown = sorted(set(algorithms) - set(ALGORITHMS))
+    unknown = sorted(set(algorithms) - set(VARIANTS))
     if unknown:
-        parser.error(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(ALGORITHMS)}")
+        parser.error(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     test_episodes = args.test_episodes or None
     started = time.monotonic()
 
@@ -125,49 +181,73 @@ def main() -> None:
                 file=sys.stderr,
                 flush=True,
             )
-            pretrain(model, minutes=args.pretrain_minutes, seed=args.seed)
+            pretrain(model, minutes=args.pretrain_minutes, seed=seeds[0])
         policy_settings = PolicySettings(model=model)
-        start = Policy.load(policy_settings, device="cpu", seed=args.seed)
-        before = _test_success(start, test_episodes, args.seed)
-        print(f"BC start: general test success {before:.3f}", file=sys.stderr, flush=True)
+        before: float | None = None
+        if not args.no_test:
+            start = Policy.load(policy_settings, device="cpu", seed=seeds[0])
+            before = _test_success(start, test_episodes, seeds[0])
+            print(f"BC start: general test success {before:.3f}", file=sys.stderr, flush=True)
 
         results: dict[str, dict[str, object]] = {}
         curves: dict[str, list[Round]] = {}
+        last: dict[str, list[float]] = {}
         after: dict[str, float] = {}
         for name in algorithms:
-            policy = Policy.load(policy_settings, device="cpu", seed=args.seed)
-            settings = LearnerSettings(algorithm=name, lr_actor=args.lr_actor)
-            if args.entropy_coef is not None:
-                settings = dataclasses.replace(settings, entropy_coef=args.entropy_coef)
-            learner = Learner(policy, settings, seed=args.seed)
+            runs: list[dict[str, object]] = []
+            for seed in seeds:
+                policy = Policy.load(policy_settings, device="cpu", seed=seed)
+                learner = Learner(policy, _settings(name, args.lr_actor, args.entropy_coef), seed=seed)
 
-            def progress(r: Round, name: str = name) -> None:
-                print(
-                    f"{name}: round {r.round:3d}  v{r.version:3d}  train success {r.success_rate:.2f}"
-                    f"  {r.elapsed_s:5.0f} s",
-                    file=sys.stderr,
-                    flush=True,
+                def progress(r: Round, name: str = name, seed: int = seed) -> None:
+                    print(
+                        f"{name} (seed {seed}): round {r.round:3d}  v{r.version:3d}"
+                        f"  train success {r.success_rate:.2f}  {r.elapsed_s:5.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+
+                rounds = train_local(
+                    learner,
+                    minutes=args.minutes,
+                    episodes=args.episodes,
+                    updates=args.updates,
+                    on_round=progress,
                 )
-
-            rounds = train_local(
-                learner, minutes=args.minutes, episodes=args.episodes, updates=args.updates, on_round=progress
-            )
-            curves[name] = rounds
-            after[name] = _test_success(policy, test_episodes, args.seed)
+                rates = [r.success_rate for r in rounds]
+                first_third, last_third = _gain(rates)
+                run: dict[str, object] = {
+                    "seed": seed,
+                    "updates": learner.updates,
+                    "rounds": len(rounds),
+                    "episodes": sum(r.episodes for r in rounds),
+                    "train_success_first_third": round(first_third, 4),
+                    "train_success_last_third": round(last_third, 4),
+                    "train_success_by_round": [round(rate, 3) for rate in rates],
+                    "mean_update_s": round(
+                        sum(u.wall_s for r in rounds for u in r.updates) / max(1, learner.updates), 2
+                    ),
+                }
+                last.setdefault(name, []).append(last_third)
+                if seed == seeds[0]:
+                    curves[name] = rounds
+                    if before is not None:
+                        after[name] = _test_success(policy, test_episodes, seed)
+                        run["test_after"] = round(after[name], 4)
+                        run["relative_change"] = round((after[name] - before) / before, 3) if before else None
+                        print(f"{name}: general test success {after[name]:.3f}", file=sys.stderr, flush=True)
+                runs.append(run)
             results[name] = {
-                "test_after": round(after[name], 4),
-                "relative_change": round((after[name] - before) / before, 3) if before else None,
-                "updates": learner.updates,
-                "rounds": len(rounds),
-                "episodes": sum(r.episodes for r in rounds),
-                "train_success_by_round": [round(r.success_rate, 3) for r in rounds],
-                "mean_update_s": round(
-                    sum(u.wall_s for r in rounds for u in r.updates) / max(1, learner.updates), 2
-                ),
+                "train_success_last_third": {
+                    "mean": round(_mean(last[name]), 4),
+                    "min": round(min(last[name]), 4),
+                    "max": round(max(last[name]), 4),
+                },
+                "runs": runs,
             }
-            print(f"{name}: general test success {after[name]:.3f}", file=sys.stderr, flush=True)
         figure = FIGURES / args.figure
-        _plot(curves, before, after, figure)
+        _plot(curves, last, before, after, figure)
+        order = sorted(last, key=lambda n: -_mean(last[n]))
         a_ride, digirl = after.get("a-ride"), after.get("digirl")
         print(
             json.dumps(
@@ -176,26 +256,37 @@ def main() -> None:
                     "cpu": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(),
                     "torch_threads": torch.get_num_threads(),
-                    "minutes_per_algorithm": args.minutes,
+                    "minutes_per_run": args.minutes,
+                    "seeds": seeds,
                     "episodes_per_round": args.episodes,
                     "updates_per_round": args.updates,
                     "lr_actor": args.lr_actor,
                     "entropy_coef": LearnerSettings().entropy_coef
                     if args.entropy_coef is None
                     else args.entropy_coef,
-                    "test_episodes": test_episodes or "all",
-                    "test_before": round(before, 4),
+                    "test_episodes": None if before is None else test_episodes or "all",
+                    "test_before": None if before is None else round(before, 4),
                     "algorithms": results,
+                    "order_by_train_success_last_third": order,
                     "goal": "a-ride ≥ 1.2 × BC start on general test, and ≥ digirl",
                     "goal_met": None
-                    if a_ride is None or digirl is None
+                    if a_ride is None or digirl is None or before is None
                     else bool(a_ride >= 1.2 * before and a_ride >= digirl and a_ride > 0),
+                    "paper_order_holds": _paper_order(last),
                     "figure": str(figure),
                     "wall_s": round(time.monotonic() - started, 1),
                 }
             ),
             flush=True,
         )
+
+
+def _paper_order(last: dict[str, list[float]]) -> bool | None:
+    """The paper's ordering on what was run: A-RIDE above DigiRL and above each of its ablations."""
+    if "a-ride" not in last or len(last) < 2:
+        return None
+    best = _mean(last["a-ride"])
+    return all(_mean(values) < best for name, values in last.items() if name in ("digirl", *ABLATIONS))
 
 
 if __name__ == "__main__":

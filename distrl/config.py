@@ -94,6 +94,8 @@ class RunSettings:
     checkpoint_every_s: float = _num(1800.0, ge=0)
     """Also write one after an update when this many seconds have passed since the last (0: no timer);
     it bounds the work lost to a crash when updates are slow."""
+    keep_checkpoints: int = _num(3, gt=0)
+    """How many of the latest checkpoints stay on disk; older ones are deleted."""
     max_restarts: int = _num(5, ge=0)
     """A host link or device session that fails more often than this in a row is given up."""
 

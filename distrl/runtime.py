@@ -921,7 +921,7 @@ async def train(
         lambda: Policy.load(inventory.policy, device=inventory.learner.device, seed=run.seed)
     )
     learner = Learner(policy, inventory.learner, max_policy_lag=run.max_policy_lag, seed=run.seed)
-    checkpoints = Checkpoints(output / "checkpoints")
+    checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
     if resume:
         latest = checkpoints.latest()
         if latest is None:

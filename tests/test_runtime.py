@@ -199,13 +199,19 @@ async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     assert "arrived more than run.max_policy_lag = 0 versions old" in warnings[0]
 
 
-async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(tmp_path: Path) -> None:
-    timer = "max_trajectories = 8\ncheckpoint_every = 0\ncheckpoint_every_s = 0.001"
+@pytest.mark.parametrize("keep", [None, 5])
+async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
+    tmp_path: Path, keep: int | None
+) -> None:
+    timer = "max_trajectories = 10\ncheckpoint_every = 0\ncheckpoint_every_s = 0.001"
+    if keep is not None:
+        timer += f"\nkeep_checkpoints = {keep}"
     stats = await train(_inventory(tmp_path, extra=timer))
     assert stats.updates >= 2
     names = sorted(p.name for p in (tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
-    # one after each update (the folder keeps the last 3), not only the one at the stop
-    assert names == [f"step-{n:09d}" for n in range(max(1, stats.updates - 2), stats.updates + 1)]
+    # one after each update (the folder keeps the last ``keep``, 3 by default), not only the one at the stop
+    first = max(1, stats.updates - (keep or 3) + 1)
+    assert names == [f"step-{n:09d}" for n in range(first, stats.updates + 1)]
 
 
 async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:

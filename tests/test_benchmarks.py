@@ -1,0 +1,56 @@
+"""``benchmarks/run_all.py``: the one command runs every benchmark, within the hour."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_all() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_all", ROOT / "benchmarks" / "run_all.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_all"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_plan_holds_every_benchmark_and_fits_the_hour() -> None:
+    run_all = _run_all()
+    planned = [program.name for program in run_all.PLAN]
+    programs = {path.stem for path in (ROOT / "benchmarks").glob("*.py")} - {"run_all", "pretrain_tiny"}
+    assert sorted(planned) == sorted(programs)  # each once; a new benchmark must join the plan
+    fixed = sum(program.limit_s for program in run_all.PLAN)
+    assert fixed < run_all.BUDGET_S == 3600
+    # a cut run's figure goes elsewhere, so that it does not replace the full run's in the README
+    for program in run_all.PLAN:
+        if program.cut and "--figure" in program.arguments:
+            assert "run_all/" in program.arguments[program.arguments.index("--figure") + 1]
+
+
+def test_only_runs_the_named_programs_and_records_each(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/run_all.py", "--only", "wire_throughput", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["program"] for r in records] == ["wire_throughput"]
+    assert records[0]["status"] == "ok"
+    assert records[0]["result"]["benchmark"] == "wire_throughput"
+    bad = subprocess.run(
+        [sys.executable, "benchmarks/run_all.py", "--only", "nope"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert bad.returncode == 2
+    assert "unknown program 'nope'" in bad.stderr
