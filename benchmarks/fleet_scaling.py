@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from plotting import saved_figure
 
 from distrl.config import Inventory, parse_inventory
 from distrl.runtime import RunStats, collect
@@ -147,33 +148,24 @@ async def _measure(inventory: Inventory, devices: int, warmup_s: float, seconds:
 
 
 def _plot(sizes: list[Size], single: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    counts = [s.devices for s in sizes]
-    left.plot(counts, [s.steps_per_s for s in sizes], "o-", label="measured")
-    left.plot(counts, [single * n for n in counts], "--", color="grey", label="ideal: N × one device")
-    left.set_xscale("log", base=2)
-    left.set_yscale("log")
-    left.set_xlabel("simulated phones on one learner loop")
-    left.set_ylabel("steps per second")
-    left.set_title("collection rate")
-    left.legend()
-    right.plot(counts, [s.lag_ms[1] for s in sizes], "o-", label="p99")
-    right.plot(counts, [s.lag_ms[0] for s in sizes], "o-", label="p50")
-    right.axhline(50, color="grey", linestyle="--", label="goal: p99 ≤ 50 ms")
-    right.set_xscale("log", base=2)
-    right.set_xlabel("simulated phones on one learner loop")
-    right.set_ylabel("event-loop lag (ms)")
-    right.set_title("learner event loop")
-    right.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(path, 2, size=(11, 4)) as (left, right):
+        counts = [s.devices for s in sizes]
+        left.plot(counts, [s.steps_per_s for s in sizes], "o-", label="measured")
+        left.plot(counts, [single * n for n in counts], "--", color="grey", label="ideal: N × one device")
+        left.set_xscale("log", base=2)
+        left.set_yscale("log")
+        left.set_xlabel("simulated phones on one learner loop")
+        left.set_ylabel("steps per second")
+        left.set_title("collection rate")
+        left.legend()
+        right.plot(counts, [s.lag_ms[1] for s in sizes], "o-", label="p99")
+        right.plot(counts, [s.lag_ms[0] for s in sizes], "o-", label="p50")
+        right.axhline(50, color="grey", linestyle="--", label="goal: p99 ≤ 50 ms")
+        right.set_xscale("log", base=2)
+        right.set_xlabel("simulated phones on one learner loop")
+        right.set_ylabel("event-loop lag (ms)")
+        right.set_title("learner event loop")
+        right.legend()
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 import torch
+from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.local import Round, train_local
@@ -88,42 +89,33 @@ def _plot(
     after: dict[str, float],
     path: Path,
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = 3 if before is not None else 2
-    figure, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), width_ratios=(2, 1.4, 1)[:panels])
-    left, middle = axes[0], axes[1]
-    for name, rounds in curves.items():
-        window = 4
-        rates = [r.success_rate for r in rounds]
-        smooth = [_mean(rates[max(0, i - window + 1) : i + 1]) for i in range(len(rates))]
-        left.plot([r.elapsed_s / 60 for r in rounds], smooth, label=name)
-    left.set_xlabel("wall time (minutes)")
-    left.set_ylabel("train success (moving mean of 4 rounds)")
-    left.set_title("general, train split, sampled at temperature 1 (first seed)")
-    left.legend()
-    names = list(last)
-    means = [_mean(last[n]) for n in names]
-    spread = [[m - min(last[n]) for n, m in zip(names, means, strict=True)],
-              [max(last[n]) - m for n, m in zip(names, means, strict=True)]]  # fmt: skip
-    middle.bar(names, means, yerr=spread, capsize=4, color=[f"C{i}" for i in range(len(names))])
-    middle.set_ylabel("train success, last third of the rounds")
-    middle.set_title("mean over seeds (bars: min to max)")
-    middle.tick_params(axis="x", labelrotation=30)
-    if before is not None:
-        right = axes[2]
-        bars = ["BC start", *after]
-        right.bar(bars, [before, *after.values()], color=["grey", *[f"C{i}" for i in range(len(after))]])
-        right.set_ylabel("success")
-        right.set_title("general, test split, greedy (first seed)")
-        right.tick_params(axis="x", labelrotation=30)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(path, panels, size=(5.5 * panels, 4), width_ratios=(2, 1.4, 1)[:panels]) as axes:
+        left, middle = axes[0], axes[1]
+        for name, rounds in curves.items():
+            window = 4
+            rates = [r.success_rate for r in rounds]
+            smooth = [_mean(rates[max(0, i - window + 1) : i + 1]) for i in range(len(rates))]
+            left.plot([r.elapsed_s / 60 for r in rounds], smooth, label=name)
+        left.set_xlabel("wall time (minutes)")
+        left.set_ylabel("train success (moving mean of 4 rounds)")
+        left.set_title("general, train split, sampled at temperature 1 (first seed)")
+        left.legend()
+        names = list(last)
+        means = [_mean(last[n]) for n in names]
+        spread = [[m - min(last[n]) for n, m in zip(names, means, strict=True)],
+                  [max(last[n]) - m for n, m in zip(names, means, strict=True)]]  # fmt: skip
+        middle.bar(names, means, yerr=spread, capsize=4, color=[f"C{i}" for i in range(len(names))])
+        middle.set_ylabel("train success, last third of the rounds")
+        middle.set_title("mean over seeds (bars: min to max)")
+        middle.tick_params(axis="x", labelrotation=30)
+        if before is not None:
+            right = axes[2]
+            bars = ["BC start", *after]
+            right.bar(bars, [before, *after.values()], color=["grey", *[f"C{i}" for i in range(len(after))]])
+            right.set_ylabel("success")
+            right.set_title("general, test split, greedy (first seed)")
+            right.tick_params(axis="x", labelrotation=30)
 
 
 def main() -> None:

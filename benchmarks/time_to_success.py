@@ -4,7 +4,8 @@ For each mode, ``distrl.train`` runs for ``--minutes`` of wall time on the same 
 phones on 2 local worker processes, the built-in ``tiny-bc`` (the behaviour-cloned start), the same
 algorithm (``--algorithm``, default ``digirl``: on ``tiny-bc`` it gains within minutes, A-RIDE does not
 yet, see issue 5; one algorithm for both modes makes this a comparison of the two systems), the same
-seed and settings. The phones' latency is the calibrated one (real emulators) at ``--time-scale``, and
+seed and settings. The phones' latency is the calibrated one (real emulators) at ``--time-scale``
+(default 0.5: twice an emulator's speed, so that 10 minutes hold enough updates to learn from), and
 each task's app is slower than the fastest by a factor in [1, ``--task-spread``], so episodes differ in
 length as the paper's do. ``sync`` is ``run.mode = "sync"``: every phone plays one episode, a barrier,
 the updates, a broadcast. The learner writes a checkpoint every ``--every`` seconds, all kept.
@@ -20,7 +21,7 @@ successes, finish more often in async, so its collected success is inflated.
 1.2, the issue's relative goal); None when a mode never reaches it. Goal (issue 7): async at least 3×
 faster (the paper: 3×). Prints one JSON line and writes ``benchmarks/figures/time-to-success.png``.
 Bounded: 2 × ``--minutes`` (plus a minute of start-up each) and about 30 s per evaluation; the defaults
-take about 28 minutes. Run: ``python benchmarks/time_to_success.py`` (``--minutes 2 --every 40
+take about 24 minutes. Run: ``python benchmarks/time_to_success.py`` (``--minutes 2 --every 40
 --eval-episodes 32`` for a smoke run).
 """
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+from plotting import saved_figure
 
 from distrl.config import Inventory, PolicySettings, parse_inventory
 from distrl.play import evaluate
@@ -121,25 +123,16 @@ def _time_to(curve: Curve, target: float) -> float | None:
 
 
 def _plot(curves: list[Curve], start: float, target: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4))
-    for curve, style in zip(curves, ("o-", "s-"), strict=False):
-        xs = [0.0] + [seconds / 60 for seconds, _, _ in curve.points]
-        ys = [100 * start] + [100 * success for _, _, success in curve.points]
-        axis.plot(xs, ys, style, label=curve.mode)
-    axis.axhline(100 * target, color="grey", linestyle="--", label=f"target {100 * target:.1f}%")
-    axis.set_xlabel("wall time (minutes, 2 cores)")
-    axis.set_ylabel("success on fixed train tasks (%), sampled")
-    axis.set_title("tiny-bc trained asynchronously vs in sync rounds")
-    axis.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(path, size=(7, 4)) as axis:
+        for curve, style in zip(curves, ("o-", "s-"), strict=False):
+            xs = [0.0] + [seconds / 60 for seconds, _, _ in curve.points]
+            ys = [100 * start] + [100 * success for _, _, success in curve.points]
+            axis.plot(xs, ys, style, label=curve.mode)
+        axis.axhline(100 * target, color="grey", linestyle="--", label=f"target {100 * target:.1f}%")
+        axis.set_xlabel("wall time (minutes, 2 cores)")
+        axis.set_ylabel("success on fixed train tasks (%), sampled")
+        axis.set_title("tiny-bc trained asynchronously vs in sync rounds")
+        axis.legend()
 
 
 def main() -> None:
@@ -152,7 +145,7 @@ def main() -> None:
     )
     parser.add_argument("--devices", type=int, default=32, help="sim phones (default 32)")
     parser.add_argument("--algorithm", default="digirl", help="[learner] algorithm (default digirl)")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="[sim] time_scale (default 1)")
+    parser.add_argument("--time-scale", type=float, default=0.5, help="[sim] time_scale (default 0.5)")
     parser.add_argument("--task-spread", type=float, default=10.0, help="[sim] task_spread (default 10)")
     parser.add_argument(
         "--eval-episodes", type=int, default=128, help="episodes per evaluation (default 128)"

@@ -57,6 +57,7 @@ from pathlib import Path
 import anyio
 import pytest
 import torch
+from plotting import saved_figure
 
 from distrl.config import Inventory, PolicySettings, parse_inventory, worker_settings_json
 from distrl.fleet import handshake
@@ -287,39 +288,30 @@ async def _measure(
 
 
 def _plot(results: list[Measured], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
-    sizes = sorted({m.workers for m in results})
-    networks = list(dict.fromkeys(m.network for m in results))
-    by = {(m.network, m.workers, m.way): m for m in results}
-    for way, style in zip(WAYS, ("o-", "s-", "^-"), strict=True):
-        axes[0].plot(
-            sizes, [by[networks[0], n, way].bytes_per_worker * n / 1e6 for n in sizes], style, label=way
-        )
-        for axis, network in zip(axes[1:], networks, strict=False):
-            median = [statistics.median(by[network, n, way].seconds) for n in sizes]
-            axis.plot(sizes, median, style, label=way)
-    titles = ["bytes per update"] + [f"new weights → every worker, {network}" for network in networks]
-    for axis, title in zip(axes, titles, strict=False):
-        axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
-        axis.set_xticks(sizes, [str(n) for n in sizes])
-        axis.set_xlabel("workers over SSH")
-        axis.set_ylabel(
-            "MB sent per update, all workers" if axis is axes[0] else "seconds per update (median)"
-        )
-        axis.set_title(title)
-        axis.legend()
-    if len(networks) < 2:
-        axes[2].set_visible(False)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    with saved_figure(path, 3, size=(15, 4)) as axes:
+        sizes = sorted({m.workers for m in results})
+        networks = list(dict.fromkeys(m.network for m in results))
+        by = {(m.network, m.workers, m.way): m for m in results}
+        for way, style in zip(WAYS, ("o-", "s-", "^-"), strict=True):
+            axes[0].plot(
+                sizes, [by[networks[0], n, way].bytes_per_worker * n / 1e6 for n in sizes], style, label=way
+            )
+            for axis, network in zip(axes[1:], networks, strict=False):
+                median = [statistics.median(by[network, n, way].seconds) for n in sizes]
+                axis.plot(sizes, median, style, label=way)
+        titles = ["bytes per update"] + [f"new weights → every worker, {network}" for network in networks]
+        for axis, title in zip(axes, titles, strict=False):
+            axis.set_xscale("log", base=2)
+            axis.set_yscale("log")
+            axis.set_xticks(sizes, [str(n) for n in sizes])
+            axis.set_xlabel("workers over SSH")
+            axis.set_ylabel(
+                "MB sent per update, all workers" if axis is axes[0] else "seconds per update (median)"
+            )
+            axis.set_title(title)
+            axis.legend()
+        if len(networks) < 2:
+            axes[2].set_visible(False)
 
 
 def _shaped(args: argparse.Namespace, binary: str, folder: Path, prepared: Prepared) -> list[Measured]:

@@ -257,7 +257,17 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(stats.line(), file=sys.stderr, flush=True)
 
-    stats = anyio.run(lambda: train(inventory, resume=args.resume, on_progress=show))
+    try:
+        stats = anyio.run(lambda: train(inventory, resume=args.resume, on_progress=show))
+    except KeyboardInterrupt:
+        # the run wrote its checkpoint on the way out: a stop, not a failure
+        if live:
+            print(file=sys.stderr)
+        _say(
+            f"stopped (Ctrl-C); checkpoints in {output / 'checkpoints'}; to go on: "
+            f"python -m distrl run {args.inventory} --resume"
+        )
+        return 130
     if live:
         print(file=sys.stderr)
     failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"

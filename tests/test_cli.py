@@ -141,6 +141,35 @@ def test_ctrl_c_stops_the_run_and_its_workers() -> None:
     assert not Path(f"/proc/{worker_pid}").exists(), "the worker outlived the interrupted run"
 
 
+def test_ctrl_c_on_run_writes_a_checkpoint_and_says_how_to_resume(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        '[run]\nname = "t"\noutput_dir = "runs"\n[policy]\nmax_new_tokens = 24\n'
+        '[sim]\nwidth = 270\nheight = 600\nlatency = "off"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\n[hosts.devices]\nsim = 2\n'
+    )
+    board = tmp_path / "runs" / "t" / "tensorboard"
+    with subprocess.Popen(
+        [sys.executable, "-m", "distrl", "run", str(inventory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as learner:
+        deadline = time.monotonic() + 60
+        while not board.exists() and time.monotonic() < deadline:  # the learner is loaded, the run is on
+            time.sleep(0.1)
+        assert board.exists(), "the run never started"
+        _wait_for_worker(learner.pid)
+        learner.send_signal(signal.SIGINT)
+        stdout, stderr = learner.communicate(timeout=60)
+    assert learner.returncode == 130
+    assert "error" not in stderr
+    assert f"stopped (Ctrl-C); checkpoints in {tmp_path / 'runs' / 't' / 'checkpoints'}" in stdout
+    assert f"python -m distrl run {inventory} --resume" in stdout
+    assert list((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
+
+
 def _wait_for_worker(parent: int) -> int:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

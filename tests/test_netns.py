@@ -26,6 +26,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from accounting import accounted
 from netns import Namespace, free_subnets, gone, joined_namespace, unavailable
 from sshd_server import Sshd, find_sshd, serve_sshd
 
@@ -39,7 +40,7 @@ from distrl.config import (
     SimSettings,
     Timeouts,
 )
-from distrl.records import Task, Trajectory
+from distrl.records import Task
 from distrl.runtime import RunStats, collect
 from distrl.sim.suites import tasks
 
@@ -121,14 +122,6 @@ def _tasks(split: str, count: int) -> list[Task]:
     return [dataclasses.replace(task, max_steps=3) for task in tasks("general", split)[:count]]
 
 
-def _accounted(stats: RunStats, trajectories: tuple[Trajectory, ...]) -> None:
-    """Every task handed out is completed, failed (and re-queued) or still running; each trajectory
-    arrived once."""
-    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
-    assert stats.requeued == sum(stats.failed.values())
-    assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed
-
-
 async def test_collect_over_two_namespaces_brings_back_every_episode_once(
     tmp_path: Path, netns_hosts: list[NetnsHost]
 ) -> None:
@@ -138,7 +131,7 @@ async def test_collect_over_two_namespaces_brings_back_every_episode_once(
         result = await collect(_inventory(tmp_path, netns_hosts), tasks=chosen, episodes=10)
     print(f"collect over two namespaces: {time.monotonic() - started:.1f} s")
     stats = result.stats
-    _accounted(stats, result.trajectories)
+    accounted(stats, result.trajectories)
     assert stats.completed == len(result.trajectories) == 10
     assert stats.failed == {}  # no link was lost: the short heartbeats kept both alive
     assert stats.in_flight == 0
@@ -220,7 +213,7 @@ async def test_a_silently_cut_namespace_loses_only_its_episodes(
         f"later, run over {ended - cut_mono:.1f} s after the cut; {dict(result.stats.failed)}"
     )
     stats = result.stats
-    _accounted(stats, result.trajectories)
+    accounted(stats, result.trajectories)
     # the cut was found by the silence, within the heartbeat timeout (and the progress period)
     assert found_at, "the run ended before the cut link was found lost"
     assert found_at[0] - cut_mono <= TIMEOUTS.heartbeat_timeout_s + 2

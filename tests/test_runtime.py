@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from accounting import accounted
 from sshd_server import Sshd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -23,7 +24,6 @@ from distrl import runtime
 from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
 from distrl.errors import ConfigError
-from distrl.records import Trajectory
 from distrl.runtime import RunStats, collect, train
 from distrl.sim.suites import tasks
 
@@ -86,20 +86,11 @@ def _ssh_host(server: Sshd) -> str:
     )
 
 
-def _accounted(
-    stats: RunStats, trajectories: list[Trajectory] | tuple[Trajectory, ...] | None = None
-) -> None:
-    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
-    assert stats.requeued == sum(stats.failed.values())
-    if trajectories is not None:
-        assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed
-
-
 async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
     chosen = tasks("general", "test")[:3]
     result = await collect(_inventory(tmp_path), tasks=chosen, episodes=4)
     assert len(result.trajectories) == 4
-    _accounted(result.stats, result.trajectories)
+    accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     assert result.stats.in_flight == 0
     assert {t.task.id for t in result.trajectories} <= {t.id for t in chosen}
@@ -115,7 +106,7 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
 async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:
     chosen = tasks("general", "train")[:6]
     result = await collect(_inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6)
-    _accounted(result.stats, result.trajectories)
+    accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     # the scripted expert solves every task, deterministically, and the steps stream as it plays
     assert [t.success for t in result.trajectories] == [True] * 6
@@ -131,7 +122,7 @@ async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path
 async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra="max_trajectories = 10")
     stats = await train(inventory)
-    _accounted(stats)
+    accounted(stats)
     assert stats.completed == 10
     assert stats.updates >= 1
     # a full snapshot at the start, then a diff after each update (one may be cut short by the stop)
@@ -175,7 +166,7 @@ async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
     monkeypatch.setattr(weights, "encode_diff", diff)
     two = _local_host(2) + _local_host(2).replace('"local"', '"other"')
     stats = await train(_inventory(tmp_path, local=False, hosts=two, extra="max_trajectories = 8"))
-    _accounted(stats)
+    accounted(stats)
     assert stats.updates >= 1
     assert len(encoded) == len(set(encoded)), encoded  # nothing encoded twice
     assert ("full", 0, None) in encoded
@@ -190,7 +181,7 @@ async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     # four phones, an update after every second arrival, and no lag allowed: most arrive too old
     extra = "max_trajectories = 24\nmax_policy_lag = 0"
     stats = await train(_inventory(tmp_path, devices=4, extra=extra))
-    _accounted(stats)
+    accounted(stats)
     assert stats.completed == 24
     assert stats.updates >= 2
     assert 6 <= stats.stale < stats.completed  # the first ones, begun by version 0, were trained on
@@ -217,7 +208,7 @@ async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
 async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra='mode = "sync"\nmax_trajectories = 6')
     stats = await train(inventory)
-    _accounted(stats)
+    accounted(stats)
     assert stats.completed == 6
     # three rounds of two episodes; the updates after the first two were published before the next
     # round began, so every step was chosen by the learner's current version
@@ -236,7 +227,7 @@ async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_pa
         source=str(tmp_path / "hosts.toml"),
     )
     result = await collect(inventory, policy="expert", tasks=tasks("general", "train")[:12], episodes=9)
-    _accounted(result.stats, result.trajectories)
+    accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     played = sorted(result.trajectories, key=lambda t: t.started_at_s)
     spans = [(t.started_at_s, t.started_at_s + t.duration_s) for t in played]
@@ -271,7 +262,7 @@ async def test_a_killed_worker_loses_only_its_episodes(
         _inventory(tmp_path), tasks=tasks("general", "train")[:4], episodes=5, on_progress=kill_once
     )
     assert killed, "the worker was never killed"
-    _accounted(result.stats, result.trajectories)
+    accounted(result.stats, result.trajectories)
     assert result.stats.completed == 5
     assert result.stats.failed["link_lost"] >= 1
     assert result.stats.restarts >= 1
@@ -322,7 +313,7 @@ async def test_a_malformed_frame_closes_only_its_link(tmp_path: Path) -> None:
     bad = f'[[hosts]]\nname = "bad"\naddress = "localhost"\npython = "{wrapper}"\n[hosts.devices]\nsim = 2\n'
     inventory = _inventory(tmp_path, extra="max_restarts = 1", hosts=bad)
     result = await collect(inventory, tasks=tasks("general", "train")[:3], episodes=4)
-    _accounted(result.stats, result.trajectories)
+    accounted(result.stats, result.trajectories)
     assert result.stats.completed == 4
     assert {t.host for t in result.trajectories} == {"local"}
     assert result.stats.restarts >= 1  # the bad host was tried again, then given up
@@ -344,7 +335,7 @@ async def test_training_over_ssh_survives_a_cut_connection(
     inventory = _inventory(tmp_path, extra="max_trajectories = 8", hosts=_ssh_host(sshd), local=False)
     stats = await train(inventory, on_progress=cut_once)
     assert cut, "the connection was never cut"
-    _accounted(stats)
+    accounted(stats)
     assert stats.completed == 8
     assert stats.failed["link_lost"] >= 1
     assert stats.restarts >= 1
@@ -361,7 +352,7 @@ async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path:
     quick = "[timeouts]\ndevice_act_s = 2\ndevice_observe_s = 2\n"  # a hang costs 2 s, not 30
     inventory = parse_inventory(faults + quick, source=str(tmp_path / "hosts.toml"))
     stats = await train(inventory)
-    _accounted(stats)
+    accounted(stats)
     assert stats.completed == 6
     assert stats.device_errors >= 1  # a crash or a hang cut an episode short ...
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
@@ -389,4 +380,4 @@ async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task(tmp_
     assert taken[0] is not None
     assert taken[0][1] == second[1]  # the failed task, handed out again
     assert fleet.stats.handed_out == 3
-    _accounted(fleet.stats)
+    accounted(fleet.stats)

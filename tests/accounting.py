@@ -1,0 +1,17 @@
+"""The runtime's accounting, as every end-to-end test checks it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from distrl.records import Trajectory
+from distrl.runtime import RunStats
+
+
+def accounted(stats: RunStats, trajectories: Sequence[Trajectory] | None = None) -> None:
+    """Every task handed out is completed, failed (and then re-queued) or still running; each trajectory
+    arrived once."""
+    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
+    assert stats.requeued == sum(stats.failed.values())
+    if trajectories is not None:
+        assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed
