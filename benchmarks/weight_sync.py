@@ -246,7 +246,6 @@ async def _measure(
     version = 0
     published = trainer.snapshot(torch.bfloat16)
     async with _workers(inventory) as links:
-        await _send(links, encode_full(published, version), version, None)
         for workers in args.sizes:
             chosen = links[:workers]
             for way in WAYS:
@@ -256,12 +255,11 @@ async def _measure(
                 for _ in range(args.updates):
                     trainer.step()
                     new = trainer.snapshot(torch.bfloat16)
+                    destinations = [folder / "copies" / f"w{i}" for i in range(workers)]
+                    shutil.rmtree(folder / "copies", ignore_errors=True)  # last update's copies: untimed
+                    (folder / "copies").mkdir()
                     started = time.perf_counter()
                     if way == "checkpoint":
-                        destinations = [folder / "copies" / f"w{i}" for i in range(workers)]
-                        for destination in destinations:
-                            shutil.rmtree(destination, ignore_errors=True)
-                            destination.parent.mkdir(parents=True, exist_ok=True)
                         await _copy(server, model, destinations)
                         measured.bytes_per_worker = sizes["checkpoint_bytes"]
                     else:
