@@ -58,6 +58,7 @@ ABLATIONS = {
 """A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
 targets and advantages (λ = 0 makes every trace c = 0); no entropy bonus."""
 VARIANTS = (*ALGORITHMS, *ABLATIONS)
+_SPLIT_LABELS = {"test": "test split (new kinds of task)", "train": "train tasks (a fixed sample)"}
 
 
 def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> LearnerSettings:
@@ -74,8 +75,17 @@ def _gain(rates: list[float]) -> tuple[float, float]:
     return _mean(rates[:third]), _mean(rates[-third:])
 
 
-def _test_success(policy: Policy, episodes: int | None, seed: int) -> float:
-    return evaluate(policy, "general", "test", episodes=episodes, seed=seed, temperature=0.0).success_rate
+def _success(policy: Policy, split: str, episodes: int | None, seed: int) -> float:
+    """Greedy success on ``episodes`` tasks of the split drawn with ``seed`` (all of them if None)."""
+    return evaluate(policy, "general", split, episodes=episodes, seed=seed, temperature=0.0).success_rate
+
+
+def _evaluations(policy: Policy, splits: dict[str, int | None], seed: int, label: str) -> dict[str, float]:
+    found = {}
+    for split, episodes in splits.items():
+        found[split] = _success(policy, split, episodes, seed)
+        print(f"{label}: general {split} success (greedy) {found[split]:.3f}", file=sys.stderr, flush=True)
+    return found
 
 
 def _mean(values: list[float]) -> float:
@@ -85,11 +95,11 @@ def _mean(values: list[float]) -> float:
 def _plot(
     curves: dict[str, list[Round]],
     last: dict[str, list[float]],
-    before: float | None,
-    after: dict[str, float],
+    before: dict[str, float],
+    after: dict[str, dict[str, float]],
     path: Path,
 ) -> None:
-    panels = 3 if before is not None else 2
+    panels = 3 if before else 2
     with saved_figure(path, panels, size=(5.5 * panels, 4), width_ratios=(2, 1.4, 1)[:panels]) as axes:
         left, middle = axes[0], axes[1]
         for name, rounds in curves.items():
@@ -109,13 +119,19 @@ def _plot(
         middle.set_ylabel("train success, last third of the rounds")
         middle.set_title("mean over seeds (bars: min to max)")
         middle.tick_params(axis="x", labelrotation=30)
-        if before is not None:
+        if before:
             right = axes[2]
-            bars = ["BC start", *after]
-            right.bar(bars, [before, *after.values()], color=["grey", *[f"C{i}" for i in range(len(after))]])
-            right.set_ylabel("success")
-            right.set_title("general, test split, greedy (first seed)")
+            names = ["BC start", *after]
+            width = 0.8 / len(before)
+            for k, split in enumerate(before):
+                values = [before[split], *(after[n][split] for n in after)]
+                at = [i + (k - (len(before) - 1) / 2) * width for i in range(len(names))]
+                right.bar(at, values, width=width, label=_SPLIT_LABELS[split], color=f"C{k}")
+            right.set_xticks(range(len(names)), names)
+            right.set_ylabel("success, greedy")
+            right.set_title("general, before and after (first seed)")
             right.tick_params(axis="x", labelrotation=30)
+            right.legend()
 
 
 def main() -> None:
@@ -142,20 +158,25 @@ def main() -> None:
     )
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each (default 0)")
     parser.add_argument("--test-episodes", type=int, default=0, help="test tasks evaluated (0: all 213)")
-    parser.add_argument("--no-test", action="store_true", help="no test evaluation (train success only)")
+    parser.add_argument(
+        "--train-episodes",
+        type=int,
+        default=128,
+        help="train tasks evaluated greedily before and after, beside the test split (0: none; default 128)",
+    )
+    parser.add_argument(
+        "--no-test", action="store_true", help="no greedy evaluation (train success while training only)"
+    )
     parser.add_argument(
         "--figure", default="learner-curves.png", help="plot file in benchmarks/figures (default %(default)s)"
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny budgets and samples")
     args = parser.parse_args()
     if args.quick:
-        args.minutes, args.pretrain_minutes, args.episodes, args.updates, args.test_episodes = (
-            0.3,
-            0.5,
-            4,
-            1,
-            8,
-        )
+        args.minutes, args.pretrain_minutes, args.episodes, args.updates = 0.3, 0.5, 4, 1
+        args.test_episodes, args.train_episodes = 8, 8
+    if args.train_episodes < 0:
+        parser.error("--train-episodes must be ≥ 0")
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
     unknown = sorted(set(algorithms) - set(VARIANTS))
     if unknown:
@@ -175,16 +196,20 @@ def main() -> None:
             )
             pretrain(model, minutes=args.pretrain_minutes, seed=seeds[0])
         policy_settings = PolicySettings(model=model)
-        before: float | None = None
+        splits: dict[str, int | None] = {}
         if not args.no_test:
+            splits["test"] = test_episodes
+            if args.train_episodes:
+                splits["train"] = args.train_episodes
+        before: dict[str, float] = {}
+        if splits:
             start = Policy.load(policy_settings, device="cpu", seed=seeds[0])
-            before = _test_success(start, test_episodes, seeds[0])
-            print(f"BC start: general test success {before:.3f}", file=sys.stderr, flush=True)
+            before = _evaluations(start, splits, seeds[0], "BC start")
 
         results: dict[str, dict[str, object]] = {}
         curves: dict[str, list[Round]] = {}
         last: dict[str, list[float]] = {}
-        after: dict[str, float] = {}
+        after: dict[str, dict[str, float]] = {}
         for name in algorithms:
             runs: list[dict[str, object]] = []
             for seed in seeds:
@@ -223,11 +248,13 @@ def main() -> None:
                 last.setdefault(name, []).append(last_third)
                 if seed == seeds[0]:
                     curves[name] = rounds
-                    if before is not None:
-                        after[name] = _test_success(policy, test_episodes, seed)
-                        run["test_after"] = round(after[name], 4)
-                        run["relative_change"] = round((after[name] - before) / before, 3) if before else None
-                        print(f"{name}: general test success {after[name]:.3f}", file=sys.stderr, flush=True)
+                    if splits:
+                        after[name] = _evaluations(policy, splits, seed, name)
+                        for split, value in after[name].items():
+                            run[f"{split}_after"] = round(value, 4)
+                            run[f"{split}_relative_change"] = (
+                                round((value - before[split]) / before[split], 3) if before[split] else None
+                            )
                 runs.append(run)
             results[name] = {
                 "train_success_last_third": {
@@ -240,7 +267,6 @@ def main() -> None:
         figure = FIGURES / args.figure
         _plot(curves, last, before, after, figure)
         order = sorted(last, key=lambda n: -_mean(last[n]))
-        a_ride, digirl = after.get("a-ride"), after.get("digirl")
         print(
             json.dumps(
                 {
@@ -256,14 +282,15 @@ def main() -> None:
                     "entropy_coef": LearnerSettings().entropy_coef
                     if args.entropy_coef is None
                     else args.entropy_coef,
-                    "test_episodes": None if before is None else test_episodes or "all",
-                    "test_before": None if before is None else round(before, 4),
+                    "test_episodes": None if "test" not in before else test_episodes or "all",
+                    "test_before": None if "test" not in before else round(before["test"], 4),
+                    "train_episodes": None if "train" not in before else args.train_episodes,
+                    "train_before": None if "train" not in before else round(before["train"], 4),
                     "algorithms": results,
                     "order_by_train_success_last_third": order,
                     "goal": "a-ride ≥ 1.2 × BC start on general test, and ≥ digirl",
-                    "goal_met": None
-                    if a_ride is None or digirl is None or before is None
-                    else bool(a_ride >= 1.2 * before and a_ride >= digirl and a_ride > 0),
+                    "goal_met": _goal(before, after, "test"),
+                    "goal_met_on_train_tasks": _goal(before, after, "train"),
                     "paper_order_holds": _paper_order(last),
                     "figure": str(figure),
                     "wall_s": round(time.monotonic() - started, 1),
@@ -271,6 +298,14 @@ def main() -> None:
             ),
             flush=True,
         )
+
+
+def _goal(before: dict[str, float], after: dict[str, dict[str, float]], split: str) -> bool | None:
+    """Issue 5's goal on ``split``: A-RIDE ≥ 1.2 × the BC start, and ≥ DigiRL."""
+    if split not in before or "a-ride" not in after or "digirl" not in after:
+        return None
+    a_ride = after["a-ride"][split]
+    return a_ride >= 1.2 * before[split] and a_ride >= after["digirl"][split] and a_ride > 0
 
 
 def _paper_order(last: dict[str, list[float]]) -> bool | None:

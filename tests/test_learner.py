@@ -17,7 +17,7 @@ from distrl.learner.local import Round, train_local
 from distrl.learner.trainer import Learner
 from distrl.play import rollouts
 from distrl.policy import Policy
-from distrl.records import Trajectory
+from distrl.records import Action, ActionType, Trajectory
 from distrl.sim.suites import tasks
 
 WIDTH, HEIGHT = 270, 600
@@ -142,6 +142,30 @@ def test_filtered_bc_trains_only_on_successes(played: list[Trajectory]) -> None:
     successes = sum(len(t.steps) for t in played if t.success)
     assert 0 < report.trained_steps <= report.steps
     assert report.trained_steps % successes == 0  # whole successful trajectories, maybe drawn twice
+
+
+def test_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> None:
+    # failed episodes of valid actions: on-policy, every advantage is −V(s_t) < 0, so no step has a
+    # weight, and the actor must not move (no update of entropy ascent alone)
+    home = Action(type=ActionType.PRESS_HOME)
+    failures = [
+        dataclasses.replace(t, steps=tuple(dataclasses.replace(s, action=home) for s in t.steps))
+        for t in played
+        if not t.success
+    ]
+    learner = _filled("a-ride", failures)
+    start = _adapter(learner)
+    report = learner.update()
+    assert report is not None
+    assert report.steps > 0
+    assert report.trained_steps == 0
+    assert all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
+
+    # with a success (and invalid answers, which the penalty weighs) some steps train, not all of them
+    mixed = _filled("a-ride", [*failures, played[-1]])
+    report = mixed.update()
+    assert report is not None
+    assert 0 < report.trained_steps < report.steps
 
 
 def test_a_ride_reports_on_policy_ratios_and_refreshes_priorities(played: list[Trajectory]) -> None:
