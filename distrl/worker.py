@@ -134,6 +134,9 @@ class _Agent:
         self.policy: Policy | None = None
         self.batcher: Batcher[PolicyInput, tuple[Sample, int]] | None = None
         self.weights: dict[str, torch.Tensor] = {}
+        """The last snapshot applied, as published (its dtype may differ from the adapter's)."""
+        self.dtypes: dict[str, torch.dtype] = {}
+        """The adapter's own dtype per tensor, which published weights are cast to."""
         self.version: int | None = None
         self.ready = anyio.Event()
         self.heard = time.monotonic()
@@ -217,6 +220,7 @@ class _Agent:
             await tg.start(batcher.run)
             self.policy, self.batcher = policy, batcher
             self.weights = policy.adapter_state()
+            self.dtypes = {name: tensor.dtype for name, tensor in self.weights.items()}
         for name in self.names:
             self.devices[name] = await self._open(name, settings, sim_device)
         self.heard = time.monotonic()
@@ -271,9 +275,8 @@ class _Agent:
             lambda: apply(self.weights if base is not None else {}, message.blob, expected_base=base)
         )
         policy = self.policy
-        current = policy.adapter_state()
         cast = {
-            name: tensor.to(current[name].dtype) if name in current else tensor
+            name: tensor.to(self.dtypes[name]) if name in self.dtypes else tensor
             for name, tensor in snapshot.tensors.items()
         }
         async with self.batcher.exclusive():

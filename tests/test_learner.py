@@ -226,6 +226,34 @@ def test_a_checkpoint_of_another_algorithm_is_refused(played: list[Trajectory], 
     assert missing.value.reason == "missing"
 
 
+def test_a_checkpoint_that_does_not_load_leaves_the_learner_as_it_was(
+    played: list[Trajectory], tmp_path: Path
+) -> None:
+    trained = _filled("a-ride", played)
+    assert trained.update() is not None
+    folder = Checkpoints(tmp_path).write(trained.updates, trained.save)
+
+    # another adapter shape: refused as a mismatch, after the critics (which fit) were read
+    other = Learner(Policy.load(PolicySettings(max_new_tokens=24, lora_rank=8), device="cpu", seed=0),
+                    trained.settings, seed=1)  # fmt: skip
+    critics, adapter = _snapshot(other.critics), _adapter(other)
+    with pytest.raises(CheckpointError, match="does not fit") as caught:
+        other.load(folder)
+    assert caught.value.reason == "mismatch"
+    assert all(torch.equal(v, critics[k]) for k, v in other.critics.state_dict().items())
+    assert all(torch.equal(v, adapter[k]) for k, v in _adapter(other).items())
+
+    # a damaged replay file, read after the critics: nothing changes either
+    fresh = _learner("a-ride")
+    critics = _snapshot(fresh.critics)
+    (folder / "replay.bin").write_bytes((folder / "replay.bin").read_bytes()[:100])
+    with pytest.raises(CheckpointError):
+        fresh.load(folder)
+    assert all(torch.equal(v, critics[k]) for k, v in fresh.critics.state_dict().items())
+    assert fresh.updates == 0
+    assert len(fresh.replay) == 0
+
+
 def test_train_local_plays_trains_and_checkpoints(tmp_path: Path) -> None:
     learner = Learner(_policy(), LearnerSettings(batch_size=2, micro_batch=8), seed=0)
     seen: list[Round] = []

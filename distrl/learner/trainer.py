@@ -52,11 +52,13 @@ buffer with its priorities and sampler state, the RNG states and the counters; `
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ import torch
 from safetensors.torch import load_file
 
 from distrl.config import LearnerSettings
-from distrl.errors import CheckpointError
+from distrl.errors import CheckpointError, PolicyError
 from distrl.learner.checkpoint import (
     load_optimizer_state,
     load_tensors,
@@ -431,9 +433,37 @@ class Learner:
     def load(self, folder: str | Path) -> None:
         """Restore what ``save`` wrote into this learner (same policy model and settings).
 
-        Raises ``CheckpointError`` for a missing or damaged checkpoint, or one of another algorithm.
+        Raises ``CheckpointError`` for a missing or damaged checkpoint, or one of another algorithm or
+        model; the learner is then left as it was.
         """
-        folder = Path(folder)
+        before = self._memory()
+        try:
+            self._load(Path(folder))
+        except BaseException:
+            self._recall(before)
+            raise
+
+    def _memory(self) -> tuple[Any, ...]:
+        """Copies of everything ``_load`` changes, for ``_recall``."""
+        return (
+            copy.deepcopy(self.critics.state_dict()),
+            self.policy.adapter_state(),
+            copy.deepcopy(self.actor_optimiser.state_dict()),
+            copy.deepcopy(self.critic_optimiser.state_dict()),
+            rng_state(self.rng),
+            self.replay,
+            self.updates,
+        )
+
+    def _recall(self, memory: tuple[Any, ...]) -> None:
+        critics, adapter, actor, critic, (rng_tensors, rng_meta), self.replay, self.updates = memory
+        self.critics.load_state_dict(critics)
+        self.policy.load_adapter_state(adapter)
+        self.actor_optimiser.load_state_dict(actor)
+        self.critic_optimiser.load_state_dict(critic)
+        restore_rng_state(rng_tensors, rng_meta, self.rng)
+
+    def _load(self, folder: Path) -> None:
         tensors, meta = load_tensors(folder / _STATE_FILE)
         if meta.get("algorithm") != self.settings.algorithm:
             raise CheckpointError(
@@ -443,34 +473,34 @@ class Learner:
                 reason="mismatch",
             )
         adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
-        try:
+        with _refusing(f"the adapter in {str(adapter_file)!r} cannot be read", adapter_file, "corrupt"):
             adapter = load_file(str(adapter_file))
-        except (OSError, ValueError) as exc:
-            raise CheckpointError(
-                f"the adapter in {str(adapter_file)!r} cannot be read ({exc})",
-                path=str(adapter_file),
-                reason="corrupt",
-            ) from exc
         critics = {
             name.removeprefix("critics."): value
             for name, value in tensors.items()
             if name.startswith("critics.")
         }
-        try:
+        with _refusing(f"the critics in {str(folder)!r} do not fit this policy", folder, "mismatch"):
             self.critics.load_state_dict(critics)
-        except RuntimeError as exc:
-            raise CheckpointError(
-                f"the critics in {str(folder)!r} do not fit this policy ({exc})",
-                path=str(folder),
-                reason="mismatch",
-            ) from exc
         replay = ReplayBuffer.load(folder / _REPLAY_FILE)
-        self.policy.load_adapter_state(adapter)
+        with _refusing(
+            f"the adapter in {str(adapter_file)!r} does not fit this policy", adapter_file, "mismatch"
+        ):
+            self.policy.load_adapter_state(adapter)
         load_optimizer_state(self.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
         load_optimizer_state(self.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
         restore_rng_state(tensors, meta["rng"], self.rng)
         self.replay = replay
         self.updates = int(meta["updates"])
+
+
+@contextlib.contextmanager
+def _refusing(problem: str, path: Path, reason: str) -> Iterator[None]:
+    """Turn a failure to read or fit a checkpoint's part into a ``CheckpointError``: ``problem (detail)``."""
+    try:
+        yield
+    except (OSError, ValueError, RuntimeError, PolicyError) as exc:
+        raise CheckpointError(f"{problem} ({exc})", path=str(path), reason=reason) from exc
 
 
 def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
