@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import torch
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.errors import CheckpointError
-from distrl.learner.checkpoint import Checkpoints
+from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
 from distrl.learner.local import Round, train_local
 from distrl.learner.trainer import Learner
 from distrl.play import rollouts
@@ -242,6 +243,16 @@ def test_a_checkpoint_that_does_not_load_leaves_the_learner_as_it_was(
     assert caught.value.reason == "mismatch"
     assert all(torch.equal(v, critics[k]) for k, v in other.critics.state_dict().items())
     assert all(torch.equal(v, adapter[k]) for k, v in _adapter(other).items())
+
+    # learner state whose metadata lacks a part: a clear error, not a KeyError
+    state = folder / "learner.safetensors"
+    tensors, meta = load_tensors(state)
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    save_tensors(broken / "learner.safetensors", tensors, {k: v for k, v in meta.items() if k != "rng"})
+    with pytest.raises(CheckpointError, match="incomplete") as incomplete:
+        _learner("a-ride").load(broken)
+    assert incomplete.value.reason == "corrupt"
 
     # a damaged replay file, read after the critics: nothing changes either
     fresh = _learner("a-ride")

@@ -464,7 +464,8 @@ class Learner:
         restore_rng_state(rng_tensors, rng_meta, self.rng)
 
     def _load(self, folder: Path) -> None:
-        tensors, meta = load_tensors(folder / _STATE_FILE)
+        state_file = folder / _STATE_FILE
+        tensors, meta = load_tensors(state_file)
         if meta.get("algorithm") != self.settings.algorithm:
             raise CheckpointError(
                 f"the checkpoint in {str(folder)!r} was trained with {meta.get('algorithm')!r},"
@@ -472,6 +473,11 @@ class Learner:
                 path=str(folder),
                 reason="mismatch",
             )
+        with _refusing(f"the learner state in {str(state_file)!r} is incomplete", state_file, "corrupt"):
+            actor, critic, rng, updates = (
+                meta[key] for key in ("actor_optimiser", "critic_optimiser", "rng", "updates")
+            )
+            updates = int(updates)
         adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
         with _refusing(f"the adapter in {str(adapter_file)!r} cannot be read", adapter_file, "corrupt"):
             adapter = load_file(str(adapter_file))
@@ -487,11 +493,11 @@ class Learner:
             f"the adapter in {str(adapter_file)!r} does not fit this policy", adapter_file, "mismatch"
         ):
             self.policy.load_adapter_state(adapter)
-        load_optimizer_state(self.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
-        load_optimizer_state(self.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
-        restore_rng_state(tensors, meta["rng"], self.rng)
+        load_optimizer_state(self.actor_optimiser, tensors, actor, "optimiser.actor")
+        load_optimizer_state(self.critic_optimiser, tensors, critic, "optimiser.critic")
+        restore_rng_state(tensors, rng, self.rng)
         self.replay = replay
-        self.updates = int(meta["updates"])
+        self.updates = updates
 
 
 @contextlib.contextmanager
@@ -499,7 +505,7 @@ def _refusing(problem: str, path: Path, reason: str) -> Iterator[None]:
     """Turn a failure to read or fit a checkpoint's part into a ``CheckpointError``: ``problem (detail)``."""
     try:
         yield
-    except (OSError, ValueError, RuntimeError, PolicyError) as exc:
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError, PolicyError) as exc:
         raise CheckpointError(f"{problem} ({exc})", path=str(path), reason=reason) from exc
 
 
