@@ -135,13 +135,13 @@ def _plot(
         middle.tick_params(axis="x", labelrotation=30)
         if before:
             right = axes[2]
-            names = ["BC start", *after]
+            policies = ["BC start", *after]
             width = 0.8 / len(before)
             for k, split in enumerate(before):
                 values = [before[split], *(after[n][split] for n in after)]
-                at = [i + (k - (len(before) - 1) / 2) * width for i in range(len(names))]
+                at = [i + (k - (len(before) - 1) / 2) * width for i in range(len(policies))]
                 right.bar(at, values, width=width, label=_SPLIT_LABELS[split], color=f"C{k}")
-            right.set_xticks(range(len(names)), names)
+            right.set_xticks(range(len(policies)), policies)
             right.set_ylabel("success")
             right.set_title("general, before and after (first seed)")
             right.tick_params(axis="x", labelrotation=30)

@@ -336,11 +336,11 @@ class Learner:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Which steps enter the actor loss, and each one's weight on −log π."""
         algorithm = self.settings.algorithm
-        keep = torch.zeros_like(coefficients, dtype=torch.bool)
         if algorithm == "a-ride":
             # a step with weight 0 (``positive`` zeroes every advantage ≤ 0) would enter the actor loss
             # through the entropy bonus alone (module docstring, step 5)
             return coefficients != 0, coefficients
+        keep = torch.zeros_like(coefficients, dtype=torch.bool)
         out = torch.zeros_like(coefficients)
         with torch.no_grad():
             first = torch.stack([scored.state[start] for start, _ in spans])
