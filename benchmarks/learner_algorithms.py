@@ -17,8 +17,10 @@ every policy, unlike the episodes each run happens to play.
 
 Prints one JSON line (per variant: train success over the first and last third of the rounds for each
 seed, with the mean, min and max of the last third over seeds; the evaluations before and after;
-updates) and writes ``benchmarks/figures/learner-curves.png``: train success per round against wall
-time, the last third's train success per variant with its spread over seeds, and the evaluations.
+updates; with 2 seeds or more, each variant's last third minus A-RIDE's, seed by seed, with its standard
+error: the same seed draws the same tasks for every variant, so the pairing removes their luck) and
+writes ``benchmarks/figures/learner-curves.png``: train success per round against wall time, the last
+third's train success per variant with its spread over seeds, and the evaluations.
 Goals: A-RIDE raises test success by ≥ 20% relative over the BC start and is not worse than DigiRL
 (issue 5; ``goal_met``, and on the train tasks ``goal_met_on_train_tasks``); the paper's ordering,
 A-RIDE above DigiRL and above each ablation (issue 7, ``paper_order_holds``).
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import platform
 import sys
@@ -59,7 +62,7 @@ ALGORITHMS = ("a-ride", "digirl", "filtered-bc")
 Algorithm = Literal["a-ride", "digirl", "filtered-bc"]
 ABLATIONS = {
     "no-dper": {"priority_alpha": 0.0},
-    "no-retrace": {"retrace_lambda": 0.0},
+    "no-retrace": {"retrace_lambda": 0.0, "advantage_lambda": 0.0},
     "no-entropy": {"entropy_coef": 0.0},
 }
 """A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
@@ -104,6 +107,26 @@ def _evaluations(
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
+
+
+def _paired(last: dict[str, list[float]], reference: str) -> dict[str, dict[str, float]]:
+    """Each variant's last-third train success minus ``reference``'s, seed by seed (the same seed draws
+    the same tasks in the same order for every variant), with the standard error of that mean
+    difference; only where ``reference`` ran and there are at least 2 seeds."""
+    if reference not in last or len(last[reference]) < 2:
+        return {}
+    paired = {}
+    for name, values in last.items():
+        if name == reference:
+            continue
+        differences = [v - r for v, r in zip(values, last[reference], strict=True)]
+        mean = _mean(differences)
+        spread = sum((d - mean) ** 2 for d in differences) / (len(differences) - 1)
+        paired[name] = {
+            "mean_difference": round(mean, 4),
+            "standard_error": round(math.sqrt(spread / len(differences)), 4),
+        }
+    return paired
 
 
 def _plot(
@@ -309,6 +332,7 @@ def main() -> None:
                     "train_before": None if "train" not in before else round(before["train"], 4),
                     "algorithms": results,
                     "order_by_train_success_last_third": order,
+                    "last_third_minus_a_ride": _paired(last, "a-ride"),
                     "goal": "a-ride ≥ 1.2 × BC start on general test, and ≥ digirl",
                     "goal_met": _goal(before, after, "test"),
                     "goal_met_on_train_tasks": _goal(before, after, "train"),

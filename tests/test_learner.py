@@ -15,7 +15,7 @@ from distrl.config import LearnerSettings, PolicySettings
 from distrl.errors import CheckpointError
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
 from distrl.learner.local import Round, train_local
-from distrl.learner.trainer import Learner
+from distrl.learner.trainer import Learner, UpdateReport, _input
 from distrl.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Action, ActionType, Trajectory
@@ -167,6 +167,52 @@ def test_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> Non
     report = mixed.update()
     assert report is not None
     assert 0 < report.trained_steps < report.steps
+
+
+def test_a_rides_actor_loss_is_a_mean_over_the_steps_it_trains(played: list[Trajectory]) -> None:
+    # two weighted steps alone, or among steps of weight 0: the same loss and the same gradient, so that
+    # a batch with few better-than-expected steps moves the adapter as much as one with many
+    trajectory = played[-1]
+    assert len(trajectory.steps) >= 3
+    inputs = [_input(trajectory, step) for step in trajectory.steps]
+    texts = [step.output for step in trajectory.steps]
+    coefficients = torch.zeros(len(inputs))
+    coefficients[:2] = torch.tensor([1.0, 0.5])
+    weights = torch.ones(len(inputs))
+
+    def step(count: int) -> tuple[float, list[torch.Tensor]]:
+        learner = _learner("a-ride", grad_clip=1e9)  # no clipping: the gradient as the loss makes it
+        torch.manual_seed(0)  # the same LoRA dropout draws
+        loss = learner._actor_step(
+            inputs[:count], texts[:count], coefficients[:count] != 0, coefficients[:count], weights[:count]
+        )
+        return loss, [p.grad.clone() for p in learner.policy.trainable_parameters() if p.grad is not None]
+
+    among_all, grads_all = step(len(inputs))
+    alone, grads_alone = step(2)
+    assert among_all == pytest.approx(alone)
+    assert len(grads_all) == len(grads_alone) > 0
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads_all, grads_alone, strict=True))
+
+
+def test_the_critic_targets_and_the_actor_advantages_each_follow_their_own_lambda(
+    played: list[Trajectory],
+) -> None:
+    def first(retrace_lambda: float, advantage_lambda: float) -> UpdateReport:
+        learner = _filled("a-ride", played, retrace_lambda=retrace_lambda, advantage_lambda=advantage_lambda)
+        report = learner.update()
+        assert report is not None
+        return report
+
+    both_one = first(1.0, 1.0)
+    critic_changed = first(0.0, 1.0)
+    actor_changed = first(1.0, 0.0)
+    # the same batch, critics and weights: the targets (and so the critic's loss) follow retrace_lambda,
+    # the advantages advantage_lambda, and neither λ reaches the other's
+    assert critic_changed.critic_loss != pytest.approx(both_one.critic_loss)
+    assert critic_changed.mean_advantage == pytest.approx(both_one.mean_advantage)
+    assert actor_changed.critic_loss == pytest.approx(both_one.critic_loss)
+    assert actor_changed.mean_advantage != pytest.approx(both_one.mean_advantage)
 
 
 def test_a_ride_reports_on_policy_ratios_and_refreshes_priorities(played: list[Trajectory]) -> None:

@@ -6,8 +6,9 @@ One ``update()``:
    (∝ priority^α for A-RIDE; uniformly for the baselines) with their importance-sampling weights w.
 2. Score every step under the current weights, without gradients, in evaluation mode: log π(a_t|s_t),
    the entropy and the hidden states the critics read (``distrl.learner.critics``).
-3. Per trajectory (``distrl.learner.retrace``): ρ_t, c_t = λ·min(1, ρ_t), Retrace targets v_t and
-   advantages A_t over the whole trajectory, and its new priority
+3. Per trajectory (``distrl.learner.retrace``): ρ_t, c_t = λ·min(1, ρ_t), Retrace targets v_t
+   (``retrace_lambda``) and advantages A_t (traces with ``advantage_lambda``) over the whole trajectory,
+   and its new priority
    p = w1·mean|δ_t| + w2·mean ρ_t + w3·mean(−log π(a_t|s_t)) (paper §3, DPER; ρ capped at 10 there
    so one wild ratio cannot own the buffer).
 4. Critic step (Adam, ``lr_critic``), the losses summed as the paper's total loss sums them:
@@ -31,14 +32,18 @@ One ``update()``:
      A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
      advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
    - filtered BC: −E[log π(a_t|s_t)] over the steps of successful trajectories.
-   A-RIDE's actor pass runs over the steps whose weight on −log π is not 0, and its entropy bonus is
-   taken over those steps (a step outside them adds 0 to the batch's sum), not over every step. With
-   ``positive`` advantages about four steps in five weigh 0 (only successful episodes' steps did better
-   than their critic expected): over the whole batch, the bonus alone would be their gradient, a batch
-   without one better-than-expected step would make a whole Adam step of pure entropy ascent (Adam
-   scales any gradient up to the learning rate), and every update would pay the backward pass of every
-   step (2.2 times DigiRL's update on ``tiny``). The bonus keeps its job, holding the trained answers'
-   distributions open, where the actor pushes.
+   A-RIDE's actor pass runs over the steps whose weight on −log π is not 0, its entropy bonus is taken
+   over those steps, and its loss is their mean, as the baselines' losses are means over the steps they
+   keep. With ``positive`` advantages about four steps in five weigh 0 (only successful episodes' steps
+   did better than their critic expected): over the whole batch, the bonus alone would be their
+   gradient, a batch without one better-than-expected step would make a whole Adam step of pure entropy
+   ascent (Adam scales any gradient up to the learning rate), and every update would pay the backward
+   pass of every step (2.2 times DigiRL's update on ``tiny``). The bonus keeps its job, holding the
+   trained answers' distributions open, where the actor pushes. Why the mean over those steps and not
+   the sum over the batch's steps (Eq. 1's expectation): divided by the batch's size, an update's
+   gradient grew with its share of better-than-expected steps, so a batch with one success barely moved
+   the adapter while Adam's running scale let the rare batches of many successes dominate; as a mean,
+   every update that trains moves the adapter as strongly (README, "Learner": measured better).
    During the first ``critic_warmup_updates`` updates only the critics train (A-RIDE and DigiRL): the
    advantages of an untrained critic (V ≈ 0.5 everywhere) would push down every action of every failed
    episode, and unlearn the behaviour-cloned start (DigiRL pre-trains its critics the same way).
@@ -228,6 +233,8 @@ class Learner:
             rho = importance_ratios(scored.logprob[start:end], behaviour)
             value = values[start:end]
             target, advantage = retrace(rewards, value, traces(rho, settings.retrace_lambda), settings.gamma)
+            if settings.advantage_lambda != settings.retrace_lambda:
+                _, advantage = retrace(rewards, value, traces(rho, settings.advantage_lambda), settings.gamma)
             delta = td_errors(rewards, value, settings.gamma)
             priorities.append(priority(delta, rho, scored.logprob[start:end], settings.priority_weights))
             rhos[start:end] = rho
@@ -377,9 +384,7 @@ class Learner:
         rows = [i for i in range(len(inputs)) if bool(keep[i])]
         if not rows:
             return 0.0
-        # A-RIDE's expectations are over the batch's steps (a step of weight 0 adds 0); the baselines'
-        # imitation losses are means over the steps they kept
-        total = float(len(inputs) if a_ride else len(rows))
+        total = float(len(rows))  # every algorithm's loss is a mean over the steps it trains
         self.policy.train(True)
         self.actor_optimiser.zero_grad(set_to_none=True)
         loss_sum = 0.0
