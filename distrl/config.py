@@ -157,7 +157,7 @@ class LearnerSettings:
     Retrace targets with c = advantage_lambda·min(1, ρ) (``retrace_lambda``: the critic's own targets).
     Below 1 a step is credited more with what its action changed at once and less with the rest of its
     episode, as GAE's λ does; at 1 every step of a successful episode gets nearly the same credit, wasted
-    moves included (README, "Learner": 0.5 trains better than 1 on ``tiny``)."""
+    moves included (README, "Benchmarks": 0.5 trains better than 1 on ``tiny``)."""
     rho_clip: float = _num(1.0, gt=0, allow_inf=True)
     """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
     entropy_coef: float = _num(0.05, ge=0)

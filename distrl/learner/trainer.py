@@ -43,7 +43,7 @@ One ``update()``:
    the sum over the batch's steps (Eq. 1's expectation): divided by the batch's size, an update's
    gradient grew with its share of better-than-expected steps, so a batch with one success barely moved
    the adapter while Adam's running scale let the rare batches of many successes dominate; as a mean,
-   every update that trains moves the adapter as strongly (README, "Learner": measured better).
+   every update that trains moves the adapter as strongly (README, "Benchmarks": measured better).
    During the first ``critic_warmup_updates`` updates only the critics train (A-RIDE and DigiRL): the
    advantages of an untrained critic (V ≈ 0.5 everywhere) would push down every action of every failed
    episode, and unlearn the behaviour-cloned start (DigiRL pre-trains its critics the same way).
