@@ -8,7 +8,7 @@ the BC start, the same way): greedy success on every task of the ``general`` tes
 a fixed sample of ``--train-episodes`` train tasks decoded at ``--train-temperature`` (default 1, as the
 policy collects and as RL trains it). ``--no-test`` skips both. Same seeds and budget for all. The
 variants (``--algorithms``): ``a-ride``, ``digirl``, ``filtered-bc``, and A-RIDE without one part
-(issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace`` (λ = 0: one-step
+(issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace`` (both λ = 0: one-step
 TD targets and advantages, no traces), ``no-entropy`` (β = 0).
 
 Why the second evaluation: the test split holds new kinds of task, which ``tiny-bc`` hardly solves
@@ -41,6 +41,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -120,11 +121,9 @@ def _paired(last: dict[str, list[float]], reference: str) -> dict[str, dict[str,
         if name == reference:
             continue
         differences = [v - r for v, r in zip(values, last[reference], strict=True)]
-        mean = _mean(differences)
-        spread = sum((d - mean) ** 2 for d in differences) / (len(differences) - 1)
         paired[name] = {
-            "mean_difference": round(mean, 4),
-            "standard_error": round(math.sqrt(spread / len(differences)), 4),
+            "mean_difference": round(statistics.mean(differences), 4),
+            "standard_error": round(statistics.stdev(differences) / math.sqrt(len(differences)), 4),
         }
     return paired
 
