@@ -55,8 +55,8 @@ import anyio
 from plotting import saved_figure
 
 from distrl.config import Inventory, parse_inventory
+from distrl.fleet import collect
 from distrl.records import Trajectory
-from distrl.runtime import collect
 from distrl.sim.suites import tasks
 
 FIGURES = Path(__file__).resolve().parent / "figures"

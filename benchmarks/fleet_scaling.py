@@ -41,7 +41,7 @@ import anyio
 from plotting import saved_figure
 
 from distrl.config import Inventory, parse_inventory
-from distrl.runtime import RunStats, collect
+from distrl.fleet import RunStats, collect
 from distrl.sim.suites import tasks
 
 FIGURES = Path(__file__).resolve().parent / "figures"

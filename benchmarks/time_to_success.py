@@ -42,9 +42,9 @@ import anyio
 from plotting import saved_figure
 
 from distrl.config import Inventory, PolicySettings, parse_inventory
+from distrl.fleet import RunStats, train
 from distrl.play import evaluate
 from distrl.policy import Policy
-from distrl.runtime import RunStats, train
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 MODES = ("async", "sync")

@@ -4,7 +4,7 @@ Three ways to bring every worker to the learner's new weights, measured on the s
 
 - ``diff`` (distrl): the version diff of the published bfloat16 adapter (``weights.encode_diff``),
   encoded once and sent to every worker at once as a ``Weights`` message; each worker applies it
-  (checksums included) and loads it into its model before it acks. What the runtime's publisher does.
+  (checksums included) and loads it into its model before it acks. What the fleet's publisher does.
 - ``full``: the whole adapter (``weights.encode_full``), the same way.
 - ``checkpoint``: what the paper's released code did: the whole policy folder (the model's weights, as a
   full fine-tune publishes them, with its config and tokenizer) copied to every worker with OpenSSH's
@@ -12,7 +12,7 @@ Three ways to bring every worker to the learner's new weights, measured on the s
   polling of the released code come on top, so this baseline is flattered.
 
 The workers are real: ``N`` hosts in one inventory, each a ``python -m distrl worker`` started over SSH
-through a real OpenSSH ``sshd``, set up with the policy below in bfloat16, as the runtime sets them up.
+through a real OpenSSH ``sshd``, set up with the policy below in bfloat16, as a run sets them up.
 Twice: through an sshd on 127.0.0.1 (``loopback``: no network cost, so what is left is CPU), then, where
 root and ``ip`` allow, through an sshd in a network namespace behind a veth link that ``tc`` limits to
 ``--rate`` (default 1 Gbit/s, a common NIC; the paper quotes 500 Mbit/s) in the learner's direction, as
@@ -61,9 +61,9 @@ from plotting import saved_figure
 
 from distrl.config import Inventory, PolicySettings, parse_inventory, worker_settings_json
 from distrl.fleet import handshake
+from distrl.fleet.link import Link
 from distrl.policy import Policy
 from distrl.policy.tiny import TinySpec, build_tiny
-from distrl.runtime import _Link
 from distrl.transport import open_host
 from distrl.weights import describe, encode_diff, encode_full
 from distrl.wire import ErrorReport, Setup, Weights
@@ -148,17 +148,17 @@ heartbeat_timeout_s = 3600
 
 
 @contextlib.asynccontextmanager
-async def _workers(inventory: Inventory) -> AsyncIterator[list[_Link]]:
-    """Every host's worker, started over SSH and set up with the policy, as ``_Link``s; stopped on exit."""
+async def _workers(inventory: Inventory) -> AsyncIterator[list[Link]]:
+    """Every host's worker, started over SSH and set up with the policy, as ``Link``s; stopped on exit."""
     settings = worker_settings_json(inventory)
-    links: dict[int, _Link] = {}
+    links: dict[int, Link] = {}
     all_up, done = anyio.Event(), anyio.Event()
     limiter = anyio.CapacityLimiter(2)  # this machine's cores: more at once only makes each slower
 
     async def serve(i: int) -> None:
         async with open_host(inventory.hosts[i], inventory.timeouts) as raw:
             await handshake(raw, inventory.timeouts)
-            link = _Link(raw, lambda: None)
+            link = Link(raw)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(link.read)
                 async with limiter:
@@ -182,10 +182,10 @@ async def _workers(inventory: Inventory) -> AsyncIterator[list[_Link]]:
             done.set()
 
 
-async def _send(links: list[_Link], blob: bytes, version: int, base: int | None) -> None:
-    """``blob`` to every link at once, as the runtime's publisher sends it; waits for every ack."""
+async def _send(links: list[Link], blob: bytes, version: int, base: int | None) -> None:
+    """``blob`` to every link at once, as the fleet's publisher sends it; waits for every ack."""
 
-    async def one(link: _Link) -> None:
+    async def one(link: Link) -> None:
         message = Weights(
             id=link.next_id(),
             version=version,

@@ -46,10 +46,10 @@ _LAZY = {
     "PhoneConfig": "distrl.sim",
     "Policy": "distrl.policy",
     "PolicyInput": "distrl.policy",
-    "collect": "distrl.runtime",
-    "train": "distrl.runtime",
-    "CollectResult": "distrl.runtime",
-    "RunStats": "distrl.runtime",
+    "collect": "distrl.fleet",
+    "train": "distrl.fleet",
+    "CollectResult": "distrl.fleet",
+    "RunStats": "distrl.fleet",
     "Learner": "distrl.learner.trainer",
 }
 

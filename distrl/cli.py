@@ -243,7 +243,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from distrl.runtime import RunStats, train
+    from distrl.fleet import RunStats, train
 
     inventory = load_inventory(args.inventory)
     _say(_headline(inventory))

@@ -17,10 +17,11 @@ end of input means the learner is gone, and the worker exits. Its protocol, in o
      the learner then sends a full snapshot;
    - ``EpisodeRequest``: one episode on that device. Reset to the task, then observe → ask the
      batched policy → act, until a STATUS action or the task's step limit. Every step goes back as a
-     ``StepReport`` the moment it is taken, tagged with the policy version that chose it, and the
-     whole episode as a ``TrajectoryReport`` at the end, with the task's success where the device can
-     tell (the simulated phones; ``None`` on real emulators). A device that fails ends the episode
-     with ``end_reason = device_error`` and the steps taken so far; the next episode resets it;
+     ``StepReport`` the moment it is taken, tagged with the policy version that chose it, and an
+     ``EpisodeEnd`` at the end (the trajectory without its steps, which the learner already has), with
+     the task's success where the device can tell (the simulated phones; ``None`` on real emulators).
+     A device that fails ends the episode with ``end_reason = device_error`` and the steps taken so
+     far; the next episode resets it;
    - ``Shutdown``: acked, then the worker exits.
 
 Once set up, a worker that hears nothing from the learner for ``timeouts.heartbeat_timeout_s`` exits
@@ -35,6 +36,7 @@ Anything the process prints goes to stderr: stdout carries frames only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import platform
@@ -54,6 +56,7 @@ from distrl.records import Action, EndReason, InvalidAction, Observation, Step, 
 from distrl.wire import (
     PROTOCOL_VERSION,
     Ack,
+    EpisodeEnd,
     EpisodeRequest,
     ErrorReport,
     FrameStream,
@@ -63,7 +66,6 @@ from distrl.wire import (
     Setup,
     Shutdown,
     StepReport,
-    TrajectoryReport,
     Weights,
 )
 
@@ -322,7 +324,9 @@ class _Agent:
         if scope.cancelled_caught:
             log.info("worker %s: episode %s on %s abandoned", self.host, request.episode_id, request.device)
             return
-        await self.stream.send(TrajectoryReport(trajectory=trajectory))
+        # its steps went as StepReports: each screen crosses the wire once
+        ending = dataclasses.replace(trajectory, steps=())
+        await self.stream.send(EpisodeEnd(trajectory=ending, steps=len(trajectory.steps)))
 
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
         """One episode of ``request.task`` on ``device``, each step reported as it is taken."""

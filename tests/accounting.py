@@ -1,11 +1,11 @@
-"""The runtime's accounting, as every end-to-end test checks it."""
+"""The fleet's accounting, as every end-to-end test checks it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from distrl.fleet import RunStats
 from distrl.records import Trajectory
-from distrl.runtime import RunStats
 
 
 def accounted(stats: RunStats, trajectories: Sequence[Trajectory] | None = None) -> None:

@@ -38,14 +38,12 @@ LAYERS: dict[str, set[str]] = {
         "weights",
         "sim",
     },
-    "fleet": {"wire", "errors", "config", "records", "transport", "worker"},
-    "runtime": {
+    "fleet": {
         "wire",
         "errors",
         "config",
         "records",
         "transport",
-        "fleet",
         "learner",
         "policy",
         "weights",

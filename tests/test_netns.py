@@ -30,7 +30,6 @@ from accounting import accounted
 from netns import Namespace, free_subnets, gone, joined_namespace, unavailable
 from sshd_server import Sshd, find_sshd, serve_sshd
 
-from distrl import runtime
 from distrl.config import (
     Devices,
     Inventory,
@@ -40,8 +39,8 @@ from distrl.config import (
     SimSettings,
     Timeouts,
 )
+from distrl.fleet import RunStats, board, collect
 from distrl.records import Task
-from distrl.runtime import RunStats, collect
 from distrl.sim.suites import tasks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -151,7 +150,7 @@ async def test_collect_over_two_namespaces_brings_back_every_episode_once(
 async def test_a_silently_cut_namespace_loses_only_its_episodes(
     tmp_path: Path, netns_hosts: list[NetnsHost], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(board, "PROGRESS_EVERY_S", 0.2)
     kept, cut = netns_hosts[0].namespace, netns_hosts[1].namespace
     at_cut: dict[str, float] = {}
     found_at: list[float] = []

@@ -1,4 +1,4 @@
-"""The runtime end to end on this machine: a real local worker process, simulated phones, ``tiny``.
+"""The fleet end to end on this machine: a real local worker process, simulated phones, ``tiny``.
 
 Every test checks the accounting: each task handed out is completed or failed (and then re-queued),
 and each trajectory arrives once.
@@ -20,11 +20,11 @@ from accounting import accounted
 from sshd_server import Sshd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from distrl import runtime
 from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
 from distrl.errors import ConfigError
-from distrl.runtime import RunStats, collect, train
+from distrl.fleet import RunStats, board, collect, train
+from distrl.fleet.sampler import TaskSampler
 from distrl.sim.suites import tasks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -248,7 +248,7 @@ async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_pa
 async def test_a_killed_worker_loses_only_its_episodes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(board, "PROGRESS_EVERY_S", 0.2)
     killed: list[int] = []
 
     def kill_once(stats: RunStats) -> None:
@@ -297,7 +297,7 @@ async def main() -> None:
     await stream.send(Hello(id=hello.id, role="worker", protocol=PROTOCOL_VERSION, distrl_version=__version__,
                             host="bad", devices=hello.devices, compute={"pid": os.getpid()}))
     await stream.receive()  # the Setup
-    os.write(1, b"DRL\\x01" + b"\\xff" * 64)  # a frame whose header cannot be read
+    os.write(1, b"DRL\\x02" + b"\\xff" * 64)  # a frame whose header cannot be read
     await anyio.sleep(30)
 
 anyio.run(main)
@@ -322,7 +322,7 @@ async def test_a_malformed_frame_closes_only_its_link(tmp_path: Path) -> None:
 async def test_training_over_ssh_survives_a_cut_connection(
     tmp_path: Path, sshd: Sshd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime, "_PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(board, "PROGRESS_EVERY_S", 0.2)
     cut: list[int] = []
 
     def cut_once(stats: RunStats) -> None:
@@ -358,26 +358,27 @@ async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path:
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
 
 
-async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task(tmp_path: Path) -> None:
+async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() -> None:
     # Every episode the run needs is out: a free session must not leave (its host would shut down for
     # good), but wait, and take the task of an episode that failed elsewhere.
     pool = tasks("general", "train")[:3]
-    fleet = runtime._Fleet(_inventory(tmp_path), pool, random.Random(0), episodes=2, keep=True, learner=None)
-    first, second = await fleet.take(), await fleet.take()
+    sampler = TaskSampler(pool, random.Random(0), run_name="t", limit=2, stop=anyio.Event())
+    first, second = await sampler.take(), await sampler.take()
     assert first is not None and second is not None  # noqa: PT018
     taken: list[tuple[str, object] | None] = []
 
     async def free_session() -> None:
-        taken.append(await fleet.take())
+        taken.append(await sampler.take())
 
     with anyio.fail_after(2):
         async with anyio.create_task_group() as tg:
             tg.start_soon(free_session)
             await anyio.sleep(0.2)
             assert taken == []  # waiting, not gone
-            fleet.failed(second[1], "link_lost")
+            sampler.failed_episode(second[1], "link_lost")
     assert len(taken) == 1
     assert taken[0] is not None
     assert taken[0][1] == second[1]  # the failed task, handed out again
-    assert fleet.stats.handed_out == 3
-    accounted(fleet.stats)
+    assert sampler.handed_out == 3
+    assert sampler.failed == {"link_lost": 1}
+    assert len({first[0], second[0], taken[0][0]}) == 3  # every episode id is new

@@ -49,6 +49,7 @@ from distrl.wire import (
     PREFIX_BYTES,
     PROTOCOL_VERSION,
     Ack,
+    EpisodeEnd,
     EpisodeRequest,
     ErrorReport,
     FrameStream,
@@ -185,6 +186,12 @@ messages: st.SearchStrategy[Message] = st.one_of(
     st.builds(EpisodeRequest, episode_id=names, device=names, task=tasks, policy_version=small, id=ids),
     st.builds(StepReport, episode_id=names, step=steps(), id=ids),
     st.builds(TrajectoryReport, trajectory=trajectories(), id=ids),
+    st.builds(
+        EpisodeEnd,
+        trajectory=trajectories().map(lambda t: replace(t, steps=())),
+        steps=small,
+        id=ids,
+    ),
     st.builds(Ack, ref=ids, ok=st.booleans(), detail=texts, id=ids),
     st.builds(ErrorReport, ref=ids, error=errors, id=ids),
     st.builds(Setup, settings=texts, id=ids),
@@ -244,6 +251,7 @@ def _sample_messages(screen_bytes: int = 300_000, blob_bytes: int = 2**21) -> li
         EpisodeRequest(episode_id="e", device="sim-0", task=_trajectory().task, policy_version=1),
         StepReport(episode_id="e", step=_trajectory().steps[0]),
         TrajectoryReport(trajectory=_trajectory(tag=1, screen_bytes=screen_bytes), id=4),
+        EpisodeEnd(trajectory=replace(_trajectory(tag=2), steps=()), steps=3, id=5),
         Ack(ref=4, ok=True),
         ErrorReport(ref=4, error=TransportError("lost", host="gpu-1", phase="run")),
         Shutdown(reason="done"),
@@ -307,7 +315,7 @@ def test_decoded_records_have_their_own_types(trajectory: Trajectory) -> None:
 
 def test_frame_layout_is_pinned() -> None:
     header = b'{"type":"heartbeat","id":3,"att":[],"seq":1,"sent_at_s":2.5}'
-    expected = b"DRL\x01" + struct.pack(">II", len(header), 0) + header
+    expected = MAGIC + bytes([PROTOCOL_VERSION]) + struct.pack(">II", len(header), 0) + header
     assert encode(Heartbeat(id=3, seq=1, sent_at_s=2.5)) == expected
     assert decode(expected) == Heartbeat(id=3, seq=1, sent_at_s=2.5)
 

@@ -22,11 +22,12 @@ from distrl import __version__
 from distrl.config import parse_inventory, worker_settings_json
 from distrl.errors import ProtocolMismatch, WeightsError
 from distrl.fleet import probe_fleet
-from distrl.records import Task, Trajectory
+from distrl.records import Task
 from distrl.sim.suites import tasks
 from distrl.wire import (
     PROTOCOL_VERSION,
     Ack,
+    EpisodeEnd,
     EpisodeRequest,
     ErrorReport,
     FrameStream,
@@ -36,7 +37,6 @@ from distrl.wire import (
     Setup,
     Shutdown,
     StepReport,
-    TrajectoryReport,
     Weights,
 )
 
@@ -301,20 +301,24 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
                 )
                 await stream.send(request)
             steps: dict[str, list[int]] = {"e0": [], "e1": []}
-            finished: dict[str, Trajectory] = {}
+            finished: dict[str, EpisodeEnd] = {}
             while len(finished) < 2:
                 message = await stream.receive()
                 if isinstance(message, StepReport):
+                    assert message.episode_id not in finished  # no step after the end
                     steps[message.episode_id].append(message.step.index)
                     assert message.step.policy_version == 2
+                    assert message.step.observation.screenshot  # the screen travels with its step ...
                 else:
-                    assert isinstance(message, TrajectoryReport)
-                    finished[message.trajectory.id] = message.trajectory
-            for episode_id, trajectory in finished.items():
-                # every step was reported as it happened, then the whole episode once
-                assert [s.index for s in trajectory.steps] == steps[episode_id]
-                assert trajectory.success is False
-                assert trajectory.device in ("sim-0", "sim-1")
+                    assert isinstance(message, EpisodeEnd)
+                    finished[message.trajectory.id] = message
+            for episode_id, end in finished.items():
+                # ... every step was reported as it happened, then the ending, without the steps
+                assert steps[episode_id] == list(range(end.steps))
+                assert end.steps >= 1
+                assert end.trajectory.steps == ()
+                assert end.trajectory.success is False
+                assert end.trajectory.device in ("sim-0", "sim-1")
             await stream.send(
                 EpisodeRequest(id=20, episode_id="e9", device="sim-7", task=task, policy_version=2)
             )
@@ -353,7 +357,7 @@ async def test_the_expert_plays_sim_phones_only_and_takes_no_weights() -> None:
                 EpisodeRequest(id=4, episode_id="e", device="sim-1", task=task, policy_version=0)
             )
             report = await _reply(stream)
-            assert isinstance(report, TrajectoryReport)
+            assert isinstance(report, EpisodeEnd)
             assert report.trajectory.success is True
             await stream.send_eof()
             assert await process.wait() == 0

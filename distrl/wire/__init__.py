@@ -6,7 +6,7 @@ header refers to. Integers in the prefix are unsigned and big-endian::
     offset 0        3        4             8             12             12+H            12+H+A
            +--------+--------+-------------+-------------+--------------+---------------+
            | magic  | proto  | header len  | attachments |   header     |  attachments  |
-           | "DRL"  | u8 = 1 |   u32 = H   |  u32 = A    | H bytes JSON | A bytes, back |
+           | "DRL"  | u8 = 2 |   u32 = H   |  u32 = A    | H bytes JSON | A bytes, back |
            |        |        |             |             | (an object)  | to back       |
            +--------+--------+-------------+-------------+--------------+---------------+
 
@@ -15,7 +15,7 @@ reports name it in ``ref``), ``att`` (the length of each attachment in order, su
 message's own fields. Bulk binary data never goes in the header: every screenshot and the weights blob
 is an attachment, and its field in the header is the attachment's index. A heartbeat, whole::
 
-    b"DRL\\x01" b"\\x00\\x00\\x00\\x3c" b"\\x00\\x00\\x00\\x00"
+    b"DRL\\x02" b"\\x00\\x00\\x00\\x3c" b"\\x00\\x00\\x00\\x00"
     b'{"type":"heartbeat","id":3,"att":[],"seq":1,"sent_at_s":2.5}'
 
 Limits (``max_frame_bytes`` on the whole frame, ``max_header_bytes`` on H) are checked from the prefix
@@ -41,6 +41,7 @@ from distrl.wire.frames import (
 )
 from distrl.wire.messages import (
     Ack,
+    EpisodeEnd,
     EpisodeRequest,
     ErrorReport,
     Heartbeat,
@@ -71,6 +72,7 @@ __all__ = [
     "EpisodeRequest",
     "StepReport",
     "TrajectoryReport",
+    "EpisodeEnd",
     "Ack",
     "ErrorReport",
     "Setup",

@@ -20,6 +20,7 @@ from distrl.records import (
 )
 from distrl.wire.messages import (
     Ack,
+    EpisodeEnd,
     EpisodeRequest,
     ErrorReport,
     Heartbeat,
@@ -487,6 +488,11 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
             }
         case TrajectoryReport():
             return {"trajectory": _trajectory_to_wire(message.trajectory, f"{where}.trajectory", outbox)}
+        case EpisodeEnd():
+            return {
+                "trajectory": _trajectory_to_wire(message.trajectory, f"{where}.trajectory", outbox),
+                "steps": integer_value(message.steps, f"{where}.steps", minimum=0),
+            }
         case Ack():
             return {
                 "ref": integer_value(message.ref, f"{where}.ref", minimum=0),
@@ -557,6 +563,11 @@ def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox)
     if name == "trajectory_report":
         trajectory = _trajectory_from_wire(obj.take("trajectory"), obj.at("trajectory"), inbox)
         return TrajectoryReport(trajectory=trajectory, id=message_id)
+    if name == "episode_end":
+        trajectory = _trajectory_from_wire(obj.take("trajectory"), obj.at("trajectory"), inbox)
+        if trajectory.steps:
+            raise invalid(obj.at("trajectory.steps"), "must be empty: an episode's steps are streamed")
+        return EpisodeEnd(trajectory=trajectory, steps=obj.integer("steps", minimum=0), id=message_id)
     if name == "ack":
         return Ack(
             ref=obj.integer("ref", minimum=0),

@@ -91,10 +91,27 @@ class StepReport:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrajectoryReport:
-    """Worker to learner: a finished episode, whole."""
+    """A finished episode, whole: the replay buffer's record on disk (workers stream their episodes as
+    ``StepReport``s and an ``EpisodeEnd``, so that each screen crosses the wire once)."""
 
     trajectory: Trajectory
     id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EpisodeEnd:
+    """Worker to learner: an episode is over. ``trajectory`` is its record without the steps, which went
+    before as ``StepReport``s (``steps`` of them, indices 0 to steps - 1): the learner puts them back."""
+
+    trajectory: Trajectory
+    steps: int
+    id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.trajectory.steps:
+            raise ValueError("an EpisodeEnd carries no steps: they were streamed as StepReports")
+        if self.steps < 0:
+            raise ValueError(f"steps must be ≥ 0, got {self.steps}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -158,6 +175,7 @@ Message: TypeAlias = (
     | EpisodeRequest
     | StepReport
     | TrajectoryReport
+    | EpisodeEnd
     | Ack
     | ErrorReport
     | Setup
@@ -171,6 +189,7 @@ TYPE_NAMES: dict[type, str] = {
     EpisodeRequest: "episode_request",
     StepReport: "step_report",
     TrajectoryReport: "trajectory_report",
+    EpisodeEnd: "episode_end",
     Ack: "ack",
     ErrorReport: "error_report",
     Setup: "setup",

@@ -1,9 +1,9 @@
-"""The fleet: every host of an inventory, reached at once from one event loop.
+"""The probe: every host of an inventory reached at once, and the handshake every link begins with.
 
-``probe_fleet`` starts the worker agent on every host concurrently, shakes hands (protocol version,
-devices, compute), measures heartbeat round trips and shuts each worker down in order. It is what
-``python -m distrl run`` does until collection and training are built on top of it, and it is the
-cheapest end-to-end check that an inventory really works.
+``probe_fleet`` (``python -m distrl probe``) starts the worker agent on every host concurrently, shakes
+hands (protocol version, devices, compute), measures heartbeat round trips and shuts each worker down in
+order: the cheapest end-to-end check that an inventory really works. ``handshake`` is the first exchange
+of every link, the run's included.
 """
 
 from __future__ import annotations

@@ -1,0 +1,28 @@
+"""The learner side of distrl: a fleet of hosts driven from one event loop, one module per part.
+
+- ``probe``: start every host's worker, shake hands, time heartbeats (``python -m distrl probe``);
+- ``link``: one worker's link (requests, episodes streamed step by step, heartbeats, loss);
+- ``host``: one supervised host (start, setup, catch-up push, restarts with backoff);
+- ``session``: one coroutine per device, and sync mode's rounds;
+- ``sampler``: the task sampler and the account of tasks handed out;
+- ``publisher``: weight versions to every worker, newest first, never holding up training;
+- ``training``: arrivals into the learner, updates in a thread, publish and checkpoint cadence;
+- ``ledger``: scoring and counting each arrival once, ``RunStats``;
+- ``board``: progress lines and TensorBoard;
+- ``run``: the composition root, ``train`` and ``collect``.
+"""
+
+from distrl.fleet.ledger import RunStats
+from distrl.fleet.probe import HostReport, handshake, probe_fleet, probe_host
+from distrl.fleet.run import CollectResult, collect, train
+
+__all__ = [
+    "CollectResult",
+    "HostReport",
+    "RunStats",
+    "collect",
+    "handshake",
+    "probe_fleet",
+    "probe_host",
+    "train",
+]

@@ -1,0 +1,118 @@
+"""What the user sees of a run: a progress line every few seconds, and TensorBoard scalars.
+
+``Board.tick`` takes a fresh ``RunStats`` snapshot, derives the step rate since the last tick, logs the
+progress line, hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``
+and ``weights/`` scalars; ``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from distrl.fleet.ledger import RunStats
+
+if TYPE_CHECKING:
+    from distrl.learner.replay import ReplayStats
+    from distrl.learner.trainer import UpdateReport
+
+__all__ = ["PROGRESS_EVERY_S", "Board"]
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S = 5.0
+
+_LEARNER_SCALARS = (
+    "actor_loss",
+    "critic_loss",
+    "entropy",
+    "mean_rho",
+    "clipped_share",
+    "mean_advantage",
+    "mean_value",
+    "mean_priority",
+    "wall_s",
+)
+
+
+class Board:
+    """Progress lines on stderr and TensorBoard scalars (``None`` folder: progress only)."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], RunStats],
+        *,
+        folder: Path | None,
+        devices: int,
+        push_s: Callable[[], float | None] = lambda: None,
+        on_progress: Callable[[RunStats], None] | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._devices = max(1, devices)
+        self._push_s = push_s
+        self._on_progress = on_progress
+        self._writer: Any = None
+        if folder is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(folder))
+        self._last_steps = 0
+        self._last_time = time.monotonic()
+
+    def update(self, report: UpdateReport, replay: ReplayStats) -> None:
+        if self._writer is None:
+            return
+        step = report.update
+        for name in _LEARNER_SCALARS:
+            self._writer.add_scalar(f"learner/{name}", getattr(report, name), step)
+        if report.staleness:
+            import torch
+
+            self._writer.add_histogram("learner/staleness", torch.tensor(report.staleness), step)
+        self._writer.add_scalar("replay/trajectories", replay.trajectories, step)
+        self._writer.add_scalar("replay/dropped_stale", replay.dropped_stale, step)
+
+    async def run(self, stop: anyio.Event) -> None:
+        """A tick every ``PROGRESS_EVERY_S`` until ``stop``."""
+        while not stop.is_set():
+            with anyio.move_on_after(PROGRESS_EVERY_S):
+                await stop.wait()
+            self.tick()
+
+    def tick(self) -> RunStats:
+        stats = self._snapshot()
+        now = time.monotonic()
+        stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
+        self._last_steps, self._last_time = stats.steps_streamed, now
+        log.info("%s", stats.line())
+        if self._on_progress is not None:
+            self._on_progress(stats)
+        if self._writer is not None:
+            self._scalars(stats)
+        return stats
+
+    def _scalars(self, stats: RunStats) -> None:
+        writer, elapsed = self._writer, int(stats.elapsed_s)
+        writer.add_scalar("collect/success_rate", stats.success_rate, stats.completed)
+        writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, stats.completed)
+        writer.add_scalar("collect/steps_per_s", stats.steps_per_s, elapsed)
+        writer.add_scalar("collect/trajectories", stats.completed, elapsed)
+        writer.add_scalar("collect/failed", sum(stats.failed.values()), elapsed)
+        writer.add_scalar("collect/stale", stats.stale, elapsed)
+        writer.add_scalar("fleet/hosts_up", stats.hosts_up, elapsed)
+        writer.add_scalar("fleet/device_utilisation", stats.in_flight / self._devices, elapsed)
+        writer.add_scalar("fleet/restarts", stats.restarts, elapsed)
+        writer.add_scalar("weights/bytes", stats.weight_bytes, elapsed)
+        push_s = self._push_s()
+        if push_s is not None:
+            writer.add_scalar("weights/push_s", push_s, elapsed)
+        writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()

@@ -1,0 +1,155 @@
+"""The run's ledger: every trajectory that arrives is scored and counted here, once, and passed on.
+
+``RunStats`` is what a run reports (``train`` and ``collect`` return it, progress callbacks get it): a
+snapshot made from the parts that own each count (the sampler's tasks handed out and failed, the hosts'
+restarts, the publisher's pushes, the trainer's updates, and this ledger's arrivals).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from collections.abc import Callable
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from distrl.records import Trajectory
+
+__all__ = ["Ledger", "RunStats"]
+
+
+@dataclasses.dataclass
+class RunStats:
+    """Every task handed out, and what became of it; plus the run's other counters."""
+
+    handed_out: int = 0
+    completed: int = 0
+    """Trajectories that reached the learner (each counted once)."""
+    failed: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    """Episodes that did not come back, by reason (``link_lost``, ``timeout``, ``worker_error``,
+    ``stopped``: the run ended while they were in flight)."""
+    requeued: int = 0
+    """Tasks of failed episodes that went back to the sampler."""
+    successes: int = 0
+    steps: int = 0
+    """Steps of the trajectories in ``completed``."""
+    steps_streamed: int = 0
+    """Steps the devices reported as they took them (those of episodes that failed later too)."""
+    device_errors: int = 0
+    """Trajectories that came back cut short by a device failure (counted in ``completed`` too)."""
+    cut_short: int = 0
+    """Trajectories cut short by the device or the policy (``Trajectory.cut_short``): counted in
+    ``completed``, but not trained on."""
+    restarts: int = 0
+    """Host links started again after a loss."""
+    stale: int = 0
+    """Trajectories the learner refused on arrival: begun by a policy more than ``run.max_policy_lag``
+    versions old (counted in ``completed``, not trained on)."""
+    updates: int = 0
+    weight_bytes: int = 0
+    weight_pushes: int = 0
+    started: float = dataclasses.field(default_factory=time.monotonic)
+    steps_per_s: float = 0.0
+    """Steps the devices took per second over the last progress period (counted as they are streamed)."""
+    policy_version: int = 0
+    lag_p50: int = 0
+    """Median staleness (versions) of recent steps when they reached the learner."""
+    hosts_up: int = 0
+    hosts: int = 0
+    recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
+    """Success of the last 100 trajectories, oldest first."""
+
+    @property
+    def in_flight(self) -> int:
+        return self.handed_out - self.completed - sum(self.failed.values())
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.completed if self.completed else 0.0
+
+    @property
+    def recent_success_rate(self) -> float:
+        """Success over the last 100 trajectories: the one that shows learning."""
+        return sum(self.recent) / len(self.recent) if self.recent else 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def line(self) -> str:
+        """One line of progress, as ``python -m distrl run`` prints it."""
+        return (
+            f"{self.elapsed_s:6.0f} s  episodes {self.completed} ({self.success_rate:.0%} success, "
+            f"last {len(self.recent)}: {self.recent_success_rate:.0%}, "
+            f"{sum(self.failed.values())} failed, {self.in_flight} running)  {self.steps_per_s:.1f} steps/s  "
+            f"policy v{self.policy_version} lag p50 {self.lag_p50}  updates {self.updates}  "
+            f"hosts {self.hosts_up}/{self.hosts} up"
+        )
+
+
+class Ledger:
+    """Scores each arriving trajectory, counts it once, keeps it (``collect``) or sends it on to the
+    trainer; stops the run when ``limit`` trajectories have arrived."""
+
+    def __init__(
+        self,
+        *,
+        stop: anyio.Event,
+        limit: int | None,
+        version: Callable[[], int],
+        trainer: MemoryObjectSendStream[Trajectory] | None = None,
+        keep: bool = False,
+    ) -> None:
+        self._stop = stop
+        self._limit = limit
+        self._version = version
+        """The policy version now published: a step's staleness is measured against it on arrival."""
+        self._trainer = trainer
+        self.kept: list[Trajectory] | None = [] if keep else None
+        self.started = time.monotonic()
+        self.completed = 0
+        self.successes = 0
+        self.steps = 0
+        self.steps_streamed = 0
+        self.device_errors = 0
+        self.cut_short = 0
+        self.recent: collections.deque[bool] = collections.deque(maxlen=100)
+        self._staleness: collections.deque[int] = collections.deque(maxlen=500)
+
+    def count_step(self) -> None:
+        """A device took a step (streamed as it happened)."""
+        self.steps_streamed += 1
+
+    @property
+    def lag_p50(self) -> int:
+        """Median staleness of the last 500 steps that arrived."""
+        lag = sorted(self._staleness)
+        return lag[len(lag) // 2] if lag else 0
+
+    async def arrive(self, trajectory: Trajectory) -> None:
+        """A trajectory reached the learner: score it (reward 1 on the last step of a success), count it,
+        and pass it on. Waits while the trainer's inbox is full (backpressure)."""
+        steps = trajectory.steps
+        if trajectory.success and steps:
+            steps = (*steps[:-1], dataclasses.replace(steps[-1], reward=1.0))
+            trajectory = dataclasses.replace(trajectory, steps=steps)
+        self.completed += 1
+        self.successes += bool(trajectory.success)
+        if not trajectory.cut_short:
+            self.recent.append(bool(trajectory.success))
+        self.steps += len(steps)
+        self.device_errors += trajectory.end_reason == "device_error"
+        self.cut_short += trajectory.cut_short
+        version = self._version()
+        self._staleness.extend(version - step.policy_version for step in steps)
+        if self.kept is not None:
+            self.kept.append(trajectory)
+        if self._trainer is not None:
+            try:  # no wait (and so no cancellation) between counting it and handing it on
+                self._trainer.send_nowait(trajectory)
+            except anyio.WouldBlock:
+                await self._trainer.send(trajectory)
+        if self._limit is not None and self.completed >= self._limit:
+            self._stop.set()

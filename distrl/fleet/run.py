@@ -1,0 +1,310 @@
+"""The composition root: ``train`` (``python -m distrl run``) and ``collect``, built from the fleet's parts.
+
+Each part owns its state and gets only what it needs (its settings, the stop event, its peers):
+
+- ``TaskSampler``: which task next, and the account of tasks handed out and failed;
+- ``Sessions`` (or sync mode's ``Rounds``): one coroutine per device, episodes into the ``Ledger``;
+- ``Ledger``: scoring and counting each arrival once; kept (``collect``) or streamed to the ``Trainer``
+  on a bounded memory object stream;
+- ``Trainer``: the learner's updates in a thread, the publish and checkpoint cadence;
+- ``Publisher``: each version to every worker, newest first, without holding up the trainer;
+- ``HostSupervisor``: each host's worker started, set up, caught up and restarted after a loss;
+- ``Board``: progress and TensorBoard.
+
+The run stops at its episode budget, its deadline, when every host is done or given up, or when
+cancelled; then every worker is shut down and (``train``) the last checkpoint is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory, worker_settings_json
+from distrl.errors import ConfigError, DistrlError
+from distrl.fleet.board import Board
+from distrl.fleet.host import HostSupervisor
+from distrl.fleet.ledger import Ledger, RunStats
+from distrl.fleet.link import Link
+from distrl.fleet.publisher import Publisher, snapshot
+from distrl.fleet.sampler import TaskSampler
+from distrl.fleet.session import Rounds, Sessions
+from distrl.fleet.training import Trainer
+from distrl.records import Task, Trajectory
+
+__all__ = ["CollectResult", "collect", "train"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectResult:
+    """What ``collect`` brought back."""
+
+    trajectories: tuple[Trajectory, ...]
+    stats: RunStats
+
+
+async def collect(
+    hosts: Inventory | str | Path,
+    *,
+    policy: PolicySettings | str | None = None,
+    tasks: Sequence[Task] | str | None = None,
+    split: str = "test",
+    episodes: int,
+    seed: int | None = None,
+    on_progress: Callable[[RunStats], None] | None = None,
+) -> CollectResult:
+    """Run a policy on a fleet and bring back ``episodes`` trajectories, without training.
+
+    ``hosts`` is an inventory or the path of a hosts file; its ``run.mode`` applies: ``async`` keeps
+    every device busy, ``sync`` plays rounds (every device one episode, then a barrier), as ``train``
+    would without its updates. ``policy`` is the policy to run (its settings, or a model folder; default
+    the inventory's ``[policy]``): each worker loads it itself. ``tasks`` is a list of tasks, or a suite
+    name (its ``split``), default the inventory's suite. Cancelling the call (a timeout, Ctrl-C in a
+    notebook) stops the workers and returns nothing.
+    """
+    inventory = _inventory(hosts)
+    if isinstance(policy, str):
+        policy = dataclasses.replace(inventory.policy, model=policy)
+    if policy is not None:
+        inventory = dataclasses.replace(inventory, policy=policy)
+    if seed is not None:
+        inventory = dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, seed=seed))
+    if episodes < 1:
+        raise ValueError(f"episodes must be ≥ 1, got {episodes}")
+    stop = anyio.Event()
+    sampler = TaskSampler(
+        _tasks(inventory, tasks, split),
+        random.Random(f"collect/{inventory.run.seed}"),
+        run_name=inventory.run.name,
+        limit=episodes,
+        stop=stop,
+    )
+    ledger = Ledger(stop=stop, limit=episodes, version=lambda: 0, keep=True)
+    sessions = Sessions(
+        sampler=sampler,
+        ledger=ledger,
+        version=lambda: 0,
+        timeouts=inventory.timeouts,
+        max_failures=inventory.run.max_restarts,
+    )
+    rounds = Rounds(sessions, stop) if inventory.run.mode == "sync" else None
+    supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, None)
+    board = Board(
+        lambda: _stats(inventory, sampler, ledger, supervisor),
+        folder=None,
+        devices=inventory.device_count,
+        on_progress=on_progress,
+    )
+    await _run(inventory, stop, supervisor, board, *([rounds.run] if rounds else []))
+    stats = board.tick()
+    if stats.completed < episodes:
+        log.warning(
+            "collect: %d of %d episodes came back (failed: %s); the hosts ran out of restarts",
+            stats.completed,
+            episodes,
+            dict(stats.failed) or "none",
+        )
+    assert ledger.kept is not None  # keep=True
+    return CollectResult(trajectories=tuple(sorted(ledger.kept, key=lambda t: t.id)), stats=stats)
+
+
+async def train(
+    hosts: Inventory | str | Path,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[RunStats], None] | None = None,
+) -> RunStats:
+    """Train as the inventory says (``python -m distrl run``): until ``run.max_trajectories``
+    trajectories or ``run.duration_s`` seconds (whichever first; both 0 runs until cancelled), then a
+    final checkpoint. With ``resume``, start from the latest checkpoint in ``<output>/checkpoints``.
+    """
+    from distrl.learner.checkpoint import Checkpoints
+    from distrl.learner.trainer import Learner
+    from distrl.policy import Policy
+
+    inventory = _inventory(hosts)
+    if inventory.policy.model == EXPERT:
+        raise ConfigError.at(
+            "policy.model",
+            'the expert is scripted and cannot be trained; give a model ("tiny" or a folder), or use'
+            " collect to record the expert's episodes",
+            inventory.source or None,
+        )
+    run = inventory.run
+    output = inventory.output_dir
+    output.mkdir(parents=True, exist_ok=True)
+    policy = await anyio.to_thread.run_sync(
+        lambda: Policy.load(inventory.policy, device=inventory.learner.device, seed=run.seed)
+    )
+    learner = Learner(policy, inventory.learner, max_policy_lag=run.max_policy_lag, seed=run.seed)
+    checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
+    if resume:
+        latest = checkpoints.latest()
+        if latest is None:
+            raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")
+        await anyio.to_thread.run_sync(learner.load, latest)
+        log.info("resumed from %s (update %d)", latest, learner.updates)
+    limit = run.max_trajectories or None
+    stop = anyio.Event()
+    # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
+    sampler = TaskSampler(
+        _tasks(inventory, None, "train"),
+        random.Random(f"tasks/{run.seed}/{learner.updates}"),
+        run_name=run.name,
+        limit=limit,
+        stop=stop,
+    )
+    weights = await anyio.to_thread.run_sync(
+        lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
+    )
+    publisher = Publisher(learner.version, weights, push_timeout_s=inventory.timeouts.weight_push_s)
+    # room for one trajectory per device and more: a session never waits for the trainer's thread
+    to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
+    ledger = Ledger(stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer)
+    sessions = Sessions(
+        sampler=sampler,
+        ledger=ledger,
+        version=lambda: publisher.version,
+        timeouts=inventory.timeouts,
+        max_failures=run.max_restarts,
+    )
+    rounds = Rounds(sessions, stop) if run.mode == "sync" else None
+    supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
+    board = Board(
+        lambda: _stats(inventory, sampler, ledger, supervisor, publisher, trainer),
+        folder=output / "tensorboard",
+        devices=inventory.device_count,
+        push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
+        on_progress=on_progress,
+    )
+    trainer = Trainer(
+        learner,
+        arrivals,
+        settings=inventory.learner,
+        run=run,
+        publisher=publisher,
+        checkpoints=checkpoints,
+        on_update=board.update,
+    )
+
+    async def rounds_then_training() -> None:
+        async def after_round() -> None:
+            await trainer.train_round()
+            await publisher.delivered(publisher.version)  # sync mode waits for every worker
+
+        assert rounds is not None
+        await rounds.run(after_round)
+
+    async def deadline() -> None:
+        if run.duration_s > 0:
+            with anyio.move_on_after(run.duration_s):
+                await stop.wait()
+            stop.set()
+
+    try:
+        await _run(
+            inventory, stop, supervisor, board, rounds_then_training if rounds else trainer.run, deadline
+        )
+    finally:
+        await trainer.finish()
+    return board.tick()
+
+
+def _supervisor(
+    inventory: Inventory,
+    stop: anyio.Event,
+    play: Callable[[Link], Awaitable[None]],
+    ledger: Ledger,
+    publisher: Publisher | None,
+) -> HostSupervisor:
+    return HostSupervisor(
+        timeouts=inventory.timeouts,
+        max_restarts=inventory.run.max_restarts,
+        settings_json=worker_settings_json(inventory),
+        stop=stop,
+        play=play,
+        publisher=publisher,
+        on_step=ledger.count_step,
+    )
+
+
+async def _run(
+    inventory: Inventory,
+    stop: anyio.Event,
+    hosts: HostSupervisor,
+    board: Board,
+    *jobs: Callable[[], Coroutine[Any, Any, None]],
+) -> None:
+    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``."""
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(board.run, stop)
+            for job in jobs:
+                tg.start_soon(job)
+
+            async def every_host() -> None:
+                async with anyio.create_task_group() as inner:
+                    for host in inventory.hosts:
+                        inner.start_soon(hosts.supervise, host, name=f"host {host.name}")
+                stop.set()  # every host is done or given up
+
+            tg.start_soon(every_host)
+            await stop.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        board.close()
+
+
+def _stats(
+    inventory: Inventory,
+    sampler: TaskSampler,
+    ledger: Ledger,
+    hosts: HostSupervisor,
+    publisher: Publisher | None = None,
+    trainer: Trainer | None = None,
+) -> RunStats:
+    """The run's numbers now, each read from the part that owns it."""
+    return RunStats(
+        handed_out=sampler.handed_out,
+        completed=ledger.completed,
+        failed=sampler.failed.copy(),
+        requeued=sampler.requeued,
+        successes=ledger.successes,
+        steps=ledger.steps,
+        steps_streamed=ledger.steps_streamed,
+        device_errors=ledger.device_errors,
+        cut_short=ledger.cut_short,
+        restarts=hosts.restarts,
+        stale=trainer.stale if trainer else 0,
+        updates=trainer.updates if trainer else 0,
+        weight_bytes=publisher.bytes if publisher else 0,
+        weight_pushes=publisher.pushes if publisher else 0,
+        started=ledger.started,
+        policy_version=publisher.version if publisher else 0,
+        lag_p50=ledger.lag_p50,
+        hosts_up=len(hosts.up),
+        hosts=len(inventory.hosts),
+        recent=ledger.recent.copy(),
+    )
+
+
+def _inventory(hosts: Inventory | str | Path) -> Inventory:
+    return hosts if isinstance(hosts, Inventory) else load_inventory(hosts)
+
+
+def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str) -> list[Task]:
+    from distrl.sim.suites import tasks as suite_tasks
+
+    if tasks is None:
+        return suite_tasks(inventory.run.suite, split)
+    if isinstance(tasks, str):
+        return suite_tasks(tasks, split)
+    return list(tasks)

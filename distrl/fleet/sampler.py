@@ -1,0 +1,72 @@
+"""The task sampler: which task each free device plays next, and the account of every task handed out.
+
+Tasks come in a seeded shuffled order, cycling; the task of an episode that failed goes back to the front.
+With an episode budget (``collect``'s episodes, ``run.max_trajectories``) a free session waits while every
+episode still needed is out: one that fails puts its task back, for any host still up.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import uuid
+from collections.abc import Sequence
+
+import anyio
+
+from distrl.errors import DistrlError
+from distrl.records import Task
+
+__all__ = ["TaskSampler"]
+
+
+class TaskSampler:
+    """Hands out ``(episode id, task)``; counts what it handed out and what came back failed."""
+
+    def __init__(
+        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: anyio.Event
+    ) -> None:
+        if not pool:
+            raise DistrlError("there are no tasks to run")
+        self._pool = list(pool)
+        self._rng = rng
+        self._order: list[Task] = []
+        self._returned: collections.deque[Task] = collections.deque()
+        self._limit = limit
+        self._stop = stop
+        self._prefix = f"{run_name}/{uuid.uuid4().hex[:8]}"
+        """Part of every episode id, so that ids stay unique across resumed runs."""
+        self._requeued = anyio.Event()
+        """Set (and replaced) each time a failed episode's task goes back."""
+        self.handed_out = 0
+        self.failed: collections.Counter[str] = collections.Counter()
+        """Episodes that did not come back, by reason (``link_lost``, ``timeout``, ``worker_error``,
+        ``stopped``: the run ended while they were in flight). Each one's task was re-queued."""
+
+    @property
+    def requeued(self) -> int:
+        return sum(self.failed.values())
+
+    async def take(self) -> tuple[str, Task] | None:
+        """The next episode to hand out, or None once the run has stopped."""
+        while self._limit is not None and self.handed_out - self.requeued >= self._limit:
+            if self._stop.is_set():
+                return None
+            await self._requeued.wait()
+        if self._stop.is_set():
+            return None
+        if self._returned:
+            task = self._returned.popleft()
+        else:
+            if not self._order:
+                self._order = self._rng.sample(self._pool, len(self._pool))
+            task = self._order.pop()
+        self.handed_out += 1
+        return f"{self._prefix}/{self.handed_out:07d}", task
+
+    def failed_episode(self, task: Task, reason: str) -> None:
+        """An episode of ``task`` did not come back: count it, and hand its task out again."""
+        self.failed[reason] += 1
+        self._returned.append(task)
+        self._requeued.set()
+        self._requeued = anyio.Event()

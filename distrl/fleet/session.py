@@ -1,0 +1,150 @@
+"""Sessions: one coroutine per device, playing episode after episode; and sync mode's rounds.
+
+A session takes a task from the sampler, asks the worker for one episode on its device
+(``timeouts.episode_s``) and hands the trajectory to the ledger. A session never waits for another
+(``async`` mode). An episode that does not come back puts its task back in the sampler, counted by
+reason; a device that fails ``max_failures`` + 1 episodes in a row is retired. A lost link ends its
+host's sessions.
+
+``Rounds`` is the ``sync`` mode baseline (DigiRL's synchronous rounds): every device of every host up
+plays one episode, a barrier, then the round's training and broadcast, on the same sessions.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from distrl.config import Timeouts
+from distrl.errors import DistrlError
+from distrl.fleet.ledger import Ledger
+from distrl.fleet.link import Link, LinkLost
+from distrl.fleet.sampler import TaskSampler
+from distrl.wire import EpisodeRequest
+
+__all__ = ["Rounds", "Sessions"]
+
+log = logging.getLogger(__name__)
+
+
+class Sessions:
+    """What every session of a run shares: where tasks come from and where trajectories go."""
+
+    def __init__(
+        self,
+        *,
+        sampler: TaskSampler,
+        ledger: Ledger,
+        version: Callable[[], int],
+        timeouts: Timeouts,
+        max_failures: int,
+    ) -> None:
+        self._sampler = sampler
+        self._ledger = ledger
+        self._version = version
+        self._timeouts = timeouts
+        self._max_failures = max_failures
+
+    async def play(self, link: Link) -> None:
+        """One session per device of ``link``'s host, until the run stops or the link is lost."""
+        async with anyio.create_task_group() as tg:
+            for device in link.devices:
+                tg.start_soon(self.session, link, device)
+
+    async def session(self, link: Link, device: str, *, once: bool = False) -> None:
+        """Episodes on one device, one after another (``once``: a single one)."""
+        failures = 0
+        while not link.lost:
+            job = await self._sampler.take()
+            if job is None:
+                return
+            episode_id, task = job
+            request = EpisodeRequest(
+                id=link.next_id(),
+                episode_id=episode_id,
+                device=device,
+                task=task,
+                policy_version=self._version(),
+            )
+            try:
+                trajectory = await link.episode(request, self._timeouts.episode_s)
+            except anyio.get_cancelled_exc_class():
+                self._sampler.failed_episode(task, "stopped")  # the run ended with this episode in flight
+                raise
+            except LinkLost:
+                self._sampler.failed_episode(task, "link_lost")
+                return
+            except TimeoutError:
+                self._sampler.failed_episode(task, "timeout")
+                failures += 1
+            except DistrlError as exc:
+                log.warning("host %s: %s: %s", link.name, device, exc)
+                self._sampler.failed_episode(task, "worker_error")
+                failures += 1
+            else:
+                await self._ledger.arrive(trajectory)
+                failures = failures + 1 if trajectory.end_reason == "device_error" else 0
+            if failures > self._max_failures:
+                log.error(
+                    "host %s: device %s retired after %d failures in a row", link.name, device, failures
+                )
+                return
+            if once:
+                return
+
+
+class Rounds:
+    """Sync mode: rounds in which every device of every host up plays one episode, then a barrier."""
+
+    def __init__(self, sessions: Sessions, stop: anyio.Event) -> None:
+        self._sessions = sessions
+        self._stop = stop
+        self._changed = anyio.Condition()
+        self._round = 0
+        self._playing: set[str] = set()
+        """Hosts still playing the current round."""
+        self._up: set[str] = set()
+        self._host_up = anyio.Event()
+
+    async def play(self, link: Link) -> None:
+        """A host's devices: one episode each per round, then wait for the next round."""
+        played = self._round  # a host that comes up during a round waits for the next one
+        self._up.add(link.name)
+        self._host_up.set()
+        try:
+            while not link.lost and not self._stop.is_set():
+                async with self._changed:
+                    while self._round <= played:
+                        await self._changed.wait()
+                played = self._round
+                async with anyio.create_task_group() as tg:
+                    for device in link.devices:
+                        tg.start_soon(functools.partial(self._sessions.session, link, device, once=True))
+                async with self._changed:
+                    if played == self._round:
+                        self._playing.discard(link.name)
+                    self._changed.notify_all()
+        finally:
+            self._up.discard(link.name)
+            with anyio.CancelScope(shield=True):
+                async with self._changed:
+                    self._playing.discard(link.name)
+                    self._changed.notify_all()
+
+    async def run(self, after_round: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Start round after round (each once a host is up), ``after_round`` after each barrier."""
+        while not self._stop.is_set():
+            while not self._up:
+                self._host_up = anyio.Event()
+                await self._host_up.wait()
+            async with self._changed:
+                self._round += 1
+                self._playing = set(self._up)
+                self._changed.notify_all()
+                while self._playing:
+                    await self._changed.wait()
+            if after_round is not None:
+                await after_round()
