@@ -62,10 +62,16 @@ PLAN = (
         "8 to 128 phones, not 512",
     ),
     Program(
+        "slow_worker",
+        ("--seconds", "25", "--delay", "15", "--figure", f"{CUT}/slow-worker.png"),
+        150,
+        "25 s runs with a 15 s delay, not 120 s and 30 s",
+    ),
+    Program(
         "time_to_success",
-        ("--minutes", "4", "--every", "80", "--figure", f"{CUT}/time-to-success.png"),
-        840,
-        "4 minutes per mode, not 10",
+        ("--minutes", "3", "--every", "60", "--figure", f"{CUT}/time-to-success.png"),
+        720,
+        "3 minutes per mode, not 10",
     ),
     Program(
         "learner_algorithms",

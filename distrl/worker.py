@@ -78,6 +78,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WEIGHTS_DELAY_ENV = "DISTRL_TEST_WEIGHTS_DELAY_S"
+"""For benchmarks and tests: seconds this worker waits before taking in each weights message after its
+first, as if its link were slow (``benchmarks/slow_worker.py``). Unset or 0 in real runs."""
+
 
 async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0) -> int:
     """Run the worker protocol on ``stream`` until shutdown or end of input; returns an exit status."""
@@ -267,6 +271,8 @@ class _Agent:
             raise DistrlError("this worker plays the expert policy, which has no weights")
         from distrl.weights import apply
 
+        if self.version is not None:
+            await anyio.sleep(_weights_delay_s())
         base = None if message.kind == "full" else self.version
         if message.kind == "diff" and base is None:
             raise WeightsError(
@@ -424,6 +430,13 @@ def _import_heavy(expert: bool) -> None:
     if not expert:
         import distrl.policy
         import distrl.policy.batching  # noqa: F401
+
+
+def _weights_delay_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(WEIGHTS_DELAY_ENV) or 0))
+    except ValueError:
+        return 0.0
 
 
 def _success(task: Task, state: dict[str, Any] | None) -> bool | None:

@@ -26,6 +26,7 @@ from distrl.errors import ConfigError
 from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.sampler import TaskSampler
 from distrl.sim.suites import tasks
+from distrl.worker import WEIGHTS_DELAY_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -188,6 +189,21 @@ async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     warnings = [r.getMessage() for r in caplog.records if "max_policy_lag" in r.getMessage()]
     assert len(warnings) == 1, warnings
     assert "arrived more than run.max_policy_lag = 0 versions old" in warnings[0]
+
+
+async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_hosts(tmp_path: Path) -> None:
+    # "slow" takes 10 minutes over each weights message after its first: were publishing to wait for
+    # every worker's ack, each update would stall for weight_push_s (2 minutes) and the test time out
+    slow = _local_host(2).replace('"local"', '"slow"') + f'[hosts.env]\n{WEIGHTS_DELAY_ENV} = "600"\n'
+    inventory = _inventory(tmp_path, local=False, hosts=_local_host(2) + slow, extra="max_trajectories = 16")
+    stats = await train(inventory)
+    accounted(stats)
+    assert stats.completed == 16
+    assert stats.updates >= 4
+    assert stats.policy_version == stats.updates  # every update was published
+    # the slow host played on with version 0 the whole run, the other kept up
+    assert stats.host_lag_p50["slow"] >= 2
+    assert stats.host_lag_p50["local"] < stats.host_lag_p50["slow"]
 
 
 @pytest.mark.parametrize("keep", [None, 5])

@@ -8,6 +8,7 @@ restarts, the publisher's pushes, the trainer's updates, and this ledger's arriv
 from __future__ import annotations
 
 import collections
+import collections.abc
 import dataclasses
 import time
 from collections.abc import Callable
@@ -56,6 +57,8 @@ class RunStats:
     policy_version: int = 0
     lag_p50: int = 0
     """Median staleness (versions) of recent steps when they reached the learner."""
+    host_lag_p50: dict[str, int] = dataclasses.field(default_factory=dict)
+    """``lag_p50`` per host: a host whose weights arrive late shows here."""
     hosts_up: int = 0
     hosts: int = 0
     recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
@@ -116,17 +119,19 @@ class Ledger:
         self.device_errors = 0
         self.cut_short = 0
         self.recent: collections.deque[bool] = collections.deque(maxlen=100)
-        self._staleness: collections.deque[int] = collections.deque(maxlen=500)
+        self._staleness: collections.defaultdict[str, collections.deque[int]] = collections.defaultdict(
+            lambda: collections.deque(maxlen=500)
+        )
+        """The staleness of each host's last 500 steps that arrived."""
 
     def count_step(self) -> None:
         """A device took a step (streamed as it happened)."""
         self.steps_streamed += 1
 
-    @property
-    def lag_p50(self) -> int:
-        """Median staleness of the last 500 steps that arrived."""
-        lag = sorted(self._staleness)
-        return lag[len(lag) // 2] if lag else 0
+    def lag_p50(self) -> tuple[int, dict[str, int]]:
+        """Median staleness of the last steps that arrived, over all hosts and per host."""
+        every = [lag for host in self._staleness.values() for lag in host]
+        return _median(every), {name: _median(host) for name, host in self._staleness.items()}
 
     async def arrive(self, trajectory: Trajectory) -> None:
         """A trajectory reached the learner: score it (reward 1 on the last step of a success), count it,
@@ -143,7 +148,7 @@ class Ledger:
         self.device_errors += trajectory.end_reason == "device_error"
         self.cut_short += trajectory.cut_short
         version = self._version()
-        self._staleness.extend(version - step.policy_version for step in steps)
+        self._staleness[trajectory.host].extend(version - step.policy_version for step in steps)
         if self.kept is not None:
             self.kept.append(trajectory)
         if self._trainer is not None:
@@ -153,3 +158,8 @@ class Ledger:
                 await self._trainer.send(trajectory)
         if self._limit is not None and self.completed >= self._limit:
             self._stop.set()
+
+
+def _median(values: collections.abc.Iterable[int]) -> int:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0

@@ -272,6 +272,7 @@ def _stats(
     trainer: Trainer | None = None,
 ) -> RunStats:
     """The run's numbers now, each read from the part that owns it."""
+    lag_p50, host_lag_p50 = ledger.lag_p50()
     return RunStats(
         handed_out=sampler.handed_out,
         completed=ledger.completed,
@@ -289,7 +290,8 @@ def _stats(
         weight_pushes=publisher.pushes if publisher else 0,
         started=ledger.started,
         policy_version=publisher.version if publisher else 0,
-        lag_p50=ledger.lag_p50,
+        lag_p50=lag_p50,
+        host_lag_p50=host_lag_p50,
         hosts_up=len(hosts.up),
         hosts=len(inventory.hosts),
         recent=ledger.recent.copy(),
