@@ -1,32 +1,46 @@
 """Playing a policy on simulated phones in this process: ``evaluate`` for success rates, ``rollouts`` for
 trajectories a learner can train on.
 
-Both run several phones at once, so that each ``policy.sample`` call answers a batch of screens. An
-episode starts on ``episode_phone(task, ...)`` (a freshly booted phone, set up by the task's shell
-commands), shows the policy the screen (JPEG) and its previous actions, does the action, and ends at a
-STATUS action or after ``max_steps`` (default the task's). An invalid answer is a step that does
-nothing. Success is the task's own check on the phone's final state.
+Both run several phones at once, so that each ``policy.sample`` call answers a batch of screens: the
+episodes step in lockstep, and a run repeats exactly for a seed. Each episode is the one episode loop
+(``distrl.device.episode.play_episode``) on ``episode_device(task, ...)``, a freshly booted
+``SimDevice`` that its reset sets up with the task's shell commands: the policy sees the screen (JPEG)
+and its previous actions, the action is done, and the episode ends at a STATUS action or after
+``max_steps`` (default the task's). An invalid answer is a step that does nothing. Success is the
+task's own check on the phone's final state.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import random
 import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import anyio
+
+from distrl.config import Timeouts
+from distrl.device.episode import Chooser, play_episode
+from distrl.device.sim import SimDevice
 from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.shell import run_shell
-from distrl.sim.suites import is_successful, setup_commands, tasks
-from distrl.sim.suites.expert import perform
+from distrl.sim.suites import is_successful, tasks
 
-__all__ = ["Actor", "Evaluation", "Outcome", "episode_phone", "evaluate", "rollouts"]
+__all__ = [
+    "Actor",
+    "Evaluation",
+    "Outcome",
+    "episode_device",
+    "episode_phone",
+    "evaluate",
+    "rollouts",
+]
 
 
 class Actor(Protocol):
@@ -73,15 +87,16 @@ class Evaluation:
         return out
 
 
+def episode_device(task: Task, *, seed: int, width: int, height: int, name: str = "phone") -> SimDevice:
+    """The simulated phone an episode of ``task`` runs on: freshly booted, seeded by ``seed`` and the
+    task (same arguments, same phone), no latency, no faults. Its ``reset`` sets the task up."""
+    config = PhoneConfig(width=width, height=height, seed=zlib.crc32(f"{seed}/{task.id}".encode()))
+    return SimDevice(name, phone_config=config, timeouts=Timeouts(), image_format="jpeg")
+
+
 def episode_phone(task: Task, *, seed: int, width: int, height: int) -> Phone:
-    """The phone an episode of ``task`` runs on, already set up for it (same arguments, same phone)."""
-    phone = Phone(PhoneConfig(width=width, height=height, seed=zlib.crc32(f"{seed}/{task.id}".encode())))
-    phone.reboot()
-    for command in setup_commands(task):
-        result = run_shell(phone, command)
-        if result.exit_code != 0:
-            raise RuntimeError(f"setup of {task.id} failed: {command!r}: {result.output!r}")
-    return phone
+    """The phone of ``episode_device``, already set up for ``task``, for code that drives it itself."""
+    return episode_device(task, seed=seed, width=width, height=height).prepare(task)
 
 
 def evaluate(
@@ -107,10 +122,18 @@ def evaluate(
     """
     started = time.monotonic()
     chosen = _chosen_tasks(suite, split, episodes, task_ids, seed)
-    played = _play(policy, chosen, seed, temperature, parallel, max_steps, width, height, record=None)
-    return Evaluation(
-        suite=suite, split=split, outcomes=tuple(o for o, _ in played), wall_s=time.monotonic() - started
+    played = _play(policy, chosen, seed, temperature, parallel, max_steps, width, height)
+    outcomes = tuple(
+        Outcome(
+            task=trajectory.task,
+            success=bool(trajectory.success),
+            steps=len(trajectory.steps),
+            actions=tuple(step.output for step in trajectory.steps),
+            ended=trajectory.end_reason in (EndReason.COMPLETE, EndReason.IMPOSSIBLE),
+        )
+        for trajectory in played
     )
+    return Evaluation(suite=suite, split=split, outcomes=outcomes, wall_s=time.monotonic() - started)
 
 
 def rollouts(
@@ -132,48 +155,14 @@ def rollouts(
     0 elsewhere. Trajectory ids are ``{id_prefix}/{seed}/{i}`` for the i-th task. ``temperature`` None
     keeps the policy's own (sampling, as the learner expects of its behaviour policy).
     """
-    played = _play(policy, chosen, seed, temperature, parallel, None, width, height, record=version)
+    played = _play(policy, chosen, seed, temperature, parallel, None, width, height, version=version)
     trajectories = []
-    for index, (outcome, recorded) in enumerate(played):
-        assert recorded is not None  # record= was given
-        steps, final, started_at, duration = recorded
-        if outcome.success and steps:
-            steps[-1] = dataclasses.replace(steps[-1], reward=1.0)
-        last = steps[-1].action
-        if outcome.ended and isinstance(last, Action):
-            reason = EndReason.chosen(last)
-        else:
-            reason = EndReason.STEP_LIMIT
-        trajectories.append(
-            Trajectory(
-                id=f"{id_prefix}/{seed}/{index}",
-                task=outcome.task,
-                host="local",
-                device=f"phone-{index % parallel}",
-                steps=tuple(steps),
-                final_observation=final,
-                end_reason=reason,
-                success=outcome.success,
-                started_at_s=started_at,
-                duration_s=duration,
-            )
-        )
+    for index, trajectory in enumerate(played):
+        steps = trajectory.steps
+        if trajectory.success and steps:
+            steps = (*steps[:-1], dataclasses.replace(steps[-1], reward=1.0))
+        trajectories.append(dataclasses.replace(trajectory, id=f"{id_prefix}/{seed}/{index}", steps=steps))
     return trajectories
-
-
-_Recorded = tuple[list[Step], Observation, float, float]
-
-
-@dataclass
-class _Running:
-    index: int
-    task: Task
-    phone: Phone
-    history: list[Action | InvalidAction]
-    texts: list[str]
-    steps: list[Step]
-    started_at: float
-    started: float
 
 
 def _play(
@@ -186,67 +175,109 @@ def _play(
     width: int,
     height: int,
     *,
-    record: int | None,
-) -> list[tuple[Outcome, _Recorded | None]]:
-    """Each task of ``chosen`` played once; with ``record`` (a policy version) its steps are kept too."""
+    version: int = 0,
+) -> list[Trajectory]:
+    """Each task of ``chosen`` played once (``distrl.device.episode``), ``parallel`` phones at a time."""
     if parallel < 1:
         raise ValueError(f"parallel must be ≥ 1, got {parallel}")
-    queue = list(reversed(list(enumerate(chosen))))
-    running: list[_Running] = []
-    finished: dict[int, tuple[Outcome, _Recorded | None]] = {}
-    calls = 0
+    lockstep = _Lockstep(policy, seed, version)
+    queue = iter(enumerate(chosen))
+    played: dict[int, Trajectory] = {}
+
+    failed: list[Exception] = []
+
+    async def phone(slot: int, scope: anyio.CancelScope) -> None:
+        try:
+            for index, task in queue:  # shared: each slot takes the next task when it is free
+                name = f"phone-{index % parallel}"
+                device = episode_device(task, seed=seed, width=width, height=height, name=name)
+                lockstep.join()
+                try:
+                    trajectory = await play_episode(
+                        device,
+                        task,
+                        lockstep.chooser(slot, task),
+                        episode_id=str(index),
+                        host="local",
+                        step_timeout_s=math.inf,
+                        max_steps=max_steps,
+                        judge=_judge,
+                        keep_final=True,
+                    )
+                finally:
+                    lockstep.leave()
+                if trajectory.cut_short:
+                    failed.append(RuntimeError(f"{task.id}: the episode ended by a {trajectory.end_reason}"))
+                    scope.cancel()
+                    return
+                played[index] = trajectory
+        except Exception as exc:  # the caller gets it as it is, not in an exception group
+            failed.append(exc)
+            scope.cancel()
+
+    async def every_phone() -> None:
+        async with anyio.create_task_group() as tg:
+            for slot in range(min(parallel, len(chosen))):
+                tg.start_soon(phone, slot, tg.cancel_scope)
+
     with _temperature(policy, temperature):
-        while queue or running:
-            while queue and len(running) < parallel:
-                index, task = queue.pop()
-                phone = episode_phone(task, seed=seed, width=width, height=height)
-                running.append(_Running(index, task, phone, [], [], [], time.time(), time.monotonic()))
-            observations = [_observe(r.phone) for r in running]
-            inputs = [
-                PolicyInput(goal=r.task.goal, observation=seen, history=tuple(r.history))
-                for r, seen in zip(running, observations, strict=True)
-            ]
-            asked = time.monotonic()
-            samples = policy.sample(inputs, seed=seed * 1_000_003 + calls)
-            calls += 1
-            still: list[_Running] = []
-            for r, seen, sample in zip(running, observations, samples, strict=True):
-                r.history.append(sample.action)
-                r.texts.append(sample.text)
-                ended = isinstance(sample.action, Action) and sample.action.type.ends_episode
-                if isinstance(sample.action, Action) and not ended:
-                    perform(r.phone, sample.action)
-                if record is not None:
-                    r.steps.append(sample.step(len(r.steps), seen, record, time.monotonic() - asked))
-                limit = r.task.max_steps if max_steps is None else max_steps
-                if not ended and len(r.history) < limit:
-                    still.append(r)
-                    continue
-                outcome = Outcome(
-                    task=r.task,
-                    success=is_successful(r.task, r.phone.state()),
-                    steps=len(r.history),
-                    actions=tuple(r.texts),
-                    ended=ended,
-                )
-                recorded = (
-                    None
-                    if record is None
-                    else (r.steps, _observe(r.phone), r.started_at, time.monotonic() - r.started)
-                )
-                finished[r.index] = (outcome, recorded)
-            running = still
-    return [finished[index] for index in range(len(chosen))]
+        anyio.run(every_phone)
+    if failed:
+        raise failed[0]
+    return [played[index] for index in range(len(chosen))]
 
 
-def _observe(phone: Phone) -> Observation:
-    return Observation(
-        screenshot=phone.screenshot("jpeg"),
-        width=phone.width,
-        height=phone.height,
-        image_format="jpeg",
-        timestamp_s=time.time(),
-    )
+def _judge(task: Task, state: dict[str, Any] | None) -> bool | None:
+    return None if state is None else is_successful(task, state)
+
+
+class _Lockstep:
+    """The running episodes' steps answered together, as one ``policy.sample`` call once every running
+    episode has asked; each batch in slot order and seeded by the call's number, so that a run repeats."""
+
+    def __init__(self, policy: Actor, seed: int, version: int) -> None:
+        self._policy = policy
+        self._seed = seed
+        self._version = version
+        self._calls = 0
+        self._running = 0
+        self._asked: dict[int, tuple[PolicyInput, Observation, int, anyio.Event]] = {}
+        self._answers: dict[int, Step] = {}
+
+    def join(self) -> None:
+        self._running += 1
+
+    def leave(self) -> None:
+        self._running -= 1
+        self._answer()
+
+    def chooser(self, slot: int, task: Task) -> Chooser:
+        async def choose(
+            observation: Observation, history: Sequence[Action | InvalidAction], index: int
+        ) -> Step:
+            asked = anyio.Event()
+            question = PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
+            self._asked[slot] = (question, observation, index, asked)
+            self._answer()
+            await asked.wait()
+            return self._answers.pop(slot)
+
+        return choose
+
+    def _answer(self) -> None:
+        """Sample for every question, once each running episode has asked one."""
+        if not self._asked or len(self._asked) < self._running:
+            return
+        slots = sorted(self._asked)
+        started = time.monotonic()
+        samples = self._policy.sample(
+            [self._asked[slot][0] for slot in slots], seed=self._seed * 1_000_003 + self._calls
+        )
+        self._calls += 1
+        for slot, sample in zip(slots, samples, strict=True):
+            _, observation, index, asked = self._asked.pop(slot)
+            self._answers[slot] = sample.step(index, observation, self._version, time.monotonic() - started)
+            asked.set()
 
 
 def _chosen_tasks(

@@ -51,8 +51,8 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from distrl import __version__
 from distrl.config import EXPERT, WorkerSettings, parse_worker_settings
-from distrl.errors import DeviceError, DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
-from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
+from distrl.errors import DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
+from distrl.records import Action, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.wire import (
     PROTOCOL_VERSION,
     Ack,
@@ -336,50 +336,28 @@ class _Agent:
 
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
         """One episode of ``request.task`` on ``device``, each step reported as it is taken."""
+        from distrl.device.episode import play_episode
+
         assert self.settings is not None  # _episode checked the setup
         task = request.task
-        started_at, started = time.time(), time.perf_counter()
-        steps: list[Step] = []
-        history: list[Action | InvalidAction] = []
-        reason = EndReason.STEP_LIMIT
-        final: Observation | None = None
-        success: bool | None = None
-        timeout = self.settings.timeouts.policy_step_s
-        try:
-            observation = await device.reset(task)
-            for index in range(task.max_steps):
-                with anyio.fail_after(timeout):
-                    step = await self._choose(device, task, observation, history, index)
-                steps.append(step)
-                history.append(step.action)
-                await self.stream.send(StepReport(episode_id=request.episode_id, step=step))
-                if isinstance(step.action, Action):
-                    if step.action.type.ends_episode:
-                        reason = EndReason.chosen(step.action)
-                        break
-                    await device.act(step.action)
-                observation = await device.observe()
-            success = _success(task, await device.state())
-        except DeviceError as exc:
-            log.info("worker %s: %s failed during %s: %s", self.host, device.name, task.id, exc)
-            reason = EndReason.DEVICE_ERROR
-        except TimeoutError:
-            log.warning("worker %s: no answer from the policy within %g s", self.host, timeout)
-            reason = EndReason.POLICY_ERROR
-        except (PolicyError, RuntimeError) as exc:  # the model failed on this batch (e.g. out of memory)
-            log.error("worker %s: the policy failed: %s", self.host, exc)
-            reason = EndReason.POLICY_ERROR
-        return Trajectory(
-            id=request.episode_id,
-            task=task,
+
+        async def report(step: Step) -> None:
+            await self.stream.send(StepReport(episode_id=request.episode_id, step=step))
+
+        async def choose(
+            observation: Observation, history: Sequence[Action | InvalidAction], index: int
+        ) -> Step:
+            return await self._choose(device, task, observation, history, index)
+
+        return await play_episode(
+            device,
+            task,
+            choose,
+            episode_id=request.episode_id,
             host=self.host,
-            device=device.name,
-            steps=tuple(steps),
-            final_observation=final,
-            end_reason=reason,
-            success=success,
-            started_at_s=started_at,
-            duration_s=time.perf_counter() - started,
+            step_timeout_s=self.settings.timeouts.policy_step_s,
+            on_step=report,
+            judge=_success,
         )
 
     async def _choose(
@@ -393,21 +371,12 @@ class _Agent:
         """The policy's step on ``observation``: the batched model's sample, or the expert's action."""
         asked = time.perf_counter()
         if self.batcher is None:  # the expert: deterministic, so its log-prob is 0
-            from distrl.actions import format_action
+            from distrl.device.episode import scripted_step
             from distrl.device.sim import SimDevice
             from distrl.sim.suites import expert_action
 
             assert isinstance(device, SimDevice)  # _setup refuses the expert on adb devices
-            action = expert_action(task, device.phone)
-            return Step(
-                index=index,
-                observation=observation,
-                output=format_action(action),
-                action=action,
-                policy_version=0,
-                behaviour_logprob=0.0,
-                duration_s=time.perf_counter() - asked,
-            )
+            return scripted_step(expert_action(task, device.phone), observation, index, asked)
         from distrl.policy import PolicyInput
 
         sample, version = await self.batcher(
@@ -424,6 +393,7 @@ class _Agent:
 def _import_heavy(expert: bool) -> None:
     """Import what ``_setup`` needs (seconds of work for torch and transformers)."""
     import distrl.device.adb
+    import distrl.device.episode
     import distrl.device.sim
     import distrl.sim.suites
 

@@ -139,7 +139,7 @@ class SimDevice:
                     self._phone.reboot()
             async with self._gate.deadline("reset", timeouts.device_reset_s):
                 await self._wait(Op.RESET)
-                await anyio.to_thread.run_sync(self._restore, commands, limiter=image_limiter())
+                await anyio.to_thread.run_sync(self._prepare, commands, limiter=image_limiter())
                 self._down = None
             async with self._gate.deadline("reset (observe)", timeouts.device_observe_s):
                 return await self._capture("reset", strike=False)
@@ -179,9 +179,15 @@ class SimDevice:
         """Close the device; later operations raise ``DeviceOffline``."""
         self._gate.close()
 
+    def prepare(self, task: Task) -> Phone:
+        """What ``reset`` does before it observes, at once and in this thread: the boot snapshot, then
+        ``task``'s setup commands. For code that drives the phone itself (experts, tests)."""
+        self._prepare(setup_commands(task))
+        return self._phone
+
     # ------------------------------------------------------------------ internals
-    def _restore(self, commands: list[str]) -> None:
-        """In a worker thread: the boot snapshot, then the setup commands."""
+    def _prepare(self, commands: list[str]) -> None:
+        """The boot snapshot, then the setup commands (``reset`` runs it in a worker thread)."""
         phone = self._phone
         phone.white = False
         phone.restore(self._boot)
