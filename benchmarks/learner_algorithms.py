@@ -1,7 +1,7 @@
 """A-RIDE vs DigiRL vs filtered BC, and A-RIDE's ablations, from the same behaviour-cloned ``tiny`` start.
 
 For each variant and seed (``--seeds``): a fresh LoRA adapter (rank 16) on the BC model, then
-``distrl.learner.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time
+``distrl.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time
 (rounds of ``--episodes`` episodes sampled at temperature 1 on in-process sim phones, then
 ``--updates`` learner updates), then, for the first seed, two evaluations of the trained policy (and of
 the BC start, the same way): greedy success on every task of the ``general`` test split, and success on
@@ -52,8 +52,8 @@ import torch
 from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
-from distrl.learner.local import Round, train_local
 from distrl.learner.trainer import Learner
+from distrl.local import Round, train_local
 from distrl.play import evaluate
 from distrl.policy import Policy
 from distrl.pretrain import pretrain

@@ -15,6 +15,7 @@ Measuring a policy on the sim is ``distrl.play.evaluate``.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import shutil
@@ -23,18 +24,21 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import anyio
 import torch
 from transformers import PreTrainedModel
 
-from distrl.actions import format_action, tap_action, to_gesture
-from distrl.config import PolicySettings
+from distrl.actions import format_action, tap_action
+from distrl.config import PolicySettings, Timeouts
+from distrl.device.episode import play_episode, scripted_step
+from distrl.device.sim import SimDevice
 from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.prompt import Encoded
-from distrl.records import Action, ActionType, Observation, Task
+from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.shell import run_shell
-from distrl.sim.suites import expert_action, is_successful, setup_commands, tasks
+from distrl.sim.suites import expert_action, is_successful, tasks
 
 __all__ = [
     "Demo",
@@ -101,40 +105,60 @@ def demonstrations(
         raise ValueError(f"suite {suite!r} has no {split!r} tasks")
     rng = random.Random(f"demonstrations/{suite}/{split}/{seed}")
     order: list[Task] = []
-    phone = Phone(PhoneConfig(width=width, height=height, seed=seed))
+    # one phone for every episode: each reset restores its boot snapshot, its chance goes on
+    device = SimDevice(
+        "demonstrations",
+        phone_config=PhoneConfig(width=width, height=height, seed=seed),
+        timeouts=Timeouts(),
+        image_format=image_format,
+    )
     for _ in range(episodes):
         if not order:
             order = rng.sample(pool, len(pool))
-        yield _episode(phone, order.pop(), rng, mistake_rate, image_format)
+        yield _episode(device, order.pop(), rng, mistake_rate)
 
 
-def _episode(
-    phone: Phone, task: Task, rng: random.Random, mistake_rate: float, image_format: str
-) -> DemoEpisode:
-    phone.reboot()
-    for command in setup_commands(task):
-        result = run_shell(phone, command)
-        if result.exit_code != 0:
-            raise RuntimeError(f"setup of {task.id} failed: {command!r}: {result.output!r}")
-    steps: list[Demo] = []
-    history: list[Action] = []
-    for _ in range(task.max_steps):
-        screenshot = phone.screenshot(image_format)
-        observation = Observation(
-            screenshot=screenshot, width=phone.width, height=phone.height, image_format=image_format
+def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: float) -> DemoEpisode:
+    """One demonstration, played by the one episode loop with the expert (and its mistakes) choosing."""
+    mistakes: list[bool] = []
+
+    async def choose(observation: Observation, history: Sequence[Action | InvalidAction], index: int) -> Step:
+        asked = time.perf_counter()
+        action = expert_action(task, device.phone)
+        mistakes.append(rng.random() < mistake_rate)
+        if mistakes[-1]:
+            action = _mistake(device.phone, action, rng)
+        return scripted_step(action, observation, index, asked)
+
+    def judge(task: Task, state: dict[str, Any] | None) -> bool:
+        return state is not None and is_successful(task, state)
+
+    trajectory = anyio.run(
+        functools.partial(
+            play_episode,
+            device,
+            task,
+            choose,
+            episode_id=task.id,
+            host="local",
+            step_timeout_s=math.inf,
+            judge=judge,
         )
-        action = expert_action(task, phone)
-        mistake = rng.random() < mistake_rate
-        if mistake:
-            action = _mistake(phone, action, rng)
-        steps.append(
-            Demo(task=task, observation=observation, history=tuple(history), action=action, mistake=mistake)
+    )
+    if trajectory.cut_short:
+        raise RuntimeError(f"{task.id}: the demonstration ended by a {trajectory.end_reason}")
+    actions = [step.action for step in trajectory.steps if isinstance(step.action, Action)]
+    steps = tuple(
+        Demo(
+            task=task,
+            observation=step.observation,
+            history=tuple(actions[:i]),
+            action=actions[i],
+            mistake=mistake,
         )
-        history.append(action)
-        if action.type.ends_episode:
-            break
-        phone.perform(to_gesture(action, phone.width, phone.height))
-    return DemoEpisode(task=task, steps=tuple(steps), success=is_successful(task, phone.state()))
+        for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
+    )
+    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success))
 
 
 def _mistake(phone: Phone, expert: Action, rng: random.Random) -> Action:

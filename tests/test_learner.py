@@ -14,8 +14,8 @@ import torch
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.errors import CheckpointError
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
-from distrl.learner.local import Round, train_local
 from distrl.learner.trainer import Learner, UpdateReport, _input
+from distrl.local import Round, train_local
 from distrl.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Action, ActionType, Trajectory

@@ -2,8 +2,8 @@
 
 No SSH and no workers: rounds of ``episodes`` episodes, played on that many in-process phones in
 parallel by the current weights (``distrl.play.rollouts``), go into the learner's replay buffer, then the
-learner makes ``updates`` updates. It shows the algorithm learning before the distributed runtime is
-involved, and the distributed runtime drives the same ``Learner``.
+learner makes ``updates`` updates. It shows the algorithm learning before the fleet is
+involved, and the fleet drives the same ``Learner``.
 
 Tasks are drawn uniformly from the suite's train split with the learner's own random stream, so a
 checkpoint taken between rounds resumes the same run.
