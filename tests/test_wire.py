@@ -475,10 +475,10 @@ def test_the_hand_built_frames_below_are_valid() -> None:
         (b"DRL\x01\x00\x00", "prefix"),
         (b"XYZ\x01" + bytes(8), "DRL"),
         (_frame({"type": "shutdown", "id": 0, "att": [], "reason": "x"}) + b"!", "follow"),
-        (MAGIC + struct.pack(">BII", 1, 5, 0) + b"[1,2]", "must be an object"),
-        (MAGIC + struct.pack(">BII", 1, 3, 0) + b"{,}", "not JSON"),
-        (MAGIC + struct.pack(">BII", 1, 2, 0) + b"\xff\xfe", "not JSON"),
-        (MAGIC + struct.pack(">BII", 1, 0, 0), "not JSON"),
+        (MAGIC + struct.pack(">BII", PROTOCOL_VERSION, 5, 0) + b"[1,2]", "must be an object"),
+        (MAGIC + struct.pack(">BII", PROTOCOL_VERSION, 3, 0) + b"{,}", "not JSON"),
+        (MAGIC + struct.pack(">BII", PROTOCOL_VERSION, 2, 0) + b"\xff\xfe", "not JSON"),
+        (MAGIC + struct.pack(">BII", PROTOCOL_VERSION, 0, 0), "not JSON"),
         (_frame({"type": "launch", "id": 0, "att": []}), "not a known message type"),
         (_frame({"type": "shutdown", "att": [], "reason": "x"}), "header.id is missing"),
         (_frame({"type": "shutdown", "id": -1, "att": [], "reason": "x"}), "header.id must be >= 0"),
@@ -612,8 +612,8 @@ def test_decode_checks_the_prefix_before_the_body() -> None:
     with pytest.raises(FrameTooLarge):
         decode(frame, max_header_bytes=len(frame) - PREFIX_BYTES - 1)
     with pytest.raises(ProtocolMismatch) as mismatch:
-        decode(_frame({"type": "shutdown"}, version=2))
-    assert (mismatch.value.ours, mismatch.value.theirs) == (PROTOCOL_VERSION, 2)
+        decode(_frame({"type": "shutdown"}, version=PROTOCOL_VERSION + 1))
+    assert (mismatch.value.ours, mismatch.value.theirs) == (PROTOCOL_VERSION, PROTOCOL_VERSION + 1)
     with pytest.raises(TruncatedFrame) as truncated:
         decode(frame[:-3])
     assert (truncated.value.expected, truncated.value.received) == (len(frame), len(frame) - 3)
