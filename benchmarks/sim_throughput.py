@@ -35,8 +35,9 @@ from pathlib import Path
 import anyio
 
 from distrl.config import Timeouts
-from distrl.device import AdbDevice, SimDevice
+from distrl.device import AdbDevice
 from distrl.records import Action, ActionType, Task
+from distrl.sim.device import SimDevice
 from distrl.sim.phone import PhoneConfig
 from distrl.sim.suites import expert_action, tasks
 

@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Device": "distrl.device",
     "AdbDevice": "distrl.device",
-    "SimDevice": "distrl.device",
+    "SimDevice": "distrl.sim.device",
     "Phone": "distrl.sim",
     "PhoneConfig": "distrl.sim",
     "Policy": "distrl.policy",

@@ -26,9 +26,9 @@ import anyio
 
 from distrl.config import Timeouts
 from distrl.device.episode import Chooser, play_episode
-from distrl.device.sim import SimDevice
 from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
+from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.suites import is_successful, tasks
 

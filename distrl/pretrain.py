@@ -33,10 +33,10 @@ from transformers import PreTrainedModel
 from distrl.actions import format_action, tap_action
 from distrl.config import PolicySettings, Timeouts
 from distrl.device.episode import play_episode, scripted_step
-from distrl.device.sim import SimDevice
 from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.prompt import Encoded
 from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task
+from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.suites import expert_action, is_successful, tasks
 

@@ -95,6 +95,9 @@ class Task:
     """Step limit; the episode ends unsuccessfully when it is reached."""
     params: Mapping[str, ParamValue] = field(default_factory=dict)
     """Template parameters, for success checks and analysis."""
+    setup: tuple[str, ...] = ()
+    """Shell commands (as ``adb shell`` runs them) that take a device from its clean state (the emulator
+    snapshot, the sim's boot) to the task's start state."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -211,7 +211,7 @@ class _Agent:
             )
         # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
         await anyio.to_thread.run_sync(_import_heavy, expert)
-        from distrl.device.sim import sim_device
+        from distrl.sim.device import sim_device
 
         if not expert:
             from distrl.policy import Policy
@@ -372,7 +372,7 @@ class _Agent:
         asked = time.perf_counter()
         if self.batcher is None:  # the expert: deterministic, so its log-prob is 0
             from distrl.device.episode import scripted_step
-            from distrl.device.sim import SimDevice
+            from distrl.sim.device import SimDevice
             from distrl.sim.suites import expert_action
 
             assert isinstance(device, SimDevice)  # _setup refuses the expert on adb devices
@@ -394,7 +394,7 @@ def _import_heavy(expert: bool) -> None:
     """Import what ``_setup`` needs (seconds of work for torch and transformers)."""
     import distrl.device.adb
     import distrl.device.episode
-    import distrl.device.sim
+    import distrl.sim.device
     import distrl.sim.suites
 
     if not expert:

@@ -1,9 +1,8 @@
 """The ``Device`` contract, passed by ``SimDevice`` and by ``AdbDevice`` (the sim served as an emulator,
 driven through the real adb server); then faults, cancellation, and what only one of them has.
 
-Tasks here carry their setup commands in ``params["setup"]`` (the autouse ``setup_from_params`` fixture
-reads them where the devices call the suites' ``setup_commands``), so the contract does not depend on
-which templates the suites hold; ``test_reset_runs_a_suite_task_setup`` covers the real suites.
+Tasks here carry their own setup commands (``Task.setup``), so the contract does not depend on which
+templates the suites hold; ``test_reset_runs_a_suite_task_setup`` covers the real suites.
 """
 
 from __future__ import annotations
@@ -17,18 +16,16 @@ import anyio
 import pytest
 from PIL import Image
 
-import distrl.device.adb
-import distrl.device.sim
 from distrl.actions import swipe_action, tap_action, to_gesture
 from distrl.config import Timeouts, parse_inventory
-from distrl.device import AdbDevice, Device, SimDevice, screen, sim_device
+from distrl.device import AdbDevice, Device, screen
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
 from distrl.device.protocol import Gate
 from distrl.device.screen import Frame, capture, decode, is_blank
 from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, ActionType, Observation, Task
 from distrl.sim import adbd as sim_adbd
-from distrl.sim import image as sim_image
+from distrl.sim.device import SimDevice, sim_device
 from distrl.sim.latency import (
     Fault,
     FaultModel,
@@ -41,7 +38,6 @@ from distrl.sim.latency import (
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import ShellResult
 from distrl.sim.shell import run_shell as sim_run_shell
-from distrl.sim.suites import setup_commands as suite_setup_commands
 
 if TYPE_CHECKING:
     from conftest import AdbServer, SimFleet
@@ -62,23 +58,10 @@ ENTER = Action(type=ActionType.PRESS_ENTER)
 
 def _task(*commands: str, name: str = "start") -> Task:
     """A task whose start state is ``commands`` run on a clean phone."""
-    return Task(id=f"test/{name}", suite="test", goal=f"test {name}", params={"setup": "\n".join(commands)})
+    return Task(id=f"test/{name}", suite="test", goal=f"test {name}", setup=commands)
 
 
 WIFI_OFF = _task("settings put global wifi_on 0", name="wifi_off")
-
-
-def _test_setup(task: Task) -> list[str]:
-    """The setup commands of a test task (the suites' own for a suite task)."""
-    if task.suite != "test":
-        return suite_setup_commands(task)
-    return [line for line in str(task.params.get("setup", "")).split("\n") if line]
-
-
-@pytest.fixture(autouse=True)
-def setup_from_params(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(distrl.device.sim, "setup_commands", _test_setup)
-    monkeypatch.setattr(distrl.device.adb, "setup_commands", _test_setup)
 
 
 def _fixed(**seconds: float) -> LatencyProfile:
@@ -173,7 +156,7 @@ def _reference(rig: Rig, task: Task, rng: int = 0) -> Phone:
     """
     phone = Phone(rig.config)
     phone.data["rng"] = rng
-    for command in _test_setup(task):
+    for command in task.setup:
         assert sim_run_shell(phone, command).exit_code == 0, command
     phone.screenshot("png")
     return phone
@@ -625,11 +608,9 @@ async def test_capture_retries_white_frames_then_gives_up() -> None:
 
 
 def test_the_sim_and_the_devices_encode_screens_one_way() -> None:
-    assert screen.encode is sim_image.encode
-    assert screen.IMAGE_FORMATS == sim_image.IMAGE_FORMATS
     phone = Phone(CONFIG)
     for image_format in screen.IMAGE_FORMATS:
-        assert phone.screenshot(image_format, 70) == sim_image.encode(phone.render(), image_format, 70)
+        assert phone.screenshot(image_format, 70) == screen.encode(phone.render(), image_format, 70)
 
 
 def test_is_blank_means_every_pixel_the_same() -> None:

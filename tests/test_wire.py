@@ -87,6 +87,7 @@ tasks = st.builds(
     split=st.sampled_from(["train", "test"]),
     max_steps=st.integers(1, 30),
     params=scalar_maps,
+    setup=st.lists(texts, max_size=3).map(tuple),
 )
 observations = st.builds(
     Observation,
@@ -440,7 +441,7 @@ def test_message_constructors_check_their_literals() -> None:
 
 # -- decode refuses everything malformed -----------------------------------------------------------
 
-_TASK = {"id": "t", "suite": "s", "goal": "g", "split": "train", "max_steps": 3, "params": {}}
+_TASK = {"id": "t", "suite": "s", "goal": "g", "split": "train", "max_steps": 3, "params": {}, "setup": []}
 _OBS = {"screenshot": 0, "width": 10, "height": 20, "image_format": "png", "timestamp_s": 0.0}
 _TAP = {"kind": "action", "type": 4, "touch": [0.5, 0.5], "lift": [0.5, 0.5], "text": ""}
 _STEP = {

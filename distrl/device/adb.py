@@ -73,7 +73,6 @@ from distrl.device.screen import (
 )
 from distrl.errors import BadScreenshot, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
-from distrl.sim.suites import setup_commands
 
 __all__ = ["AdbDevice", "adb_limiter"]
 
@@ -176,8 +175,8 @@ class AdbDevice:
 
         Each phase runs under its own limit: the snapshot load ``device_reset_s``, a reboot
         ``device_boot_s``, the setup ``device_reset_s``, the first observation ``device_observe_s``.
-        A setup command that fails raises ``DeviceError``; a task no suite made raises ``ValueError``."""
-        commands = setup_commands(task)
+        A setup command that fails raises ``DeviceError``."""
+        commands = task.setup
         t = self.timeouts
         async with self._gate.operation("reset", t.device_reset_s * 2 + t.device_boot_s + t.device_observe_s):
             self._size = None

@@ -1,7 +1,5 @@
-"""Screenshots: decoding and checking what a device sends, and the white-frame retries of a capture.
-
-``encode`` (and ``IMAGE_FORMATS``) live in ``distrl.sim.image``, which the simulated phone uses too,
-and are re-exported here.
+"""Screenshots: encoding and decoding them, checking what a device sends, and the white-frame retries of
+a capture. The simulated phone encodes its screens with ``encode`` too.
 
 Image work is CPU-bound, so devices run these functions in worker threads behind ``image_limiter()``,
 one ``CapacityLimiter`` per event loop sized to the machine's cores: hundreds of devices share a few
@@ -23,7 +21,6 @@ from PIL import Image
 from distrl.device.protocol import Gate
 from distrl.errors import BadScreenshot
 from distrl.records import Observation
-from distrl.sim.image import IMAGE_FORMATS, encode
 
 __all__ = [
     "IMAGE_FORMATS",
@@ -43,6 +40,22 @@ Frame = tuple[bytes, int, int]
 """A captured screenshot: the observation's bytes, its width and height in pixels."""
 
 log = logging.getLogger(__name__)
+
+IMAGE_FORMATS = ("png", "jpeg")
+"""The encodings an ``Observation`` may carry."""
+
+
+def encode(image: Image.Image, image_format: str, quality: int = 85) -> bytes:
+    """``image`` as ``png`` (fast compression) or ``jpeg`` bytes; ValueError for another format."""
+    out = io.BytesIO()
+    if image_format == "png":
+        image.save(out, "PNG", compress_level=1)
+    elif image_format == "jpeg":
+        image.save(out, "JPEG", quality=quality)
+    else:
+        raise ValueError(f"image format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
+    return out.getvalue()
+
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"

@@ -26,11 +26,11 @@ import orjson
 from PIL import Image
 
 from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText
+from distrl.device.screen import encode
 from distrl.sim import overlay
 from distrl.sim.app import App, Context, Frame, Json, frame
 from distrl.sim.apps import installed_apps
 from distrl.sim.apps.launcher import Launcher
-from distrl.sim.image import encode
 from distrl.sim.keyboard import KEYBOARD_HEIGHT, keyboard_elements
 from distrl.sim.overlay import NAV_HEIGHT, STATUS_HEIGHT
 from distrl.sim.ui import DP_WIDTH, Box, Element, Painter, Palette

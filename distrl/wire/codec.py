@@ -222,6 +222,10 @@ def _task_to_wire(value: object, where: str) -> dict[str, object]:
         "split": _str(task.split, f"{where}.split"),
         "max_steps": integer_value(task.max_steps, f"{where}.max_steps", minimum=0),
         "params": _scalars(task.params, f"{where}.params"),
+        "setup": [
+            _str(command, f"{where}.setup[{i}]")
+            for i, command in enumerate(_instance(task.setup, tuple, f"{where}.setup"))
+        ],
     }
 
 
@@ -234,6 +238,7 @@ def _task_from_wire(value: object, where: str) -> Task:
         split=obj.string("split"),
         max_steps=obj.integer("max_steps", minimum=0),
         params=_wire_scalars(obj.take("params"), obj.at("params")),
+        setup=tuple(_str(command, f"{obj.at('setup')}[{i}]") for i, command in enumerate(obj.array("setup"))),
     )
     obj.close()
     return task

@@ -120,6 +120,7 @@ def _all_tasks(name: str) -> tuple[Task, ...]:
                     split=template.split,
                     max_steps=found.max_steps,
                     params={"template": template.name, **params},
+                    setup=tuple(template.setup(params)),
                 )
             )
     return tuple(out)

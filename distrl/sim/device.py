@@ -8,8 +8,10 @@ not follow that latency, so what an episode sees is deterministic whatever the l
 inputs alone, since ``reset`` restores the boot snapshot but the phone's random stream keeps its
 position (``Phone.restore``), on purpose, so that pop-ups differ from one episode to the next.
 
-Reset restores the snapshot taken when the phone booted, then runs the task's setup commands with the
-sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and ``adb shell``.
+Reset restores the snapshot taken when the phone booted, then runs the task's setup commands
+(``Task.setup``) with the sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and
+``adb shell``. It lives with the sim, which it implements the ``Device`` protocol for: the device layer
+imports nothing of the sim.
 
 Faults (``FaultModel``) strike ``observe`` and ``act``; ``reset`` is the way back and is never struck:
 
@@ -52,7 +54,6 @@ from distrl.sim.latency import (
 )
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import run_shell
-from distrl.sim.suites import setup_commands
 
 __all__ = ["SimDevice", "sim_device"]
 
@@ -127,8 +128,8 @@ class SimDevice:
 
         Each phase runs under its own limit: the reboot ``device_boot_s``, the restore and setup
         ``device_reset_s``, the first observation ``device_observe_s``. A setup command that fails
-        raises ``DeviceError``; a task no suite made raises ``ValueError``."""
-        commands = setup_commands(task)
+        raises ``DeviceError``."""
+        commands = list(task.setup)
         timeouts = self.timeouts
         budget = timeouts.device_boot_s + timeouts.device_reset_s + timeouts.device_observe_s
         async with self._gate.operation("reset", budget):
@@ -182,7 +183,7 @@ class SimDevice:
     def prepare(self, task: Task) -> Phone:
         """What ``reset`` does before it observes, at once and in this thread: the boot snapshot, then
         ``task``'s setup commands. For code that drives the phone itself (experts, tests)."""
-        self._prepare(setup_commands(task))
+        self._prepare(list(task.setup))
         return self._phone
 
     # ------------------------------------------------------------------ internals
