@@ -129,6 +129,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to wait for the learner",
     )
+    worker.add_argument(
+        "--silence-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds without a byte from the learner before leaving (its heartbeat_timeout_s)",
+    )
     worker.set_defaults(command=_worker)
 
     sim = commands.add_parser(
@@ -331,7 +338,7 @@ def _action(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from distrl.worker import main as worker_main
 
-    worker_main(args.host, handshake_s=args.handshake_timeout)
+    worker_main(args.host, handshake_s=args.handshake_timeout, silence_s=args.silence_timeout)
 
 
 def _sim(args: argparse.Namespace) -> int:

@@ -68,12 +68,17 @@ class HostLink:
 def worker_command(host: Host, timeouts: Timeouts) -> list[str]:
     """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted).
 
-    The worker logs as verbosely as this process does, and waits for the learner's hello as long as
-    ``timeouts.handshake_s``. An empty ``host.python`` is this interpreter locally, ``python3`` over SSH."""
+    The worker logs as verbosely as this process does, waits for the learner's hello as long as
+    ``timeouts.handshake_s``, and leaves a learner silent past ``timeouts.heartbeat_timeout_s``. An empty ``host.python`` is this interpreter locally, ``python3`` over SSH."""
     verbosity = (
         ["-vv"] if log.isEnabledFor(logging.DEBUG) else ["-v"] if log.isEnabledFor(logging.INFO) else []
     )
-    handshake = ["--handshake-timeout", f"{timeouts.handshake_s:g}"]
+    handshake = [
+        "--silence-timeout",
+        f"{timeouts.heartbeat_timeout_s:g}",
+        "--handshake-timeout",
+        f"{timeouts.handshake_s:g}",
+    ]
     python = host.python or (sys.executable if host.is_local else "python3")
     return [python, "-m", "distrl", *verbosity, "worker", "--host", host.name, *handshake]
 

@@ -83,8 +83,10 @@ WEIGHTS_DELAY_ENV = "DISTRL_TEST_WEIGHTS_DELAY_S"
 first, as if its link were slow (``benchmarks/slow_worker.py``). Unset or 0 in real runs."""
 
 
-async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0) -> int:
-    """Run the worker protocol on ``stream`` until shutdown or end of input; returns an exit status."""
+async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, silence_s: float = 60.0) -> int:
+    """Run the worker protocol on ``stream`` until shutdown or end of input; returns an exit status: 0, 2
+    for a malformed frame or a protocol mismatch, 3 when the learner went silent for ``silence_s``
+    (``timeouts.heartbeat_timeout_s`` once ``Setup`` has said)."""
     with anyio.fail_after(handshake_s):
         first = await stream.receive()
     if not isinstance(first, Hello) or first.role != "learner":
@@ -115,7 +117,7 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0) ->
         )
     )
     log.info("worker %s: serving %d device(s)", host, len(first.devices))
-    agent = _Agent(stream, host, first.devices)
+    agent = _Agent(stream, host, first.devices, silence_s)
     try:
         async with anyio.create_task_group() as tg:
             status = await agent.serve(tg)
@@ -129,8 +131,10 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0) ->
 class _Agent:
     """The worker's state: its devices, its policy replica and the episodes running."""
 
-    def __init__(self, stream: FrameStream, host: str, devices: Sequence[str]) -> None:
+    def __init__(self, stream: FrameStream, host: str, devices: Sequence[str], silence_s: float) -> None:
         self.stream = stream
+        self.silence_s = silence_s
+        """How long the learner may be silent before ``Setup`` gives its ``heartbeat_timeout_s``."""
         self.host = host
         self.names = tuple(devices)
         self.settings: WorkerSettings | None = None
@@ -155,17 +159,24 @@ class _Agent:
         return 3
 
     async def _watchdog(self, scope: anyio.CancelScope) -> None:
-        """Once set up, leave when the learner has been silent past ``heartbeat_timeout_s``: its machine
-        may be gone without the connection ever closing (nothing would tell sshd)."""
+        """From the handshake on, leave when the learner has been silent past ``silence_s`` (once set up,
+        ``heartbeat_timeout_s``): its machine may be gone without the connection ever closing (nothing
+        would tell sshd), or it may hold the link open and say nothing."""
         while True:
-            await anyio.sleep(1.0)
-            if self.settings is not None:
-                limit = self.settings.timeouts.heartbeat_timeout_s
-                if time.monotonic() - max(self.heard, _last_bytes_at) > limit:
-                    scope.cancel()
-                    return
+            await anyio.sleep(min(1.0, self.silence_s / 4))
+            limit = self.silence_s if self.settings is None else self.settings.timeouts.heartbeat_timeout_s
+            if time.monotonic() - max(self.heard, _last_bytes_at) > limit:
+                scope.cancel()
+                return
 
     async def _serve(self, tg: TaskGroup) -> int:
+        try:
+            return await self._route(tg)
+        except WireError as exc:  # e.g. a learner that died in the middle of a frame
+            log.error("worker %s: bad frame from the learner: %s", self.host, exc)
+            return 2
+
+    async def _route(self, tg: TaskGroup) -> int:
         async for message in self.stream:
             self.heard = time.monotonic()
             match message:
@@ -465,7 +476,7 @@ class _FdSendStream(ByteSendStream):
         pass
 
 
-def main(host: str, *, handshake_s: float = 60.0) -> NoReturn:
+def main(host: str, *, handshake_s: float = 60.0, silence_s: float = 60.0) -> NoReturn:
     """Entry point of ``python -m distrl worker``: frames on the real stdout, prints on stderr."""
     frames_out = os.dup(1)
     os.dup2(2, 1)  # a stray print() must not corrupt the frame stream
@@ -474,7 +485,7 @@ def main(host: str, *, handshake_s: float = 60.0) -> NoReturn:
 
     async def run() -> int:
         try:
-            return await serve(stream, host=host, handshake_s=handshake_s)
+            return await serve(stream, host=host, handshake_s=handshake_s, silence_s=silence_s)
         except TimeoutError:
             log.error("worker %s: no hello from the learner within %g s", host, handshake_s)
             return 2

@@ -38,6 +38,7 @@ from distrl.sim.latency import (
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import ShellResult
 from distrl.sim.shell import run_shell as sim_run_shell
+from distrl.sim.suites import tasks as suite_tasks
 
 if TYPE_CHECKING:
     from conftest import AdbServer, SimFleet
@@ -208,8 +209,7 @@ def _apps(config: PhoneConfig) -> list[str]:
 
 def _an_app(config: PhoneConfig) -> str:
     apps = _apps(config)
-    if not apps:
-        pytest.skip("the sim has no app but the launcher yet")
+    assert apps, "the sim has no app but the launcher"
     return apps[0]
 
 
@@ -280,7 +280,7 @@ def _a_field(config: PhoneConfig, task: Callable[[str], Task]) -> tuple[Task, st
         for element in phone.elements():
             if element.kind == "field" and element.on_tap is not None:
                 return task(package), element.id
-    pytest.skip("no app of the sim has a field on its first screen yet")
+    raise AssertionError("no app of the sim has a field on its first screen")
 
 
 async def test_typing_goes_into_the_focused_field_and_enter_submits_it(rig: Rig) -> None:
@@ -314,7 +314,7 @@ def _scrollable(config: PhoneConfig) -> str:
         _apply(phone, _swipe_up(config))
         if phone.top_frame["scroll"] > 0:
             return package
-    pytest.skip("no app of the sim scrolls on its first screen yet")
+    raise AssertionError("no app of the sim scrolls on its first screen when swiped up")
 
 
 async def test_a_swipe_up_scrolls_the_content(rig: Rig) -> None:
@@ -670,13 +670,14 @@ def test_adb_device_derives_the_console_port_from_the_serial() -> None:
 
 
 async def test_reset_runs_a_suite_task_setup() -> None:
-    suites = pytest.importorskip("distrl.sim.suites")
-    try:
-        task = suites.tasks("general")[0]
-    except (ImportError, ValueError):
-        pytest.skip("the general suite is not written yet")
+    task = next(task for task in suite_tasks("general") if task.setup)  # the suites give tasks their setup
     async with SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS) as device:
         _image(await device.reset(task))
+        assert (
+            await device.state()
+            == SimDevice("ref", phone_config=CONFIG, timeouts=TIMEOUTS).prepare(task).state()
+        )
+        assert await device.state() != Phone(CONFIG).state()  # the setup changed something
 
 
 def test_sim_device_follows_the_inventory_sim_section() -> None:

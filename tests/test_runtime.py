@@ -6,11 +6,13 @@ and each trajectory arrives once.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import random
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +284,48 @@ async def test_a_killed_worker_loses_only_its_episodes(
     assert result.stats.completed == 5
     assert result.stats.failed["link_lost"] >= 1
     assert result.stats.restarts >= 1
+
+
+async def test_a_worker_that_hangs_with_its_pipe_open_is_lost_by_the_heartbeat_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SIGSTOP freezes the worker: its pipes stay open, nothing reaches the learner, no connection drops
+    # (no SSH keepalive either). Only the learner's own heartbeat timeout can tell; without it the
+    # frozen worker would hold its episodes for episode_s (30 minutes) and the test would time out.
+    monkeypatch.setattr(board, "PROGRESS_EVERY_S", 0.2)
+    stopped: list[int] = []
+    lost_after: list[float] = []
+
+    def stop_once(stats: RunStats) -> None:
+        if stopped:
+            if not lost_after and stats.failed["link_lost"]:
+                lost_after.append(time.monotonic() - stopped_at[0])
+            return
+        if stats.in_flight == 0 or stats.completed < 1:
+            return
+        for pid in _children():
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+            stopped_at.append(time.monotonic())
+
+    stopped_at: list[float] = []
+    beat = "[timeouts]\nheartbeat_interval_s = 0.5\nheartbeat_timeout_s = 3\ncleanup_s = 2\n"
+    inventory = parse_inventory(_inventory_text(tmp_path) + beat, source=str(tmp_path / "hosts.toml"))
+    try:
+        result = await collect(
+            inventory, tasks=tasks("general", "train")[:4], episodes=5, on_progress=stop_once
+        )
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert stopped, "the worker was never stopped"
+    accounted(result.stats, result.trajectories)
+    assert result.stats.completed == 5
+    assert result.stats.failed["link_lost"] >= 1  # the frozen worker's episodes went back to the sampler
+    assert result.stats.restarts >= 1
+    assert lost_after
+    assert 2.0 <= lost_after[0] < 30.0  # lost by the 3 s heartbeat timeout, not by another limit
 
 
 def _children() -> list[int]:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,7 @@ from distrl.fleet import probe_fleet
 from distrl.records import Task
 from distrl.sim.suites import tasks
 from distrl.wire import (
+    MAGIC,
     PROTOCOL_VERSION,
     Ack,
     EpisodeEnd,
@@ -152,6 +154,37 @@ async def test_worker_exits_on_garbage_and_says_why() -> None:
             assert "bad frame from the learner" in stderr
 
 
+@pytest.mark.parametrize("setup", [False, True])
+async def test_worker_exits_on_a_malformed_frame_after_the_handshake_with_one_line(setup: bool) -> None:
+    # what a learner that dies in the middle of sending a frame leaves behind: a prefix, then nothing
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            assert process.stdin is not None
+            assert process.stderr is not None
+            await stream.send(_hello())
+            await stream.receive()
+            if setup:
+                await stream.send(Setup(id=2, settings=_settings(model='"expert"')))
+                assert isinstance(await stream.receive(), Ack)
+            await process.stdin.send(MAGIC + bytes([PROTOCOL_VERSION]) + struct.pack(">II", 1000, 0) + b"{")
+            await process.stdin.aclose()
+            assert await process.wait() == 2
+            stderr = b"".join([chunk async for chunk in process.stderr]).decode()
+            assert "bad frame from the learner" in stderr
+            assert "Traceback" not in stderr
+
+
+async def test_worker_leaves_a_learner_that_says_nothing_after_hello() -> None:
+    # connected, and silent from the first byte on: the watchdog does not wait for a Setup
+    with anyio.fail_after(30):
+        async with worker("--silence-timeout", "1") as (process, stream):
+            await stream.send(_hello())
+            await stream.receive()
+            shook = time.monotonic()
+            assert await process.wait() == 3
+            assert time.monotonic() - shook >= 1.0
+
+
 async def test_worker_gives_up_without_a_hello() -> None:
     with anyio.fail_after(30):
         async with worker("--handshake-timeout", "0.3") as (process, _):
@@ -241,6 +274,7 @@ def test_the_worker_waits_for_hello_as_long_as_the_inventory_says() -> None:
     )
     command = worker_command(inventory.hosts[0], inventory.timeouts)
     assert command[-2:] == ["--handshake-timeout", "7.5"]
+    assert command[-4:-2] == ["--silence-timeout", "30"]  # the learner's heartbeat_timeout_s
 
 
 def _settings(**policy: object) -> str:

@@ -113,6 +113,9 @@ class Board:
             writer.add_scalar("weights/push_s", push_s, elapsed)
         writer.flush()
 
-    def close(self) -> None:
+    def close(self) -> RunStats:
+        """The last tick, then the TensorBoard files closed; the run's final numbers."""
+        stats = self.tick()
         if self._writer is not None:
             self._writer.close()
+        return stats

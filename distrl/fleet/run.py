@@ -103,8 +103,7 @@ async def collect(
         devices=inventory.device_count,
         on_progress=on_progress,
     )
-    await _run(inventory, stop, supervisor, board, *([rounds.run] if rounds else []))
-    stats = board.tick()
+    stats = await _run(inventory, stop, supervisor, board, *([rounds.run] if rounds else []))
     if stats.completed < episodes:
         log.warning(
             "collect: %d of %d episodes came back (failed: %s); the hosts ran out of restarts",
@@ -210,12 +209,11 @@ async def train(
             stop.set()
 
     try:
-        await _run(
+        return await _run(
             inventory, stop, supervisor, board, rounds_then_training if rounds else trainer.run, deadline
         )
     finally:
         await trainer.finish()
-    return board.tick()
 
 
 def _supervisor(
@@ -242,8 +240,9 @@ async def _run(
     hosts: HostSupervisor,
     board: Board,
     *jobs: Callable[[], Coroutine[Any, Any, None]],
-) -> None:
-    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``."""
+) -> RunStats:
+    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``; the final
+    numbers."""
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(board.run, stop)
@@ -260,7 +259,8 @@ async def _run(
             await stop.wait()
             tg.cancel_scope.cancel()
     finally:
-        board.close()
+        stats = board.close()
+    return stats
 
 
 def _stats(

@@ -81,6 +81,13 @@ from distrl.learner.checkpoint import (
     save_tensors,
 )
 from distrl.learner.critics import Critics
+from distrl.learner.losses import (
+    a_ride_actor_loss,
+    a_ride_weights,
+    digirl_keep,
+    filtered_bc_keep,
+    imitation_loss,
+)
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import (
     actor_advantages,
@@ -247,7 +254,9 @@ class Learner:
         )
         # A-RIDE's weight on −log π; the baselines replace it with their filters' 0/1
         shaped = actor_advantages(advantages, weights, settings.advantages)
-        coefficients = rhos.clamp(max=settings.rho_clip) * (shaped - settings.invalid_penalty * invalid)
+        coefficients = a_ride_weights(
+            rhos, shaped, invalid, rho_clip=settings.rho_clip, invalid_penalty=settings.invalid_penalty
+        )
 
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
@@ -356,16 +365,18 @@ class Learner:
             trajectory = trajectories[i]
             reward = 1.0 if trajectory.success else 0.0
             if algorithm == "filtered-bc":
-                kept = torch.full((end - start,), reward > 0, dtype=torch.bool, device=keep.device)
-            else:
-                if reward - float(instruction[i]) <= 0:
-                    continue
-                rewards = torch.tensor([s.reward for s in trajectory.steps], device=values.device)
-                step_advantage = digirl_step_advantages(
-                    rewards, values[start:end], reward, self.settings.digirl_lambda
-                )
-                kept = step_advantage > 1.0 / trajectory.task.max_steps
-            keep[start:end] = kept
+                keep[start:end] = filtered_bc_keep(bool(trajectory.success), end - start, keep.device)
+                continue
+            rewards = torch.tensor([s.reward for s in trajectory.steps], device=values.device)
+            step_advantage = digirl_step_advantages(
+                rewards, values[start:end], reward, self.settings.digirl_lambda
+            )
+            keep[start:end] = digirl_keep(
+                step_advantage,
+                final_reward=reward,
+                instruction_value=float(instruction[i]),
+                max_steps=trajectory.task.max_steps,
+            )
         count = int(keep.sum())
         if count:
             out[keep] = 1.0
@@ -384,7 +395,7 @@ class Learner:
         rows = [i for i in range(len(inputs)) if bool(keep[i])]
         if not rows:
             return 0.0
-        total = float(len(rows))  # every algorithm's loss is a mean over the steps it trains
+        total = len(rows)  # every algorithm's loss is a mean over the steps it trains
         self.policy.train(True)
         self.actor_optimiser.zero_grad(set_to_none=True)
         loss_sum = 0.0
@@ -394,13 +405,16 @@ class Learner:
                 logprob, entropy = self.policy.logprobs([inputs[i] for i in chunk], [texts[i] for i in chunk])
                 index = torch.tensor(chunk, device=self.policy.device)
                 if a_ride:
-                    w = weights[index]
-                    loss = (
-                        -(w * coefficients[index] * logprob).sum()
-                        - settings.entropy_coef * (w * entropy).sum()
-                    ) / total
+                    loss = a_ride_actor_loss(
+                        logprob,
+                        entropy,
+                        coefficients[index],
+                        weights[index],
+                        entropy_coef=settings.entropy_coef,
+                        steps=total,
+                    )
                 else:
-                    loss = -(coefficients[index] * logprob).sum() / total
+                    loss = imitation_loss(logprob, steps=total)
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 loss_sum += float(loss.detach())
         finally:

@@ -1,0 +1,117 @@
+"""Each term of the actor losses, on batches small enough to work out by hand (``distrl.learner.losses``).
+
+For every term: the loss's value, and the direction its gradient pushes (gradient descent moves a
+quantity against its gradient: a negative ∂L/∂log π raises that action's likelihood).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from distrl.learner.losses import (
+    a_ride_actor_loss,
+    a_ride_weights,
+    digirl_keep,
+    filtered_bc_keep,
+    imitation_loss,
+)
+from distrl.learner.retrace import actor_advantages
+
+
+def _t(*values: float) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def test_the_rho_clip_caps_each_steps_ratio() -> None:
+    rho, advantages, valid = _t(0.5, 2.0, 4.0), _t(1.0, 1.0, -1.0), _t(0.0, 0.0, 0.0)
+    clipped = a_ride_weights(rho, advantages, valid, rho_clip=1.5, invalid_penalty=1.0)
+    # min(ρ, 1.5)·A: 0.5·1, 1.5·1, 1.5·(−1); the ratio below the clip passes as it is
+    torch.testing.assert_close(clipped, _t(0.5, 1.5, -1.5))
+    unclipped = a_ride_weights(rho, advantages, valid, rho_clip=math.inf, invalid_penalty=1.0)
+    torch.testing.assert_close(unclipped, _t(0.5, 2.0, -4.0))
+
+
+def test_the_invalid_penalty_lowers_invalid_answers_by_kappa_times_rho() -> None:
+    rho, advantages, invalid = _t(1.0, 1.0, 0.5), _t(0.2, 0.0, 0.0), _t(0.0, 1.0, 1.0)
+    weights = a_ride_weights(rho, advantages, invalid, rho_clip=1.0, invalid_penalty=2.0)
+    # a valid step keeps ρ·A; an invalid one gets ρ·(A − κ): −2 at ρ = 1, −1 at ρ = 0.5
+    torch.testing.assert_close(weights, _t(0.2, -2.0, -1.0))
+    logprob = _t(-1.0, -2.0, -3.0).requires_grad_()
+    loss = a_ride_actor_loss(logprob, _t(0, 0, 0), weights, _t(1, 1, 1), entropy_coef=0.0, steps=3)
+    # L = −(0.2·(−1) − 2·(−2) − 1·(−3)) / 3 = −(−0.2 + 4 + 3) / 3
+    assert loss.item() == pytest.approx(-6.8 / 3)
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert logprob.grad is not None
+    torch.testing.assert_close(logprob.grad, _t(-0.2 / 3, 2.0 / 3, 1.0 / 3))
+    # descent raises the valid answer's likelihood and lowers the invalid ones', the likelier one more
+    assert logprob.grad[0] < 0 < logprob.grad[2] < logprob.grad[1]
+    none = a_ride_weights(rho, advantages, invalid, rho_clip=1.0, invalid_penalty=0.0)
+    torch.testing.assert_close(none, _t(0.2, 0.0, 0.0))
+
+
+def test_the_entropy_bonus_raises_entropy_by_beta_times_w() -> None:
+    logprob = _t(-1.0, -2.0).requires_grad_()
+    entropy = _t(0.5, 1.5).requires_grad_()
+    weights, sample_weights = _t(1.0, 0.5), _t(1.0, 2.0)
+    loss = a_ride_actor_loss(logprob, entropy, weights, sample_weights, entropy_coef=0.1, steps=2)
+    # L = −(1·(1·(−1) + 0.1·0.5) + 2·(0.5·(−2) + 0.1·1.5)) / 2 = −(−0.95 − 1.7) / 2
+    assert loss.item() == pytest.approx(1.325)
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert entropy.grad is not None
+    assert logprob.grad is not None
+    # ∂L/∂H = −β·w / N: descent raises the entropy of every step, twice as much where w is twice
+    torch.testing.assert_close(entropy.grad, _t(-0.05, -0.1))
+    torch.testing.assert_close(logprob.grad, _t(-0.5, -0.5))
+    without = a_ride_actor_loss(logprob, entropy, weights, sample_weights, entropy_coef=0.0, steps=2)
+    assert without.item() == pytest.approx(1.5)  # the bonus lowered the loss by β·Σ w·H / N = 0.175
+
+
+def test_the_loss_is_a_mean_over_the_steps_trained() -> None:
+    logprob, entropy = _t(-1.0, -1.0), _t(0.0, 0.0)
+    one = a_ride_actor_loss(logprob, entropy, _t(1.0, 1.0), _t(1.0, 1.0), entropy_coef=0.0, steps=2)
+    four = a_ride_actor_loss(logprob, entropy, _t(1.0, 1.0), _t(1.0, 1.0), entropy_coef=0.0, steps=4)
+    assert (one.item(), four.item()) == pytest.approx((1.0, 0.5))
+
+
+def test_positive_advantages_keep_the_better_steps_at_weighted_mean_one() -> None:
+    advantages, weights = _t(-1.0, 0.5, 1.5), _t(1.0, 1.0, 2.0)
+    positive = actor_advantages(advantages, weights, "positive")
+    # max(A, 0) = (0, 0.5, 1.5), divided by its weighted mean over the kept steps, (0.5 + 2·1.5) / 3
+    torch.testing.assert_close(positive, _t(0.0, 0.5 * 3 / 3.5, 1.5 * 3 / 3.5))
+    torch.testing.assert_close(actor_advantages(advantages, weights, "signed"), advantages)
+    normalised = actor_advantages(advantages, weights, "normalised")
+    assert float((weights * normalised).sum()) == pytest.approx(0.0, abs=1e-5)
+    torch.testing.assert_close(actor_advantages(_t(-1.0, 0.0), _t(1.0, 1.0), "positive"), _t(0.0, 0.0))
+    with pytest.raises(ValueError, match="not positive, normalised or signed"):
+        actor_advantages(advantages, weights, "clipped")
+
+
+def test_digirl_keeps_steps_above_one_over_h_of_trajectories_that_beat_their_instruction_value() -> None:
+    step_advantages = _t(0.05, 0.1, 0.2, 0.5)
+    kept = digirl_keep(step_advantages, final_reward=1.0, instruction_value=0.4, max_steps=10)
+    # 1/H = 0.1: strictly above it
+    assert kept.tolist() == [False, False, True, True]
+    for reward, value in ((1.0, 1.0), (0.0, 0.4), (1.0, 1.2)):  # r − V_instr ≤ 0: nothing at all
+        assert not digirl_keep(
+            step_advantages, final_reward=reward, instruction_value=value, max_steps=10
+        ).any()
+    assert digirl_keep(step_advantages, final_reward=1.0, instruction_value=0.4, max_steps=4).tolist() == [
+        False,
+        False,
+        False,
+        True,
+    ]
+
+
+def test_filtered_bc_imitates_every_step_of_successes_only() -> None:
+    assert filtered_bc_keep(True, 3).tolist() == [True, True, True]
+    assert filtered_bc_keep(False, 3).tolist() == [False, False, False]
+    logprob = _t(-1.0, -3.0).requires_grad_()
+    loss = imitation_loss(logprob, steps=4)
+    assert loss.item() == pytest.approx(1.0)  # −(−1 − 3) / 4
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert logprob.grad is not None
+    torch.testing.assert_close(logprob.grad, _t(-0.25, -0.25))  # descent raises both
