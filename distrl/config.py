@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import ipaddress
 import json
 import math
 import operator
@@ -37,6 +38,32 @@ T = TypeVar("T")
 
 LOCAL_ADDRESS = "localhost"
 """A host at this address runs its worker as a local subprocess unless ``transport`` says otherwise."""
+
+
+def address_problem(address: str) -> str:
+    """Why ``address`` is neither an IP address nor a host name (empty: it is one)."""
+    try:
+        ipaddress.ip_address(address.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        pass
+    else:
+        return ""
+    if len(address) > 253:
+        return f"is {len(address)} characters long, more than a host name's 253"
+    for label in address.removesuffix(".").split("."):
+        if not label:
+            return "has an empty part between dots: not a host name"
+        if len(label) > 63:
+            return f"has a part of {len(label)} characters, more than a host name's 63"
+        if not _LABEL.fullmatch(label):
+            return (
+                f"has the part {label!r}: a host name is ASCII letters, digits, '-' and '_'"
+                " (not starting or ending with '-'; internationalised names in their xn-- form)"
+            )
+    return ""
+
+
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?")
 
 
 def _num(
@@ -470,6 +497,10 @@ class _Reader:
         sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
         run: RunSettings = sections["run"]
         sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
+        output = Path(sections["run"].output_dir)
+        blocking = next((p for p in (output, *output.parents) if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise self.fail("run.output_dir", f"{str(blocking)!r} is a file, not a folder")
         policy: PolicySettings = sections["policy"]
         sections["policy"] = dataclasses.replace(
             policy,
@@ -516,6 +547,8 @@ class _Reader:
             raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
         hosts: list[Host] = []
         seen: dict[str, int] = {}
+        devices: dict[tuple[str, str], int] = {}
+        """(address, serial) → host index: two hosts on one machine cannot share a device."""
         for index, entry in enumerate(entries):
             path = f"hosts[{index}]"
             host = self.host(entry, defaults, path)
@@ -524,6 +557,16 @@ class _Reader:
                     f"{path}.name", f"duplicate host name {host.name!r} (also hosts[{seen[host.name]}])"
                 )
             seen[host.name] = index
+            for serial in host.devices.serials:
+                if serial.startswith("sim-"):
+                    continue  # in-process phones: each worker has its own
+                other = devices.setdefault((host.address, serial), index)
+                if other != index:
+                    raise self.fail(
+                        f"{path}.devices",
+                        f"device {serial!r} of {host.address} is also hosts[{other}]'s: two workers cannot"
+                        " drive one device",
+                    )
             hosts.append(host)
         return tuple(hosts)
 
@@ -543,11 +586,17 @@ class _Reader:
                 f"{path}.address",
                 f"transport 'local' runs the worker on this machine; set address = \"{LOCAL_ADDRESS}\"",
             )
+        problem = address_problem(own["address"])
+        if problem:
+            raise self.fail(f"{path}.address", f"{own['address']!r} {problem}")
         merged["transport"] = transport
         if not merged.get("python"):
             merged["python"] = sys.executable if transport == "local" else "python3"
         for key in ("identity_file", "known_hosts_file") + (("workdir",) if transport == "local" else ()):
             merged[key] = self.local_path(merged.get(key, ""))
+        if transport == "local" and merged.get("workdir") and not Path(merged["workdir"]).is_dir():
+            where = f"{path}.workdir" if "workdir" in own else "defaults.workdir"
+            raise self.fail(where, f"{merged['workdir']!r} is not a folder on this machine")
         host = Host(**merged)
         where = f"{path}.devices" if "devices" in own else "defaults.devices"
         for i, port in enumerate(host.devices.emulator_ports):

@@ -69,7 +69,8 @@ def worker_command(host: Host, timeouts: Timeouts) -> list[str]:
     """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted).
 
     The worker logs as verbosely as this process does, waits for the learner's hello as long as
-    ``timeouts.handshake_s``, and leaves a learner silent past ``timeouts.heartbeat_timeout_s``. An empty ``host.python`` is this interpreter locally, ``python3`` over SSH."""
+    ``timeouts.handshake_s``, and leaves a learner silent past ``timeouts.heartbeat_timeout_s``. An
+    empty ``host.python`` is this interpreter locally, ``python3`` over SSH."""
     verbosity = (
         ["-vv"] if log.isEnabledFor(logging.DEBUG) else ["-v"] if log.isEnabledFor(logging.INFO) else []
     )

@@ -87,7 +87,7 @@ def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
         "devices = { sim = 1 }\n"
     )
     result = distrl("probe", str(inventory))
-    command = "/nonexistent/python -m distrl worker --host a --handshake-timeout 30"
+    command = "/nonexistent/python -m distrl worker --host a --silence-timeout 30 --handshake-timeout 30"
     assert f"cannot start the worker ({command})" in result.stdout
     assert_one_sentence_error(result, 1, "1 of 1 host(s) failed")
 

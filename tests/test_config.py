@@ -223,6 +223,28 @@ MALFORMED = [
     (HOST_A + 'devices = { sim = 1 }\nenv = { A = "x\\u0000y" }\n', "hosts[0].env.A", "NUL"),
     (HOST_A + "devices = { sim = 100000000 }\n", "hosts[0].devices.sim", "at most 4096"),
     ("x = " + "[" * 5000 + "]" * 5000 + "\n" + ONE_HOST, "", "nested too deeply"),
+    ('[[hosts]]\nname = "a"\naddress = "a..b"\ndevices = { sim = 1 }\n', "hosts[0].address", "empty part"),
+    ('[[hosts]]\nname = "a"\naddress = ".a"\ndevices = { sim = 1 }\n', "hosts[0].address", "empty part"),
+    (
+        f'[[hosts]]\nname = "a"\naddress = "{"x" * 64}.org"\ndevices = {{ sim = 1 }}\n',
+        "hosts[0].address",
+        "63",
+    ),
+    (
+        f'[[hosts]]\nname = "a"\naddress = "{"x." * 127}x"\ndevices = {{ sim = 1 }}\n',
+        "hosts[0].address",
+        "253",
+    ),
+    ('[[hosts]]\nname = "a"\naddress = "gpu-.lab"\ndevices = { sim = 1 }\n', "hosts[0].address", "'gpu-'"),
+    ('[[hosts]]\nname = "a"\naddress = "héllo"\ndevices = { sim = 1 }\n', "hosts[0].address", "xn--"),
+    ('[[hosts]]\nname = "a"\naddress = "a:b"\ndevices = { sim = 1 }\n', "hosts[0].address", "a host name"),
+    (
+        '[[hosts]]\nname = "a"\naddress = "gpu1"\ndevices = { emulator_ports = [5554] }\n'
+        '[[hosts]]\nname = "b"\naddress = "gpu1"\ndevices = { adb_serials = ["emulator-5554"] }\n',
+        "hosts[1].devices",
+        "two workers cannot drive one device",
+    ),
+    (HOST_A + 'devices = { sim = 1 }\nworkdir = "/nonexistent/distrl"\n', "hosts[0].workdir", "not a folder"),
 ]
 
 
@@ -236,6 +258,27 @@ def test_malformed_inventory_names_path_and_problem(text: str, path: str, words:
     assert words in str(error)
     assert str(error).startswith(f"hosts.toml: {path}: " if path else "hosts.toml: ")
     assert isinstance(error, ValueError)
+
+
+def test_addresses_that_are_host_names_or_ip_addresses_pass() -> None:
+    for address in ("gpu-1.lab.example.org", "10.0.0.7", "::1", "[fe80::1]", "my_box", "xn--bcher-kva.de"):
+        text = f'[[hosts]]\nname = "a"\naddress = "{address}"\ndevices = {{ sim = 1 }}\n'
+        assert parse_inventory(text).hosts[0].address == address
+    # one device on two machines is two devices
+    two = (
+        '[[hosts]]\nname = "a"\naddress = "gpu1"\ndevices = { emulator_ports = [5554] }\n'
+        '[[hosts]]\nname = "b"\naddress = "gpu2"\ndevices = { emulator_ports = [5554] }\n'
+    )
+    assert len(parse_inventory(two).hosts) == 2
+
+
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "runs").write_text("not a folder")
+    for output in ("runs", "runs/deeper"):
+        with pytest.raises(ConfigError, match=r"run\.output_dir: .*runs' is a file, not a folder"):
+            parse_inventory(
+                f'[run]\noutput_dir = "{output}"\n' + ONE_HOST, source=str(tmp_path / "hosts.toml")
+            )
 
 
 def test_invalid_toml_syntax_names_file_and_line() -> None:
@@ -256,7 +299,7 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
 
 def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "hosts.toml"
-    path.parent.mkdir()
+    (path.parent / "work").mkdir(parents=True)  # a local workdir must exist
     path.write_text(
         '[run]\nname = "exp"\noutput_dir = "out"\n[defaults]\nidentity_file = "keys/id"\n'
         '[policy]\nmodel = "models/bc"\nadapter = "adapters/a1"\n'

@@ -24,7 +24,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
-from distrl.errors import ConfigError
+from distrl.errors import CheckpointError, ConfigError
 from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.sampler import TaskSampler
 from distrl.sim.suites import tasks
@@ -147,6 +147,17 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     # the update count goes on from the checkpoint: the learner resumed, it did not start over
     assert again.updates > stats.updates
     assert latest.name == f"step-{again.updates:09d}"
+
+    # flipped bytes in the latest checkpoint: resuming refuses it, names it, and writes nothing
+    damaged = next(path for path in sorted(latest.rglob("*.safetensors")))
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    before = sorted(p.name for p in latest.parent.iterdir())
+    with pytest.raises(CheckpointError, match=f"cannot resume from .*{latest.name}.*SHA-256") as refused:
+        await train(inventory, resume=True)
+    assert f"move {latest.name} aside to resume from it" in str(refused.value)  # the one before it
+    assert sorted(p.name for p in latest.parent.iterdir()) == before
 
 
 async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(

@@ -22,12 +22,12 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory, worker_settings_json
-from distrl.errors import ConfigError, DistrlError
+from distrl.errors import CheckpointError, ConfigError, DistrlError
 from distrl.fleet.board import Board
 from distrl.fleet.host import HostSupervisor
 from distrl.fleet.ledger import Ledger, RunStats
@@ -37,6 +37,9 @@ from distrl.fleet.sampler import TaskSampler
 from distrl.fleet.session import Rounds, Sessions
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
+
+if TYPE_CHECKING:
+    from distrl.learner.checkpoint import Checkpoints
 
 __all__ = ["CollectResult", "collect", "train"]
 
@@ -149,6 +152,7 @@ async def train(
         latest = checkpoints.latest()
         if latest is None:
             raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")
+        await anyio.to_thread.run_sync(_verify, checkpoints, latest)
         await anyio.to_thread.run_sync(learner.load, latest)
         log.info("resumed from %s (update %d)", latest, learner.updates)
     limit = run.max_trajectories or None
@@ -214,6 +218,23 @@ async def train(
         )
     finally:
         await trainer.finish()
+
+
+def _verify(checkpoints: Checkpoints, folder: Path) -> None:
+    """Check ``folder`` against its manifest before anything is loaded from it (a damaged checkpoint
+    would load silently, train on garbage and be written back as new)."""
+    try:
+        checkpoints.verify(folder)
+    except CheckpointError as exc:
+        earlier = [path for path in checkpoints.list() if path != folder]
+        hint = (
+            f"; the one before it is {earlier[-1]}: move {folder.name} aside to resume from it"
+            if earlier
+            else ""
+        )
+        raise CheckpointError(
+            f"cannot resume from {folder}: {exc.message}{hint}", path=exc.path, reason=exc.reason
+        ) from exc
 
 
 def _supervisor(
