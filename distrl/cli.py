@@ -281,8 +281,12 @@ def _run(args: argparse.Namespace) -> int:
     _say(
         f"{stats.completed} episodes ({stats.success_rate:.0%} success) in {stats.elapsed_s:.0f} s; "
         f"{stats.updates} updates; failed episodes: {failed} (all re-queued); "
+        f"{stats.device_errors} cut short by a device; {stats.retired} device(s) retired; "
         f"{stats.weight_pushes} weight pushes, {stats.weight_bytes / 1e6:.1f} MB."
     )
+    problem = stats.achieved_nothing
+    if problem:
+        return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
     return 0
 
 

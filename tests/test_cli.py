@@ -92,6 +92,22 @@ def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
     assert_one_sentence_error(result, 1, "1 of 1 host(s) failed")
 
 
+def test_a_run_whose_every_host_is_given_up_fails_and_says_why(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[run]\noutput_dir = "{tmp_path / "runs"}"\nmax_restarts = 0\n'
+        '[[hosts]]\nname = "a"\naddress = "localhost"\npython = "/nonexistent/python"\n'
+        "devices = { sim = 1 }\n"
+    )
+    result = distrl("run", str(inventory))
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("distrl: error: the run stopped before its goal: every host was given up (a: ")
+    assert "cannot start the worker" in last
+    assert "0 episodes" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

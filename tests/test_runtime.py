@@ -27,6 +27,7 @@ from distrl.config import Inventory, parse_inventory
 from distrl.errors import CheckpointError, ConfigError
 from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.sampler import TaskSampler
+from distrl.fleet.stop import Stop
 from distrl.sim.suites import tasks
 from distrl.worker import WEIGHTS_DELAY_ENV
 
@@ -433,7 +434,7 @@ async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() ->
     # Every episode the run needs is out: a free session must not leave (its host would shut down for
     # good), but wait, and take the task of an episode that failed elsewhere.
     pool = tasks("general", "train")[:3]
-    sampler = TaskSampler(pool, random.Random(0), run_name="t", limit=2, stop=anyio.Event())
+    sampler = TaskSampler(pool, random.Random(0), run_name="t", limit=2, stop=Stop())
     first, second = await sampler.take(), await sampler.take()
     assert first is not None and second is not None  # noqa: PT018
     taken: list[tuple[str, object] | None] = []

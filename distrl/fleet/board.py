@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from distrl.fleet.ledger import RunStats
+from distrl.fleet.stop import Stop
 
 if TYPE_CHECKING:
     from distrl.learner.replay import ReplayStats
@@ -77,7 +78,7 @@ class Board:
         self._writer.add_scalar("replay/trajectories", replay.trajectories, step)
         self._writer.add_scalar("replay/dropped_stale", replay.dropped_stale, step)
 
-    async def run(self, stop: anyio.Event) -> None:
+    async def run(self, stop: Stop) -> None:
         """A tick every ``PROGRESS_EVERY_S`` until ``stop``."""
         while not stop.is_set():
             with anyio.move_on_after(PROGRESS_EVERY_S):

@@ -22,6 +22,7 @@ from distrl.errors import DistrlError
 from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.probe import handshake
 from distrl.fleet.publisher import Publisher
+from distrl.fleet.stop import Stop
 from distrl.transport import open_host
 from distrl.wire import ErrorReport, Setup, Shutdown
 
@@ -50,7 +51,7 @@ class HostSupervisor:
         timeouts: Timeouts,
         max_restarts: int,
         settings_json: str,
-        stop: anyio.Event,
+        stop: Stop,
         play: Callable[[Link], Awaitable[None]],
         publisher: Publisher | None,
         on_step: Callable[[], None],
@@ -64,21 +65,27 @@ class HostSupervisor:
         self._on_step = on_step
         self.up: set[str] = set()
         self.restarts = 0
+        self.given_up: dict[str, str] = {}
+        """Hosts past their restart budget, with their last error."""
 
     async def supervise(self, host: Host) -> None:
         """Keep ``host``'s worker running and its sessions going, restarting it after a loss."""
         failures = 0
+        last = ""
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                lost = await self._run_once(host)
-                if self._stop.is_set() or not lost:
+                link = await self._run_once(host)
+                if self._stop.is_set() or not link.lost:
                     return  # the run is over, or this host has played all it was given
                 failures = 0 if time.monotonic() - started > 60 else failures + 1
+                last = f"link lost: {link.lost}"
             except LINK_ERRORS as exc:
                 failures += 1
-                log.warning("host %s: %s", host.name, exc or type(exc).__name__)
+                last = str(exc) or type(exc).__name__
+                log.warning("host %s: %s", host.name, last)
             if failures > self._max_restarts:
+                self.given_up[host.name] = last
                 log.error(
                     "host %s: given up after %d failures in a row; the run goes on without it",
                     host.name,
@@ -89,8 +96,8 @@ class HostSupervisor:
             with anyio.move_on_after(min(30.0, 2.0 ** (failures - 1))):
                 await self._stop.wait()
 
-    async def _run_once(self, host: Host) -> bool:
-        """One life of the host's worker; whether its link was lost."""
+    async def _run_once(self, host: Host) -> Link:
+        """One life of the host's worker; its link, lost or not."""
         async with open_host(host, self._timeouts) as raw:
             await handshake(raw, self._timeouts)
             link = Link(raw, self._on_step)
@@ -105,7 +112,7 @@ class HostSupervisor:
                 tg.cancel_scope.cancel()
             if error is not None:
                 raise error
-        return bool(link.lost)
+        return link
 
     async def _serve(self, link: Link, tg: anyio.abc.TaskGroup) -> None:
         """Set the worker up, bring it to the current weights, run its sessions, then say goodbye."""

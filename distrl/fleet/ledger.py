@@ -16,6 +16,7 @@ from collections.abc import Callable
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from distrl.fleet.stop import Stop
 from distrl.records import Trajectory
 
 __all__ = ["Ledger", "RunStats"]
@@ -61,8 +62,30 @@ class RunStats:
     """``lag_p50`` per host: a host whose weights arrive late shows here."""
     hosts_up: int = 0
     hosts: int = 0
+    given_up: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Hosts the run went on without, each with its last error."""
+    retired: int = 0
+    """Devices retired after failing ``run.max_restarts`` + 1 episodes in a row."""
+    ended: str = ""
+    """Why the run stopped: ``goal`` (its episodes), ``deadline`` (``run.duration_s``), ``hosts`` (every
+    host was done or given up first). Empty while it runs, and when it was cancelled."""
     recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
     """Success of the last 100 trajectories, oldest first."""
+
+    @property
+    def achieved_nothing(self) -> str:
+        """Why this run did not do what it was asked (empty if it did): every host given up or every
+        device retired before its goal, or no episode at all."""
+        if self.ended == "hosts":
+            if self.given_up and len(self.given_up) == self.hosts:
+                why = "; ".join(f"{name}: {error}" for name, error in self.given_up.items())
+                return f"every host was given up ({why})"
+            if self.retired:
+                return f"{self.retired} device(s) retired after failing episode after episode, none left"
+            return "every host stopped before the run's goal"
+        if self.ended and not self.completed:
+            return "no episode came back"
+        return ""
 
     @property
     def in_flight(self) -> int:
@@ -99,7 +122,7 @@ class Ledger:
     def __init__(
         self,
         *,
-        stop: anyio.Event,
+        stop: Stop,
         limit: int | None,
         version: Callable[[], int],
         trainer: MemoryObjectSendStream[Trajectory] | None = None,
@@ -157,7 +180,7 @@ class Ledger:
             except anyio.WouldBlock:
                 await self._trainer.send(trajectory)
         if self._limit is not None and self.completed >= self._limit:
-            self._stop.set()
+            self._stop.set("goal")
 
 
 def _median(values: collections.abc.Iterable[int]) -> int:

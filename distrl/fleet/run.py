@@ -35,6 +35,7 @@ from distrl.fleet.link import Link
 from distrl.fleet.publisher import Publisher, snapshot
 from distrl.fleet.sampler import TaskSampler
 from distrl.fleet.session import Rounds, Sessions
+from distrl.fleet.stop import Stop
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
 
@@ -82,7 +83,7 @@ async def collect(
         inventory = dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, seed=seed))
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
-    stop = anyio.Event()
+    stop = Stop()
     sampler = TaskSampler(
         _tasks(inventory, tasks, split),
         random.Random(f"collect/{inventory.run.seed}"),
@@ -101,7 +102,7 @@ async def collect(
     rounds = Rounds(sessions, stop) if inventory.run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, None)
     board = Board(
-        lambda: _stats(inventory, sampler, ledger, supervisor),
+        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor),
         folder=None,
         devices=inventory.device_count,
         on_progress=on_progress,
@@ -156,7 +157,7 @@ async def train(
         await anyio.to_thread.run_sync(learner.load, latest)
         log.info("resumed from %s (update %d)", latest, learner.updates)
     limit = run.max_trajectories or None
-    stop = anyio.Event()
+    stop = Stop()
     # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
     sampler = TaskSampler(
         _tasks(inventory, None, "train"),
@@ -182,7 +183,7 @@ async def train(
     rounds = Rounds(sessions, stop) if run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
     board = Board(
-        lambda: _stats(inventory, sampler, ledger, supervisor, publisher, trainer),
+        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor, publisher, trainer),
         folder=output / "tensorboard",
         devices=inventory.device_count,
         push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
@@ -210,7 +211,7 @@ async def train(
         if run.duration_s > 0:
             with anyio.move_on_after(run.duration_s):
                 await stop.wait()
-            stop.set()
+            stop.set("deadline")
 
     try:
         return await _run(
@@ -239,7 +240,7 @@ def _verify(checkpoints: Checkpoints, folder: Path) -> None:
 
 def _supervisor(
     inventory: Inventory,
-    stop: anyio.Event,
+    stop: Stop,
     play: Callable[[Link], Awaitable[None]],
     ledger: Ledger,
     publisher: Publisher | None,
@@ -257,7 +258,7 @@ def _supervisor(
 
 async def _run(
     inventory: Inventory,
-    stop: anyio.Event,
+    stop: Stop,
     hosts: HostSupervisor,
     board: Board,
     *jobs: Callable[[], Coroutine[Any, Any, None]],
@@ -274,7 +275,7 @@ async def _run(
                 async with anyio.create_task_group() as inner:
                     for host in inventory.hosts:
                         inner.start_soon(hosts.supervise, host, name=f"host {host.name}")
-                stop.set()  # every host is done or given up
+                stop.set("hosts")  # every host is done or given up
 
             tg.start_soon(every_host)
             await stop.wait()
@@ -286,7 +287,9 @@ async def _run(
 
 def _stats(
     inventory: Inventory,
+    stop: Stop,
     sampler: TaskSampler,
+    sessions: Sessions,
     ledger: Ledger,
     hosts: HostSupervisor,
     publisher: Publisher | None = None,
@@ -315,6 +318,9 @@ def _stats(
         host_lag_p50=host_lag_p50,
         hosts_up=len(hosts.up),
         hosts=len(inventory.hosts),
+        given_up=dict(hosts.given_up),
+        retired=sessions.retired,
+        ended=stop.reason,
         recent=ledger.recent.copy(),
     )
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import anyio
 
 from distrl.errors import DistrlError
+from distrl.fleet.stop import Stop
 from distrl.records import Task
 
 __all__ = ["TaskSampler"]
@@ -24,7 +25,7 @@ class TaskSampler:
     """Hands out ``(episode id, task)``; counts what it handed out and what came back failed."""
 
     def __init__(
-        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: anyio.Event
+        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: Stop
     ) -> None:
         if not pool:
             raise DistrlError("there are no tasks to run")

@@ -23,6 +23,7 @@ from distrl.errors import DistrlError
 from distrl.fleet.ledger import Ledger
 from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.sampler import TaskSampler
+from distrl.fleet.stop import Stop
 from distrl.wire import EpisodeRequest
 
 __all__ = ["Rounds", "Sessions"]
@@ -47,6 +48,8 @@ class Sessions:
         self._version = version
         self._timeouts = timeouts
         self._max_failures = max_failures
+        self.retired = 0
+        """Devices retired after ``max_failures`` + 1 failed episodes in a row."""
 
     async def play(self, link: Link) -> None:
         """One session per device of ``link``'s host, until the run stops or the link is lost."""
@@ -99,7 +102,7 @@ class Sessions:
 class Rounds:
     """Sync mode: rounds in which every device of every host up plays one episode, then a barrier."""
 
-    def __init__(self, sessions: Sessions, stop: anyio.Event) -> None:
+    def __init__(self, sessions: Sessions, stop: Stop) -> None:
         self._sessions = sessions
         self._stop = stop
         self._changed = anyio.Condition()
