@@ -18,6 +18,9 @@ The tree::
     ├── PolicyError                     model loading, generation: ``model``, ``phase``
     ├── WeightsError (ValueError)       an adapter blob that cannot be applied: ``reason``, ``version``,
     │                                   ``base_version``, ``expected``, ``tensor``
+    ├── CheckpointError                 a checkpoint that cannot be written or read back: ``path``, ``reason``
+    ├── LearnerError (ArithmeticError)  an update that met non-finite numbers, refused whole: ``quantity``,
+    │                                   ``update``
     ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
     │                                   ``last_error``
     └── RemoteError                     from the other side, of a type unknown here: ``remote_type``
@@ -206,6 +209,17 @@ class CheckpointError(DistrlError):
     """The checkpoint folder or file at fault."""
     reason: str | None
     """``missing``, ``corrupt``, ``mismatch`` (it does not fit this run's model or settings) or ``io``."""
+
+
+class LearnerError(DistrlError, ArithmeticError):
+    """An update that met non-finite numbers (NaN or infinity): refused before it changed the learner."""
+
+    fields: ClassVar[tuple[str, ...]] = ("quantity", "update")
+    quantity: str | None
+    """What was not finite: ``logprob``, ``entropy``, ``value``, ``priority``, ``critic_loss`` or
+    ``actor_loss``."""
+    update: int | None
+    """The update that was refused (1 for the first)."""
 
 
 def error_class(name: str) -> type[DistrlError] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from distrl.config import LearnerSettings, PolicySettings
-from distrl.errors import CheckpointError
+from distrl.errors import CheckpointError, LearnerError
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
 from distrl.learner.trainer import Learner, UpdateReport, _input
 from distrl.local import Round, train_local
@@ -374,3 +375,44 @@ def test_gradient_checkpointing_trains_the_same_adapter(played: list[Trajectory]
 def _checkpointing(learner: Learner) -> bool:
     """Whether the model's layers recompute their activations in training."""
     return any(getattr(m, "gradient_checkpointing", False) is True for m in learner.policy.model.modules())
+
+
+@pytest.mark.parametrize("poisoned", ["adapter", "critic"])
+def test_an_update_that_meets_nan_is_refused_whole(played: list[Trajectory], poisoned: str) -> None:
+    learner = _filled("a-ride", played)
+    if poisoned == "adapter":  # damaged weights: the policy's log-probs become NaN
+        state = learner.policy.adapter_state()
+        name = next(iter(state))
+        learner.policy.load_adapter_state({**state, name: torch.full_like(state[name], math.nan)})
+    else:
+        with torch.no_grad():
+            next(iter(learner.critics.step.parameters())).fill_(math.nan)
+    adapter, critics = learner.policy.adapter_state(), _snapshot(learner.critics)
+    with pytest.raises(LearnerError, match=r"update 1 refused: the .* is not finite") as refused:
+        learner.update()
+    assert refused.value.quantity == ("logprob" if poisoned == "adapter" else "value")
+    assert learner.updates == 0
+    after = learner.policy.adapter_state()
+    assert all(torch.equal(adapter[k], after[k]) or torch.isnan(adapter[k]).all() for k in adapter)
+    for name, value in _snapshot(learner.critics).items():
+        assert torch.equal(value.nan_to_num(), critics[name].nan_to_num()), name
+
+
+def test_a_nan_actor_loss_undoes_the_critic_step(
+    played: list[Trajectory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learner = _filled("a-ride", played)
+    critics = _snapshot(learner.critics)
+    real = Policy.logprobs
+
+    def nan_logprobs(self: Policy, *args: Any, **kwargs: Any) -> Any:
+        logprob, entropy = real(self, *args, **kwargs)
+        return logprob * math.nan, entropy
+
+    monkeypatch.setattr(Policy, "logprobs", nan_logprobs)
+    with pytest.raises(LearnerError) as refused:
+        learner.update()
+    assert refused.value.quantity == "actor_loss"
+    assert learner.updates == 0
+    for name, value in _snapshot(learner.critics).items():  # the critic had stepped: put back
+        assert torch.equal(value, critics[name]), name

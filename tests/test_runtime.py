@@ -24,7 +24,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
-from distrl.errors import CheckpointError, ConfigError
+from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.sampler import TaskSampler
 from distrl.fleet.stop import Stop
@@ -218,6 +218,26 @@ async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_
     # the slow host played on with version 0 the whole run, the other kept up
     assert stats.host_lag_p50["slow"] >= 2
     assert stats.host_lag_p50["local"] < stats.host_lag_p50["slow"]
+
+
+async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_good_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distrl.learner.trainer import Learner
+
+    update = Learner.update
+
+    def second_fails(self: Learner) -> Any:
+        if self.updates == 1:
+            raise LearnerError("update 2 refused: the logprob is not finite", quantity="logprob", update=2)
+        return update(self)
+
+    monkeypatch.setattr(Learner, "update", second_fails)
+    inventory = _inventory(tmp_path, extra="max_trajectories = 30\ncheckpoint_every = 1")
+    with pytest.raises(LearnerError, match="update 2 refused"):  # its own error, not an exception group
+        await train(inventory)
+    names = [p.name for p in (tmp_path / "runs" / "t" / "checkpoints").glob("step-*")]
+    assert names == ["step-000000001"]  # nothing written after the failure
 
 
 @pytest.mark.parametrize("keep", [None, 5])

@@ -280,6 +280,10 @@ async def _run(
             tg.start_soon(every_host)
             await stop.wait()
             tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # one part failed (the trainer, say): its own error, not a group
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
+            raise group.exceptions[0] from None
+        raise
     finally:
         stats = board.close()
     return stats

@@ -64,6 +64,8 @@ class Trainer:
         self._checkpointed_added = -1
         """``ReplayStats.added`` at the last checkpoint."""
         self._checkpointed_at = time.monotonic()
+        self._failed = ""
+        """Why an update failed, if one did: then no checkpoint is written over the last good one."""
 
     @property
     def updates(self) -> int:
@@ -98,9 +100,17 @@ class Trainer:
             await self._publish()  # every round ends with a broadcast
 
     async def finish(self) -> None:
-        """The run is over: add what arrived meanwhile and write the last checkpoint (shielded)."""
+        """The run is over: add what arrived meanwhile and write the last checkpoint (shielded), unless an
+        update failed: then the last good checkpoint stays the latest."""
         with anyio.CancelScope(shield=True):
             self._take_arrived()
+            if self._failed:
+                latest = self._checkpoints.latest()
+                log.error(
+                    "no checkpoint written after a failed update; the last good one is %s",
+                    latest or "none (there is none)",
+                )
+                return
             await self._checkpoint()
 
     def _take_arrived(self) -> int:
@@ -122,7 +132,11 @@ class Trainer:
             self._warn_if_stale()
 
     async def _update(self) -> bool:
-        report = await anyio.to_thread.run_sync(self._learner.update)
+        try:
+            report = await anyio.to_thread.run_sync(self._learner.update)
+        except Exception as exc:
+            self._failed = str(exc) or type(exc).__name__
+            raise
         if report is None:
             return False
         learner = self._learner

@@ -71,7 +71,7 @@ import torch
 from safetensors.torch import load_file
 
 from distrl.config import LearnerSettings
-from distrl.errors import CheckpointError, PolicyError
+from distrl.errors import CheckpointError, LearnerError, PolicyError
 from distrl.learner.checkpoint import (
     load_optimizer_state,
     load_tensors,
@@ -217,6 +217,8 @@ class Learner:
         with _evaluation(self.policy), torch.no_grad():
             scored = self._score(inputs, texts)
             values = torch.sigmoid(Critics.logit(self.critics.step, scored.state))
+        for name, tensor in (("logprob", scored.logprob), ("entropy", scored.entropy), ("value", values)):
+            self._finite(name, tensor)
 
         spans = _spans(batch.trajectories)
         weights = torch.tensor(
@@ -247,6 +249,7 @@ class Learner:
             rhos[start:end] = rho
             targets[start:end] = target
             advantages[start:end] = advantage
+        self._finite("priority", torch.tensor(priorities))
         invalid = torch.tensor(
             [isinstance(step.action, InvalidAction) for _, step in steps],
             dtype=torch.float32,
@@ -258,11 +261,18 @@ class Learner:
             rhos, shaped, invalid, rho_clip=settings.rho_clip, invalid_penalty=settings.invalid_penalty
         )
 
+        # the critic steps before the actor's loss is known: keep what it had, to undo a refused update
+        critics = copy.deepcopy((self.critics.state_dict(), self.critic_optimiser.state_dict()))
         critic_loss = self._critic_step(batch.trajectories, spans, scored, targets, weights, success)
         keep, coefficients = self._actor_coefficients(batch.trajectories, spans, scored, values, coefficients)
         if self.updates < settings.critic_warmup_updates and settings.algorithm != "filtered-bc":
             keep = torch.zeros_like(keep)  # critics first: advantages from an untrained critic mislead
-        actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights)
+        try:
+            actor_loss = self._actor_step(inputs, texts, keep, coefficients, weights)
+        except LearnerError:
+            self.critics.load_state_dict(critics[0])
+            self.critic_optimiser.load_state_dict(critics[1])
+            raise
 
         self.replay.update_priorities(batch.keys, priorities)
         self.replay.advance()
@@ -336,6 +346,7 @@ class Learner:
             first = torch.stack([scored.state[start] for start, _ in spans])
             other = bce(Critics.logit(self.critics.instruction, first), outcome)
         loss = step_loss + other
+        self._finite("critic_loss", loss.detach())
         self.critic_optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
@@ -415,6 +426,9 @@ class Learner:
                     )
                 else:
                     loss = imitation_loss(logprob, steps=total)
+                if not torch.isfinite(loss.detach()):
+                    self.actor_optimiser.zero_grad(set_to_none=True)
+                    self._finite("actor_loss", loss.detach())
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 loss_sum += float(loss.detach())
         finally:
@@ -422,6 +436,17 @@ class Learner:
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         self.actor_optimiser.step()
         return loss_sum
+
+    def _finite(self, quantity: str, values: torch.Tensor) -> None:
+        """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity."""
+        if not bool(torch.isfinite(values).all()):
+            raise LearnerError(
+                f"update {self.updates + 1} refused: the {quantity.replace('_', ' ')} is not finite (NaN or"
+                " infinite); the learner is as it was before it. A learning rate too high, or damaged"
+                " weights, do this",
+                quantity=quantity,
+                update=self.updates + 1,
+            )
 
     # -- checkpoints -------------------------------------------------------------------------------------
 
