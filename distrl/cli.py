@@ -13,12 +13,13 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import anyio
 
 from distrl import __version__
 from distrl.actions import format_action, parse_action, to_gesture
-from distrl.config import Inventory, load_inventory
+from distrl.config import BUILT_IN_MODELS, Inventory, load_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.records import InvalidAction
 from distrl.sim.latency import FaultRates
@@ -319,6 +320,9 @@ def _probe(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     _say(_headline(inventory))
+    problem = _missing_local_path(inventory)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
     for host in inventory.hosts:
         where = (
             "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
@@ -327,6 +331,29 @@ def _check(args: argparse.Namespace) -> int:
         _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
     _say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
+
+
+def _missing_local_path(inventory: Inventory) -> str:
+    """The first path this machine must have and does not, as ``file: toml.path: problem`` (empty: none).
+
+    The learner loads the policy here (``run``), and SSH reads its keys here; a remote host's paths are
+    the remote host's business (``probe``)."""
+
+    wanted = []
+    if inventory.policy.model not in BUILT_IN_MODELS:
+        wanted.append(("policy.model", inventory.policy.model))
+    if inventory.policy.adapter:
+        wanted.append(("policy.adapter", inventory.policy.adapter))
+    for index, host in enumerate(inventory.hosts):
+        for key in ("identity_file", "known_hosts_file"):
+            if not host.is_local and getattr(host, key):
+                wanted.append((f"hosts[{index}].{key}", getattr(host, key)))
+    for where, path in wanted:
+        if not Path(path).exists():
+            return str(
+                ConfigError.at(where, f"{path!r} does not exist on this machine", inventory.source or None)
+            )
+    return ""
 
 
 def _action(args: argparse.Namespace) -> int:
@@ -347,7 +374,6 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _sim(args: argparse.Namespace) -> int:
     import socket
-    from pathlib import Path
 
     from distrl.sim.latency import LatencyProfile
     from distrl.sim.phone import PhoneConfig

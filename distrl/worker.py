@@ -24,8 +24,10 @@ end of input means the learner is gone, and the worker exits. Its protocol, in o
      far; the next episode resets it;
    - ``Shutdown``: acked, then the worker exits.
 
-Once set up, a worker that hears nothing from the learner for ``timeouts.heartbeat_timeout_s`` exits
-too (the learner sends heartbeats): its machine may have vanished without the connection closing.
+A worker that hears nothing from the learner for ``--silence-timeout`` (the learner's
+``timeouts.heartbeat_timeout_s``) exits with status 3, from the handshake on (the learner sends
+heartbeats): its machine may have vanished without the connection closing. A malformed frame from the
+learner, at any point, is one log line and exit status 2.
 
 Inference runs in one thread for all devices (``distrl.policy.Batcher``): requests from the device
 coroutines are gathered into batches of at most ``policy.max_batch``.

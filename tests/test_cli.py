@@ -92,6 +92,25 @@ def test_worker_that_cannot_start_is_reported(tmp_path: Path) -> None:
     assert_one_sentence_error(result, 1, "1 of 1 host(s) failed")
 
 
+def test_check_names_a_local_path_that_does_not_exist(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    ssh = (
+        '[[hosts]]\nname = "gpu"\naddress = "10.0.0.9"\nidentity_file = "keys/nope"\ndevices = { sim = 1 }\n'
+    )
+    inventory.write_text(ssh)
+    result = distrl("check", str(inventory))
+    assert_one_sentence_error(
+        result, 2, "hosts[0].identity_file", "keys/nope", "does not exist on this machine"
+    )
+    inventory.write_text(
+        '[policy]\nmodel = "models/mine"\n' + ssh.replace('identity_file = "keys/nope"\n', "")
+    )
+    result = distrl("check", str(inventory))
+    assert_one_sentence_error(result, 2, "policy.model", "models/mine")
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    assert distrl("check", str(inventory)).returncode == 0
+
+
 def test_a_run_whose_every_host_is_given_up_fails_and_says_why(tmp_path: Path) -> None:
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(

@@ -300,6 +300,11 @@ def test_a_checkpoint_that_does_not_load_leaves_the_learner_as_it_was(
     with pytest.raises(CheckpointError, match="incomplete") as incomplete:
         _learner("a-ride").load(broken)
     assert incomplete.value.reason == "corrupt"
+    for updates in (-7, 2**70):  # counts no run makes: refused, not a ValueError nor a silent load
+        save_tensors(broken / "learner.safetensors", tensors, {**meta, "updates": updates})
+        with pytest.raises(CheckpointError, match=f"counts {updates} updates") as counted:
+            _learner("a-ride").load(broken)
+        assert counted.value.reason == "corrupt"
 
     # a damaged replay file, read after the critics: nothing changes either
     fresh = _learner("a-ride")

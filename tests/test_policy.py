@@ -412,6 +412,15 @@ def test_a_bad_model_or_adapter_is_one_sentence(tmp_path: Path) -> None:
         text_only
     )
     cases.append((PolicySettings(model=str(text_only)), "qwen2 model, not a vision-language model"))
+    for name, damage in (
+        ("truncated", lambda data: data[: len(data) // 2]),
+        ("random", lambda data: b"\x07" * 64),
+    ):
+        damaged = tmp_path / name
+        Policy.load(PolicySettings(), device="cpu").save_adapter(damaged)
+        weights = damaged / "adapter_model.safetensors"
+        weights.write_bytes(damage(weights.read_bytes()))
+        cases.append((PolicySettings(adapter=str(damaged)), "adapter weights in"))
     for settings, problem in cases:
         with pytest.raises(PolicyError) as info:
             Policy.load(settings, device="cpu")

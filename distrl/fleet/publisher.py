@@ -62,9 +62,6 @@ class Publisher:
         self.push_s: collections.deque[float] = collections.deque(maxlen=100)
         """Seconds each recent push took, from sending to the worker's ack."""
 
-    def acked(self, link: Link) -> int | None:
-        return self._acked.get(link)
-
     def publish(self, version: int, tensors: Tensors) -> None:
         """Make ``tensors`` the newest version; the links' pushers take it from here. Never waits."""
         self._snapshots[version] = tensors

@@ -522,6 +522,12 @@ class Learner:
                 meta[key] for key in ("actor_optimiser", "critic_optimiser", "rng", "updates")
             )
             updates = int(updates)
+        if not 0 <= updates < 2**53:  # JSON's exact integers; a learner makes some thousands of updates
+            raise CheckpointError(
+                f"the learner state in {str(state_file)!r} counts {updates} updates, not a count a run makes",
+                path=str(state_file),
+                reason="corrupt",
+            )
         adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
         with _refusing(f"the adapter in {str(adapter_file)!r} cannot be read", adapter_file, "corrupt"):
             adapter = load_file(str(adapter_file))

@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 import peft
 import torch
 import transformers
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
 
 from distrl.actions import parse_action
@@ -444,6 +445,9 @@ def _attach_adapter(base: PreTrainedModel, settings: PolicySettings) -> peft.Pef
         try:
             with _peft_quietly():
                 return peft.PeftModel.from_pretrained(base, str(folder), is_trainable=True)
+        except SafetensorError as exc:  # a truncated or garbled weights file
+            problem = f"the adapter weights in {where} are damaged ({exc})"
+            raise PolicyError(problem, model=settings.model, phase="adapter") from exc
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             problem = f"the adapter in {where} does not fit the model ({exc})"
             raise PolicyError(problem, model=settings.model, phase="adapter") from exc
