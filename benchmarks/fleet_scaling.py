@@ -41,12 +41,15 @@ import anyio
 from plotting import saved_figure
 
 from distrl.config import Inventory, parse_inventory
-from distrl.fleet import RunStats, collect
+from distrl.fleet import RunStats, board, collect
 from distrl.sim.suites import tasks
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 LAG_PERIOD_S = 0.05
 """How long the lag probe asks to sleep each time."""
+TICK_S = 0.25
+"""How often the run's progress snapshot is taken (``distrl.fleet.board.PROGRESS_EVERY_S``): the window's
+ends are read from the last snapshot before each."""
 
 
 @dataclass
@@ -96,14 +99,14 @@ def _percentile(values: list[float], q: float) -> float:
 async def _measure(inventory: Inventory, devices: int, warmup_s: float, seconds: float) -> Size:
     """Collect until the window after the warm-up has passed; the figures cover the window only."""
     size = Size(devices=devices, seconds=seconds)
-    holder: list[RunStats] = []
+    latest: list[RunStats] = []
+    """The newest progress snapshot (a tick every ``TICK_S``)."""
     lags: list[float] = []
 
     all_up = anyio.Event()
 
     def progress(stats: RunStats) -> None:
-        if not holder:
-            holder.append(stats)
+        latest[:] = [stats]
         if stats.hosts_up == stats.hosts:
             all_up.set()
 
@@ -116,13 +119,14 @@ async def _measure(inventory: Inventory, devices: int, warmup_s: float, seconds:
 
     async def measure(window: anyio.Event, done: anyio.Event, scope: anyio.CancelScope) -> None:
         await all_up.wait()  # a progress tick with every host up
-        stats = holder[0]
         await anyio.sleep(warmup_s)
-        steps, episodes, cpu = stats.steps_streamed, stats.completed, time.process_time()
+        first = latest[0]
+        cpu = time.process_time()
         window.set()
-        started = time.perf_counter()
         await anyio.sleep(seconds)
-        elapsed = time.perf_counter() - started
+        stats = latest[0]
+        elapsed = stats.taken - first.taken  # between the two snapshots' ticks
+        steps, episodes = first.steps_streamed, first.completed
         size.steps = stats.steps_streamed - steps
         size.steps_per_s = size.steps / elapsed
         size.episodes = stats.completed - episodes
@@ -183,6 +187,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure", type=Path, default=FIGURES / "fleet-scaling.png")
     args = parser.parse_args()
+    board.PROGRESS_EVERY_S = TICK_S
     counts = [int(n) for n in args.sizes.split(",")]
     if counts[0] != 1:
         parser.error("--sizes must start with 1: the single device gives the ideal bound")

@@ -452,6 +452,27 @@ async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path:
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
 
 
+async def test_a_failing_device_rests_is_tried_again_then_retired_and_the_run_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # every screenshot crashes the phone: two failed episodes in a row (max_restarts = 1), a 10 s rest,
+    # two more, and the device is retired; with every device retired the run stops and says why
+    text = _inventory_text(tmp_path, extra="max_restarts = 1").replace(
+        "nuisances = false", "nuisances = false\ncrash_rate = 1.0"
+    )
+    inventory = parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+    with anyio.fail_after(120):
+        result = await collect(inventory, policy="expert", tasks=tasks("general", "train")[:4], episodes=1000)
+    stats = result.stats
+    accounted(stats, result.trajectories)
+    assert stats.retired == 2
+    assert stats.ended == "hosts"
+    assert stats.device_errors == stats.completed == 8  # 2 + 2 per device
+    assert "2 device(s) retired" in stats.achieved_nothing
+    rests = [r.getMessage() for r in caplog.records if "trying it again in 10 s" in r.getMessage()]
+    assert len(rests) == 2, rests  # one rest per device
+
+
 async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() -> None:
     # Every episode the run needs is out: a free session must not leave (its host would shut down for
     # good), but wait, and take the task of an episode that failed elsewhere.

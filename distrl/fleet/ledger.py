@@ -53,6 +53,8 @@ class RunStats:
     weight_bytes: int = 0
     weight_pushes: int = 0
     started: float = dataclasses.field(default_factory=time.monotonic)
+    taken: float = dataclasses.field(default_factory=time.monotonic)
+    """When these numbers were read (``time.monotonic()``, as ``started``)."""
     steps_per_s: float = 0.0
     """Steps the devices took per second over the last progress period (counted as they are streamed)."""
     policy_version: int = 0
@@ -102,7 +104,8 @@ class RunStats:
 
     @property
     def elapsed_s(self) -> float:
-        return time.monotonic() - self.started
+        """Seconds from the run's start to when these numbers were read."""
+        return self.taken - self.started
 
     def line(self) -> str:
         """One line of progress, as ``python -m distrl run`` prints it."""

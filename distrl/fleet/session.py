@@ -3,8 +3,9 @@
 A session takes a task from the sampler, asks the worker for one episode on its device
 (``timeouts.episode_s``) and hands the trajectory to the ledger. A session never waits for another
 (``async`` mode). An episode that does not come back puts its task back in the sampler, counted by
-reason; a device that fails ``max_failures`` + 1 episodes in a row is retired. A lost link ends its
-host's sessions.
+reason. A device that fails ``max_failures`` + 1 episodes in a row rests (10 s, doubling up to 5
+minutes) and is tried again, so that a phone that recovers comes back; after ``max_failures`` rests it
+is retired. A lost link ends its host's sessions.
 
 ``Rounds`` is the ``sync`` mode baseline (DigiRL's synchronous rounds): every device of every host up
 plays one episode, a barrier, then the round's training and broadcast, on the same sessions.
@@ -30,6 +31,9 @@ __all__ = ["Rounds", "Sessions"]
 
 log = logging.getLogger(__name__)
 
+_FIRST_REST_S = 10.0
+_MAX_REST_S = 300.0
+
 
 class Sessions:
     """What every session of a run shares: where tasks come from and where trajectories go."""
@@ -49,7 +53,8 @@ class Sessions:
         self._timeouts = timeouts
         self._max_failures = max_failures
         self.retired = 0
-        """Devices retired after ``max_failures`` + 1 failed episodes in a row."""
+        """Devices retired for good: after ``max_failures`` + 1 failed episodes in a row a device rests
+        (10 s, doubling up to 5 minutes) and is tried again, ``max_failures`` times."""
 
     async def play(self, link: Link) -> None:
         """One session per device of ``link``'s host, until the run stops or the link is lost."""
@@ -60,6 +65,7 @@ class Sessions:
     async def session(self, link: Link, device: str, *, once: bool = False) -> None:
         """Episodes on one device, one after another (``once``: a single one)."""
         failures = 0
+        rests = 0
         while not link.lost:
             job = await self._sampler.take()
             if job is None:
@@ -91,10 +97,26 @@ class Sessions:
                 await self._ledger.arrive(trajectory)
                 failures = failures + 1 if trajectory.end_reason == "device_error" else 0
             if failures > self._max_failures:
-                log.error(
-                    "host %s: device %s retired after %d failures in a row", link.name, device, failures
+                rests += 1
+                if rests > self._max_failures:
+                    log.error(
+                        "host %s: device %s retired: it kept failing after %d rests",
+                        link.name,
+                        device,
+                        rests - 1,
+                    )
+                    self.retired += 1
+                    return
+                rest_s = min(_MAX_REST_S, _FIRST_REST_S * 2 ** (rests - 1))
+                log.warning(
+                    "host %s: device %s failed %d episodes in a row; trying it again in %g s",
+                    link.name,
+                    device,
+                    failures,
+                    rest_s,
                 )
-                return
+                await anyio.sleep(rest_s)
+                failures = 0
             if once:
                 return
 
