@@ -124,7 +124,8 @@ class RunSettings:
     keep_checkpoints: int = _num(3, gt=0)
     """How many of the latest checkpoints stay on disk; older ones are deleted."""
     max_restarts: int = _num(5, ge=0)
-    """A host link or device session that fails more often than this in a row is given up."""
+    """A host link that fails more often than this in a row is given up; a device that does rests (10 s,
+    doubling up to 5 minutes) and is tried again, and after this many rests is retired."""
 
 
 @dataclass(frozen=True, kw_only=True)
