@@ -7,7 +7,8 @@ slow link therefore falls behind in version (the learner refuses trajectories mo
 ``run.max_policy_lag`` versions old), but it never delays an update, nor another link.
 
 Each blob is encoded once, whichever links it goes to; only the current version's are kept. Snapshots
-are kept for the current version and for every version some link holds, so that diffs can be made.
+are kept for the current version and for every version some link holds or is being sent, so that
+diffs can be made.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Publisher:
         self._timeout_s = push_timeout_s
         self._acked: dict[Link, int | None] = {}
         """The version each link's worker holds (None: none yet, or unknown after a failed push)."""
+        self._sending: dict[Link, int] = {}
+        """The version on its way to each link: likely the base of that link's next diff."""
         self._blobs: dict[tuple[int, int | None], bytes] = {}
         """Encoded weights by (version, base version or None for full)."""
         self._encoding = anyio.Lock()
@@ -129,7 +132,11 @@ class Publisher:
             blob=blob,
         )
         started = time.monotonic()
-        reply = await link.request(message, self._timeout_s)
+        self._sending[link] = version
+        try:
+            reply = await link.request(message, self._timeout_s)
+        finally:
+            del self._sending[link]
         self.push_s.append(time.monotonic() - started)
         self.bytes += len(blob)
         self.pushes += 1
@@ -163,6 +170,7 @@ class Publisher:
         return blob
 
     def _prune(self) -> None:
-        """Keep the snapshots of the current version and of the versions links hold; nothing else."""
-        keep = {self.version, *(v for v in self._acked.values() if v is not None)}
+        """Keep the snapshots of the current version and of the versions links hold or are being sent;
+        nothing else."""
+        keep = {self.version, *self._sending.values(), *(v for v in self._acked.values() if v is not None)}
         self._snapshots = {v: t for v, t in self._snapshots.items() if v in keep}
