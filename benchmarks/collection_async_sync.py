@@ -1,7 +1,7 @@
 """Collection throughput, asynchronous (DistRL) against synchronous rounds (DigiRL), on one fleet.
 
 For each fleet size N, ``distrl.collect`` plays the ``general`` train tasks with the sim's scripted
-``expert`` (so the figures are the runtime's and the phones', not a model's) on N simulated phones
+``expert`` (so the figures are the fleet's and the phones', not a model's) on N simulated phones
 split over ``--workers`` local worker processes and, where OpenSSH's ``sshd`` is installed, one more
 worker reached over SSH on loopback (the tests' sshd helper, ``tests/sshd_server.py``). Twice, same
 seed and tasks:
@@ -21,7 +21,7 @@ device runs out of episodes; sync, from the end of round 1 to the end of round R
 more for small fleets; async plays as many episodes):
 - ``fraction_of_ideal``: the share of the window the devices spent playing episodes (each episode's
   time inside the window, summed, over N × the window). Lost time is the barrier's wait in sync, and
-  the runtime's own gaps between episodes in both;
+  the fleet's own gaps between episodes in both;
 - ``trajectories_per_sim_hour``: that share × N × 3600 / the mean episode duration, in simulated
   seconds (the ideal: N devices that never wait). Counting completions in the window instead is
   noisier (a heavy-tailed duration ends inside or just outside it) but agrees on average.

@@ -3,7 +3,7 @@
 For each fleet size N, ``distrl.collect`` runs on this machine's learner loop with N sim devices split
 over ``--workers`` local worker processes (``python -m distrl worker``, the same as ``run``), playing
 the ``general`` train tasks with the ``expert`` policy: the sim's scripted expert, so that the figures
-are the runtime's and the phones', not the model's inference. The latency model is on (calibrated
+are the fleet's and the phones', not the model's inference. The latency model is on (calibrated
 from real emulators) and slowed by ``--time-scale`` so that the largest fleet's screens (rendered and
 JPEG-encoded in the workers, decoded in the learner) fit 2 cores.
 
