@@ -110,10 +110,11 @@ async def collect(
     stats = await _run(inventory, stop, supervisor, board, *([rounds.run] if rounds else []))
     if stats.completed < episodes:
         log.warning(
-            "collect: %d of %d episodes came back (failed: %s); the hosts ran out of restarts",
+            "collect: %d of %d episodes came back (failed: %s): %s",
             stats.completed,
             episodes,
             dict(stats.failed) or "none",
+            stats.achieved_nothing or "the run stopped early",
         )
     assert ledger.kept is not None  # keep=True
     return CollectResult(trajectories=tuple(sorted(ledger.kept, key=lambda t: t.id)), stats=stats)
