@@ -9,6 +9,7 @@
 - ``training``: arrivals into the learner, updates in a thread, publish and checkpoint cadence;
 - ``ledger``: scoring and counting each arrival once, ``RunStats``;
 - ``board``: progress lines and TensorBoard;
+- ``stop``: the run's stop, which remembers why it was set;
 - ``run``: the composition root, ``train`` and ``collect``.
 """
 
