@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -30,7 +30,7 @@ from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import is_successful, tasks
+from distrl.sim.suites import judge, tasks
 
 __all__ = [
     "Actor",
@@ -201,7 +201,7 @@ def _play(
                         host="local",
                         step_timeout_s=math.inf,
                         max_steps=max_steps,
-                        judge=_judge,
+                        judge=judge,
                         keep_final=True,
                     )
                 finally:
@@ -225,10 +225,6 @@ def _play(
     if failed:
         raise failed[0]
     return [played[index] for index in range(len(chosen))]
-
-
-def _judge(task: Task, state: dict[str, Any] | None) -> bool | None:
-    return None if state is None else is_successful(task, state)
 
 
 class _Lockstep:

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import torch
@@ -38,7 +37,7 @@ from distrl.policy.prompt import Encoded
 from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import expert_action, is_successful, tasks
+from distrl.sim.suites import expert_action, judge, tasks
 
 __all__ = [
     "Demo",
@@ -129,9 +128,6 @@ def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: fl
         if mistakes[-1]:
             action = _mistake(device.phone, action, rng)
         return scripted_step(action, observation, index, asked)
-
-    def judge(task: Task, state: dict[str, Any] | None) -> bool:
-        return state is not None and is_successful(task, state)
 
     trajectory = anyio.run(
         functools.partial(

@@ -350,6 +350,7 @@ class _Agent:
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
         """One episode of ``request.task`` on ``device``, each step reported as it is taken."""
         from distrl.device.episode import play_episode
+        from distrl.sim.suites import judge
 
         assert self.settings is not None  # _episode checked the setup
         task = request.task
@@ -370,7 +371,7 @@ class _Agent:
             host=self.host,
             step_timeout_s=self.settings.timeouts.policy_step_s,
             on_step=report,
-            judge=_success,
+            judge=judge,
         )
 
     async def _choose(
@@ -420,18 +421,6 @@ def _weights_delay_s() -> float:
         return max(0.0, float(os.environ.get(WEIGHTS_DELAY_ENV) or 0))
     except ValueError:
         return 0.0
-
-
-def _success(task: Task, state: dict[str, Any] | None) -> bool | None:
-    """The task's own check on the device's state, where the device can give one (the sim)."""
-    if state is None:
-        return None
-    from distrl.sim.suites import is_successful
-
-    try:
-        return is_successful(task, state)
-    except ValueError:
-        return None  # a task no sim suite knows: a judge has to score it
 
 
 _last_bytes_at = 0.0

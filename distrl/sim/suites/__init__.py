@@ -28,6 +28,7 @@ __all__ = [
     "expert_action",
     "is_successful",
     "setup_commands",
+    "judge",
     "suite",
     "tasks",
     "template_of",
@@ -152,6 +153,17 @@ def setup_commands(task: Task) -> list[str]:
 def is_successful(task: Task, state: Json) -> bool:
     """Whether ``state`` (``Phone.state()``, or ``dumpsys distrl`` over adb) completes ``task``."""
     return template_of(task).check(_params(task), state)
+
+
+def judge(task: Task, state: Json | None) -> bool | None:
+    """``is_successful`` as an episode loop scores: None where the device gave no state (a real device)
+    or no sim suite made the task (something else has to score it)."""
+    if state is None:
+        return None
+    try:
+        return is_successful(task, state)
+    except ValueError:
+        return None
 
 
 def expert_action(task: Task, phone: Phone) -> Action:
