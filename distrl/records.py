@@ -79,6 +79,27 @@ class InvalidAction:
     """Why it is not an action, in one sentence."""
 
 
+EVALUATORS = ("sim", "adb", "judge")
+"""How an episode is scored: ``sim`` (the simulated phone's state), ``adb`` (the task's shell checks, on
+any Android device), ``judge`` (a VLM judges the final screens against the goal, on the learner)."""
+
+CHECK_OPS = ("equals", "contains", "regex", "lt", "le", "gt", "ge")
+"""How a ``Check`` compares a command's output (stripped) with its value: text equality, substring,
+``re.search``, or a numeric comparison of the output read as a number."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """One AndroidWorld-style success check: an ``adb shell`` command and the output it must give."""
+
+    command: str
+    """The shell command (``settings get global airplane_mode_on``)."""
+    op: str
+    """One of ``CHECK_OPS``."""
+    value: str
+    """What the output is compared with (a number, for the numeric comparisons)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Task:
     """One task instance: a goal in words, where it comes from, and its step limit."""
@@ -90,7 +111,7 @@ class Task:
     goal: str
     """The instruction the policy sees (``Set an alarm for 6pm``)."""
     split: str = "train"
-    """``train`` or ``test``."""
+    """Which split it belongs to: ``train``, ``test``, or any name a task file gives."""
     max_steps: int = 10
     """Step limit; the episode ends unsuccessfully when it is reached."""
     params: Mapping[str, ParamValue] = field(default_factory=dict)
@@ -98,6 +119,12 @@ class Task:
     setup: tuple[str, ...] = ()
     """Shell commands (as ``adb shell`` runs them) that take a device from its clean state (the emulator
     snapshot, the sim's boot) to the task's start state."""
+    apps: tuple[str, ...] = ()
+    """Packages the task uses: force-stopped and cleared when a phone without a console is reset."""
+    evaluator: str = ""
+    """One of ``EVALUATORS``; empty until the run resolves it (``distrl.tasks.resolve``)."""
+    checks: tuple[Check, ...] = ()
+    """The ``adb`` evaluator's checks: the episode succeeded when every one passes."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -187,6 +214,8 @@ class Trajectory:
     end_reason: EndReason
     success: bool | None = None
     """Programmatic or judged success; None until scored."""
+    verdict: str = ""
+    """The judge's reason for ``success``, where a judge scored it."""
     started_at_s: float = 0.0
     """Wall-clock start, seconds since the epoch."""
     duration_s: float = 0.0

@@ -35,7 +35,9 @@ from distrl.errors import (
     WireError,
 )
 from distrl.records import (
+    CHECK_OPS,
     Action,
+    Check,
     ActionType,
     EndReason,
     InvalidAction,
@@ -88,6 +90,11 @@ tasks = st.builds(
     max_steps=st.integers(1, 30),
     params=scalar_maps,
     setup=st.lists(texts, max_size=3).map(tuple),
+    apps=st.lists(texts, max_size=2).map(tuple),
+    evaluator=st.sampled_from(["", "sim", "adb", "judge"]),
+    checks=st.lists(
+        st.builds(Check, command=texts, op=st.sampled_from(CHECK_OPS), value=texts), max_size=2
+    ).map(tuple),
 )
 observations = st.builds(
     Observation,
@@ -135,6 +142,7 @@ def trajectories(draw: st.DrawFn) -> Trajectory:
         final_observation=draw(st.none() | observations),
         end_reason=draw(st.sampled_from(EndReason)),
         success=draw(st.none() | st.booleans()),
+        verdict=draw(texts),
         started_at_s=draw(st.floats(0, 2e9)),
         duration_s=draw(st.floats(0, 1e4)),
     )
@@ -441,7 +449,18 @@ def test_message_constructors_check_their_literals() -> None:
 
 # -- decode refuses everything malformed -----------------------------------------------------------
 
-_TASK = {"id": "t", "suite": "s", "goal": "g", "split": "train", "max_steps": 3, "params": {}, "setup": []}
+_TASK = {
+    "id": "t",
+    "suite": "s",
+    "goal": "g",
+    "split": "train",
+    "max_steps": 3,
+    "params": {},
+    "setup": [],
+    "apps": [],
+    "evaluator": "",
+    "checks": [],
+}
 _OBS = {"screenshot": 0, "width": 10, "height": 20, "image_format": "png", "timestamp_s": 0.0}
 _TAP = {"kind": "action", "type": 4, "touch": [0.5, 0.5], "lift": [0.5, 0.5], "text": ""}
 _STEP = {
@@ -585,6 +604,7 @@ def test_an_attachment_used_twice_is_refused() -> None:
         "final_observation": _OBS,
         "end_reason": "complete",
         "success": None,
+        "verdict": "",
         "started_at_s": 0,
         "duration_s": 0,
     }

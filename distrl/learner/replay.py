@@ -61,7 +61,7 @@ PRIORITY_EPSILON = 1e-6
 """Added to every priority set by ``update_priorities``, so that no trajectory has zero chance."""
 FORMAT = "distrl.replay"
 """The ``format`` field of a checkpoint's header."""
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped on any change to the file layout; ``load`` refuses other versions."""
 MAX_FRAME_BYTES = 1024**3
 """Limit on one trajectory's frame in a checkpoint, bytes."""

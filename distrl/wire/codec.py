@@ -8,7 +8,9 @@ from typing import TypeVar, assert_never, cast
 
 from distrl.errors import DistrlError, WireError, error_class, error_from_wire, error_to_wire
 from distrl.records import (
+    CHECK_OPS,
     Action,
+    Check,
     ActionType,
     EndReason,
     InvalidAction,
@@ -222,11 +224,35 @@ def _task_to_wire(value: object, where: str) -> dict[str, object]:
         "split": _str(task.split, f"{where}.split"),
         "max_steps": integer_value(task.max_steps, f"{where}.max_steps", minimum=0),
         "params": _scalars(task.params, f"{where}.params"),
-        "setup": [
-            _str(command, f"{where}.setup[{i}]")
-            for i, command in enumerate(_instance(task.setup, tuple, f"{where}.setup"))
+        "setup": _strings(task.setup, f"{where}.setup"),
+        "apps": _strings(task.apps, f"{where}.apps"),
+        "evaluator": _str(task.evaluator, f"{where}.evaluator"),
+        "checks": [
+            {
+                "command": _str(check.command, f"{where}.checks[{i}].command"),
+                "op": _str(check.op, f"{where}.checks[{i}].op"),
+                "value": _str(check.value, f"{where}.checks[{i}].value"),
+            }
+            for i, check in enumerate(_instance(task.checks, tuple, f"{where}.checks"))
         ],
     }
+
+
+def _strings(values: object, where: str) -> list[str]:
+    return [_str(value, f"{where}[{i}]") for i, value in enumerate(_instance(values, tuple, where))]
+
+
+def _strings_from_wire(obj: JsonObject, key: str) -> tuple[str, ...]:
+    return tuple(_str(value, f"{obj.at(key)}[{i}]") for i, value in enumerate(obj.array(key)))
+
+
+def _check_from_wire(value: object, where: str) -> Check:
+    obj = JsonObject(value, where)
+    check = Check(command=obj.string("command"), op=obj.string("op"), value=obj.string("value"))
+    if check.op not in CHECK_OPS:
+        raise invalid(obj.at("op"), f"is {check.op!r}, not one of {', '.join(CHECK_OPS)}")
+    obj.close()
+    return check
 
 
 def _task_from_wire(value: object, where: str) -> Task:
@@ -238,7 +264,12 @@ def _task_from_wire(value: object, where: str) -> Task:
         split=obj.string("split"),
         max_steps=obj.integer("max_steps", minimum=0),
         params=_wire_scalars(obj.take("params"), obj.at("params")),
-        setup=tuple(_str(command, f"{obj.at('setup')}[{i}]") for i, command in enumerate(obj.array("setup"))),
+        setup=_strings_from_wire(obj, "setup"),
+        apps=_strings_from_wire(obj, "apps"),
+        evaluator=obj.string("evaluator"),
+        checks=tuple(
+            _check_from_wire(check, f"{obj.at('checks')}[{i}]") for i, check in enumerate(obj.array("checks"))
+        ),
     )
     obj.close()
     return task
@@ -379,6 +410,7 @@ def _trajectory_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, 
         ),
         "end_reason": _instance(trajectory.end_reason, EndReason, f"{where}.end_reason").value,
         "success": None if success is None else _bool(success, f"{where}.success"),
+        "verdict": _str(trajectory.verdict, f"{where}.verdict"),
         "started_at_s": _float(trajectory.started_at_s, f"{where}.started_at_s"),
         "duration_s": _float(trajectory.duration_s, f"{where}.duration_s"),
     }
@@ -409,6 +441,7 @@ def _trajectory_from_wire(value: object, where: str, inbox: Inbox) -> Trajectory
         ),
         end_reason=EndReason(end_reason),
         success=None if success is None else _bool(success, obj.at("success")),
+        verdict=obj.string("verdict"),
         started_at_s=obj.number("started_at_s"),
         duration_s=obj.number("duration_s"),
     )
