@@ -3,6 +3,8 @@
 An inventory has these tables, each optional but ``[[hosts]]``::
 
     [run]        what to run: mode, task suite, budgets, seeds, output folder
+    [tasks]      users' task files, and which evaluator scores the tasks
+    [judge]      the VLM judge: an OpenAI-compatible endpoint, its model and limits
     [timeouts]   one named number per external operation, in seconds
     [learner]    the algorithm and its hyper-parameters
     [policy]     the model, its LoRA adapter, decoding and batching
@@ -126,6 +128,65 @@ class RunSettings:
     max_restarts: int = _num(5, ge=0)
     """A host link that fails more often than this in a row is given up; a device that does rests (10 s,
     doubling up to 5 minutes) and is tried again, and after this many rests is retired."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSettings:
+    """Where the tasks come from and how they are scored (``distrl.tasks``)."""
+
+    files: tuple[str, ...] = ()
+    """Task files (``.jsonl``, or ``.txt`` with one instruction a line; relative paths start at the
+    inventory's folder). When given, the run's tasks are theirs, not ``run.suite``'s."""
+    split: str = _text("train", r"[A-Za-z0-9_-]{1,32}", "a split name such as train or test")
+    """The split ``run`` trains on."""
+    max_steps: int = _num(10, ge=1, le=1000)
+    """Step limit of the file tasks that give none."""
+    evaluator: Literal["auto", "sim", "adb", "judge"] = "auto"
+    """What scores the tasks that do not choose: ``auto`` gives the sim's tasks ``sim`` on simulated
+    phones and the judge elsewhere, a file task with checks ``adb``, and a bare goal the judge. ``sim``
+    also says that adb devices are ``python -m distrl sim``. A run refuses to start when some task
+    cannot be scored (``distrl.tasks.evaluators``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeSettings:
+    """The VLM judge (``distrl.tasks.judge``): any OpenAI-compatible chat-completions endpoint."""
+
+    base_url: str = _text("", r"https?://[^\s]+", "an http:// or https:// URL")
+    """The endpoint's base URL (``https://api.openai.com/v1``; vLLM's ``http://host:8000/v1``). Empty:
+    no judge."""
+    model: str = ""
+    """The model to ask (``gpt-4o``, ``gemini-1.5-pro``)."""
+    api_key_env: str = _text("", r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable name")
+    """The environment variable that holds the API key, on the learner's machine; empty for servers
+    that want none. The key itself never goes in the inventory, logs or checkpoints."""
+    max_concurrency: int = _num(8, gt=0, le=1024)
+    """Most calls in flight at once."""
+    timeout_s: float = _num(60.0, gt=0)
+    """Limit on one call."""
+    max_retries: int = _num(5, ge=0, le=100)
+    """Tries again after a 429, a 5xx, a timeout or a lost connection, with exponential backoff."""
+    screens: int = _num(1, ge=1, le=16)
+    """The last screenshots shown to the judge (the paper's judge saw the final one)."""
+    cache: str = ""
+    """Folder of cached verdicts; empty for ``<run.output_dir>/judge-cache`` (shared by the runs there)."""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+    def api_key(self) -> str:
+        """The key from ``api_key_env``; ``ConfigError`` when that variable is not set."""
+        import os
+
+        if not self.api_key_env:
+            return ""
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise ConfigError.at(
+                "judge.api_key_env", f"the environment variable {self.api_key_env} is not set (or empty)"
+            )
+        return key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -382,6 +443,8 @@ class Inventory:
 
     hosts: tuple[Host, ...]
     run: RunSettings = field(default_factory=RunSettings)
+    tasks: TaskSettings = field(default_factory=TaskSettings)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
     timeouts: Timeouts = field(default_factory=Timeouts)
     learner: LearnerSettings = field(default_factory=LearnerSettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
@@ -445,6 +508,8 @@ def parse_worker_settings(text: str) -> WorkerSettings:
 
 _SECTIONS: dict[str, type[Any]] = {
     "run": RunSettings,
+    "tasks": TaskSettings,
+    "judge": JudgeSettings,
     "timeouts": Timeouts,
     "learner": LearnerSettings,
     "policy": PolicySettings,
@@ -502,6 +567,25 @@ class _Reader:
         blocking = next((p for p in (output, *output.parents) if p.exists() and not p.is_dir()), None)
         if blocking is not None:
             raise self.fail("run.output_dir", f"{str(blocking)!r} is a file, not a folder")
+        tasks: TaskSettings = sections["tasks"]
+        sections["tasks"] = dataclasses.replace(tasks, files=tuple(self.local_path(f) for f in tasks.files))
+        judge: JudgeSettings = sections["judge"]
+        if "api_key" in data.get("judge", {}):
+            raise self.fail(
+                "judge.api_key",
+                "the key never goes in the inventory: put it in an environment variable and name that"
+                " variable in judge.api_key_env",
+            )
+        if judge.configured and not judge.model:
+            raise self.fail("judge.model", "is needed with judge.base_url (the model to ask)")
+        if judge.model and not judge.configured:
+            raise self.fail("judge.base_url", "is needed with judge.model (the endpoint to ask)")
+        cache = (
+            self.local_path(judge.cache)
+            if judge.cache
+            else str(Path(sections["run"].output_dir) / "judge-cache")
+        )
+        sections["judge"] = dataclasses.replace(judge, cache=cache)
         policy: PolicySettings = sections["policy"]
         sections["policy"] = dataclasses.replace(
             policy,

@@ -4,6 +4,7 @@ The tree::
 
     DistrlError                         base; carries structured ``fields``
     ├── ConfigError (ValueError)        bad inventory: ``path`` (TOML path), ``problem``, ``file``
+    ├── TaskFileError (ValueError)      a bad task file: ``file``, ``line``, ``problem``
     ├── TransportError (ConnectionError)    host link: ``host``, ``phase``, ``exit_status``
     │   └── TransportTimeout (TimeoutError)     an operation on a host ran past ``timeout_s``
     ├── DeviceError                     one device: ``host``, ``device``, ``operation``
@@ -18,6 +19,7 @@ The tree::
     ├── PolicyError                     model loading, generation: ``model``, ``phase``
     ├── WeightsError (ValueError)       an adapter blob that cannot be applied: ``reason``, ``version``,
     │                                   ``base_version``, ``expected``, ``tensor``
+    ├── JudgeError                      the VLM judge gave no verdict: ``reason``, ``status``
     ├── CheckpointError                 a checkpoint that cannot be written or read back: ``path``, ``reason``
     ├── LearnerError (ArithmeticError)  an update that met non-finite numbers, refused whole: ``quantity``,
     │                                   ``update``
@@ -77,6 +79,20 @@ class ConfigError(DistrlError, ValueError):
         where = f"{file}: " if file else ""
         at = f"{path}: " if path else ""
         return cls(f"{where}{at}{problem}", path=path, problem=problem, file=file)
+
+
+class TaskFileError(DistrlError, ValueError):
+    """A task file that cannot be read; ``line`` is 1-based (0 for the file as a whole)."""
+
+    fields: ClassVar[tuple[str, ...]] = ("file", "line", "problem")
+    file: str | None
+    line: int | None
+    problem: str | None
+
+    @classmethod
+    def at(cls, file: str, line: int, problem: str) -> TaskFileError:
+        where = f"{file}:{line}: " if line else f"{file}: "
+        return cls(f"{where}{problem}", file=file, line=line, problem=problem)
 
 
 class TransportError(DistrlError, ConnectionError):
@@ -199,6 +215,17 @@ class WeightsError(DistrlError, ValueError):
     """The version the caller holds (a diff's base must equal it)."""
     tensor: str | None
     """The tensor at fault, where one is."""
+
+
+class JudgeError(DistrlError):
+    """The judge gave no verdict: the episode stays unscored (never failed) and is asked again later."""
+
+    fields: ClassVar[tuple[str, ...]] = ("reason", "status")
+    reason: str | None
+    """``unreachable`` (connection, timeout), ``busy`` (429 or 5xx after every retry), ``refused``
+    (another HTTP error: a wrong key, model or URL), ``garbage`` (an answer with no verdict)."""
+    status: int | None
+    """The last HTTP status, where there was one."""
 
 
 class CheckpointError(DistrlError):

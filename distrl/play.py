@@ -30,7 +30,7 @@ from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import judge, tasks
+from distrl.sim.suites import score, tasks
 
 __all__ = [
     "Actor",
@@ -201,7 +201,7 @@ def _play(
                         host="local",
                         step_timeout_s=math.inf,
                         max_steps=max_steps,
-                        judge=judge,
+                        score=score,
                         keep_final=True,
                     )
                 finally:

@@ -37,7 +37,7 @@ from distrl.policy.prompt import Encoded
 from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import expert_action, judge, tasks
+from distrl.sim.suites import expert_action, score, tasks
 
 __all__ = [
     "Demo",
@@ -138,7 +138,7 @@ def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: fl
             episode_id=task.id,
             host="local",
             step_timeout_s=math.inf,
-            judge=judge,
+            score=score,
         )
     )
     if trajectory.cut_short:

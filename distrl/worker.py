@@ -350,7 +350,6 @@ class _Agent:
     async def _play(self, device: Device, request: EpisodeRequest) -> Trajectory:
         """One episode of ``request.task`` on ``device``, each step reported as it is taken."""
         from distrl.device.episode import play_episode
-        from distrl.sim.suites import judge
 
         assert self.settings is not None  # _episode checked the setup
         task = request.task
@@ -371,7 +370,8 @@ class _Agent:
             host=self.host,
             step_timeout_s=self.settings.timeouts.policy_step_s,
             on_step=report,
-            judge=judge,
+            score=_score,
+            keep_final=task.evaluator == "judge",  # the judge sees the screen the episode ended on
         )
 
     async def _choose(
@@ -402,6 +402,20 @@ class _Agent:
         for device in self.devices.values():
             with contextlib.suppress(Exception):
                 await device.aclose()
+
+
+async def _score(task: Task, device: Device) -> bool | None:
+    """The episode's score where this worker can give it: the ``adb`` evaluator's checks, or the sim's
+    state (None where the device reports none). The ``judge``'s episodes are scored on the learner."""
+    if task.evaluator == "adb":
+        from distrl.tasks.checks import run_checks
+
+        return await run_checks(task.checks, device.shell)
+    if task.evaluator == "sim":
+        from distrl.sim.suites import judge
+
+        return judge(task, await device.state())
+    return None
 
 
 def _import_heavy(expert: bool) -> None:

@@ -354,6 +354,16 @@ async def test_reset_after_changes_restores_the_clean_state(rig: Rig) -> None:
     assert again.screenshot == first.screenshot
 
 
+async def test_shell_answers_with_the_output_and_exit_status(rig: Rig) -> None:
+    await rig.device.reset(_task("settings put global airplane_mode_on 1"))
+    answer = await rig.device.shell("settings get global airplane_mode_on")
+    assert (answer.status, answer.output.strip()) == (0, "1")
+    await rig.device.reset(_task())
+    assert (await rig.device.shell("settings get global airplane_mode_on")).output.strip() == "0"
+    missing = await rig.device.shell("am start -n com.example.missing/.Main")
+    assert missing.status not in (0, None)  # a failing command is an answer, not an error
+
+
 async def test_a_failing_setup_command_raises_a_device_error(rig: Rig) -> None:
     with pytest.raises(DeviceError, match=r"com\.example\.missing") as caught:
         await rig.device.reset(_task("am start -n com.example.missing/.Main"))

@@ -39,6 +39,7 @@ LAYERS: dict[str, set[str]] = {
         "policy",
         "weights",
         "sim",
+        "tasks",
     },
     "fleet": {
         "wire",
@@ -50,7 +51,9 @@ LAYERS: dict[str, set[str]] = {
         "policy",
         "weights",
         "sim",
+        "tasks",
     },
+    "tasks": {"records", "errors"},
     "sim": {"records", "actions", "errors", "config", "device"},
     "device": {"records", "actions", "errors", "config"},
     "weights": {"errors"},
@@ -64,7 +67,7 @@ LAYERS: dict[str, set[str]] = {
     "__init__": {"*"},
 }
 STDLIB_ONLY = {"errors", "records", "config", "actions"}
-NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim"}
+NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks"}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively
 THIRD_PARTY = {"wire": {"orjson", "anyio"}}

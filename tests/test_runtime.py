@@ -26,7 +26,7 @@ from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
 from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.fleet import RunStats, board, collect, train
-from distrl.fleet.sampler import TaskSampler
+from distrl.tasks.sampler import TaskSampler
 from distrl.fleet.stop import Stop
 from distrl.sim.suites import tasks
 from distrl.worker import WEIGHTS_DELAY_ENV

@@ -35,6 +35,7 @@ with ``host``, ``device`` and ``operation``.
   ``adb reboot`` (the ``reboot:`` service), then ``sys.boot_completed`` polled, under
   ``device_boot_s``.
 - ``state``: ``dumpsys distrl`` parsed as JSON (the sim answers it); None for any other answer.
+- ``shell``: any command (the ``adb`` evaluator's checks), with its exit status where shell v2 gives it.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from PIL import Image
 from distrl.actions import KeyEvent, Swipe, Tap, TypeText, to_gesture
 from distrl.config import Timeouts
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
-from distrl.device.protocol import Gate
+from distrl.device.protocol import CommandOutput, Gate
 from distrl.device.screen import (
     IMAGE_FORMATS,
     WHITE_FRAME_RETRIES,
@@ -229,6 +230,13 @@ class AdbDevice:
         except ValueError:
             return None
         return data if isinstance(data, dict) else None
+
+    async def shell(self, command: str) -> CommandOutput:
+        """``command`` in the device's shell: its exit status (shell v2) and its stdout."""
+        timeout_s = self.timeouts.device_observe_s
+        async with self._gate.operation("shell", timeout_s):
+            output = await self._run("shell", command, timeout_s)
+        return CommandOutput(output.exit_code, output.stdout.decode("utf-8", "replace"))
 
     async def aclose(self) -> None:
         """Close the device (adbutils keeps no connections open); later operations raise ``DeviceOffline``."""

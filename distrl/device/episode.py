@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -60,13 +60,14 @@ async def play_episode(
     step_timeout_s: float,
     max_steps: int | None = None,
     on_step: Callable[[Step], Awaitable[None]] | None = None,
-    judge: Callable[[Task, dict[str, Any] | None], bool | None] | None = None,
+    score: Callable[[Task, Device], Awaitable[bool | None]] | None = None,
     keep_final: bool = False,
 ) -> Trajectory:
     """One episode of ``task`` on ``device``, chosen by ``choose``.
 
-    ``max_steps`` (default the task's) bounds the steps; ``step_timeout_s`` each choice. ``judge`` scores
-    the device's final state (``Device.state``), where the episode ended without a failure. With
+    ``max_steps`` (default the task's) bounds the steps; ``step_timeout_s`` each choice. ``score`` scores
+    the episode on the device as it ended (its state, or its evaluator's checks), where it ended without a
+    failure; None is no score (the device cannot tell: something else scores it). With
     ``keep_final`` the screen after the last action is the trajectory's ``final_observation``."""
     started_at, started = time.time(), time.perf_counter()
     limit = task.max_steps if max_steps is None else max_steps
@@ -90,8 +91,8 @@ async def play_episode(
                     break
                 await device.act(step.action)
             observation = await device.observe()
-        if judge is not None:
-            success = judge(task, await device.state())
+        if score is not None:
+            success = await score(task, device)
     except DeviceError as exc:
         log.info("host %s: %s failed during %s: %s", host, device.name, task.id, exc)
         reason, observation = EndReason.DEVICE_ERROR, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -17,7 +18,17 @@ import anyio
 from distrl.errors import DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
 
-__all__ = ["Device", "Gate"]
+__all__ = ["CommandOutput", "Device", "Gate"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """What a shell command on a device gave."""
+
+    status: int | None
+    """Its exit status; None where the device cannot tell (``adb shell`` before Android 7)."""
+    output: str
+    """Its standard output, decoded as UTF-8 (bad bytes replaced)."""
 
 
 class Device(Protocol):
@@ -42,6 +53,11 @@ class Device(Protocol):
 
     async def state(self) -> dict[str, Any] | None:
         """The phone's state for programmatic success checks; None where the device cannot report it."""
+        ...
+
+    async def shell(self, command: str) -> CommandOutput:
+        """Run ``command`` as ``adb shell`` would (the ``adb`` evaluator's checks), under
+        ``timeouts.device_observe_s``. A failing command is an answer, not an error."""
         ...
 
     async def aclose(self) -> None:

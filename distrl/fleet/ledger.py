@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 
@@ -20,6 +21,8 @@ from distrl.fleet.stop import Stop
 from distrl.records import Trajectory
 
 __all__ = ["Ledger", "RunStats"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -44,6 +47,14 @@ class RunStats:
     cut_short: int = 0
     """Trajectories cut short by the device or the policy (``Trajectory.cut_short``): counted in
     ``completed``, but not trained on."""
+    unscored: int = 0
+    """Trajectories that arrived with no score (their device could not report what their evaluator
+    reads): counted in ``completed``, not in the success rate, and not trained on."""
+    judging: int = 0
+    """Trajectories waiting for the judge's verdict (not yet in ``completed``)."""
+    judge: dict[str, float] = dataclasses.field(default_factory=dict)
+    """The judge's counters (``verdicts``, ``requests``, ``cache_hits``, ``errors``, ``latency_p50_s``,
+    ``prompt_tokens``, ``completion_tokens``); empty without a judge."""
     restarts: int = 0
     """Host links started again after a loss."""
     stale: int = 0
@@ -94,8 +105,13 @@ class RunStats:
         return self.handed_out - self.completed - sum(self.failed.values())
 
     @property
+    def scored(self) -> int:
+        """Trajectories that arrived with a score."""
+        return self.completed - self.unscored
+
+    @property
     def success_rate(self) -> float:
-        return self.successes / self.completed if self.completed else 0.0
+        return self.successes / self.scored if self.scored else 0.0
 
     @property
     def recent_success_rate(self) -> float:
@@ -115,6 +131,8 @@ class RunStats:
             f"{sum(self.failed.values())} failed, {self.in_flight} running)  {self.steps_per_s:.1f} steps/s  "
             f"policy v{self.policy_version} lag p50 {self.lag_p50}  updates {self.updates}  "
             f"hosts {self.hosts_up}/{self.hosts} up"
+            + (f"  judge: {self.judging} waiting" if self.judge else "")
+            + (f"  {self.unscored} unscored" if self.unscored else "")
         )
 
 
@@ -144,6 +162,7 @@ class Ledger:
         self.steps_streamed = 0
         self.device_errors = 0
         self.cut_short = 0
+        self.unscored = 0
         self.recent: collections.deque[bool] = collections.deque(maxlen=100)
         self._staleness: collections.defaultdict[str, collections.deque[int]] = collections.defaultdict(
             lambda: collections.deque(maxlen=500)
@@ -160,15 +179,27 @@ class Ledger:
         return _median(every), {name: _median(host) for name, host in self._staleness.items()}
 
     async def arrive(self, trajectory: Trajectory) -> None:
-        """A trajectory reached the learner: score it (reward 1 on the last step of a success), count it,
-        and pass it on. Waits while the trainer's inbox is full (backpressure)."""
+        """A trajectory reached the learner: reward it (1 on the last step of a success), count it, and
+        pass it on. One with no score is counted and kept (``collect``), never trained on. Waits while
+        the trainer's inbox is full (backpressure)."""
         steps = trajectory.steps
         if trajectory.success and steps:
             steps = (*steps[:-1], dataclasses.replace(steps[-1], reward=1.0))
             trajectory = dataclasses.replace(trajectory, steps=steps)
         self.completed += 1
         self.successes += bool(trajectory.success)
-        if not trajectory.cut_short:
+        unscored = trajectory.success is None and not trajectory.cut_short
+        if unscored:
+            self.unscored += 1
+            if self.unscored == 1:
+                log.warning(
+                    "episode %s (%s, evaluator %s) came back with no score: its device cannot report what"
+                    " the evaluator reads; such episodes are counted as unscored and not trained on",
+                    trajectory.id,
+                    trajectory.task.id,
+                    trajectory.task.evaluator or "none",
+                )
+        elif not trajectory.cut_short:
             self.recent.append(bool(trajectory.success))
         self.steps += len(steps)
         self.device_errors += trajectory.end_reason == "device_error"
@@ -177,7 +208,7 @@ class Ledger:
         self._staleness[trajectory.host].extend(version - step.policy_version for step in steps)
         if self.kept is not None:
             self.kept.append(trajectory)
-        if self._trainer is not None:
+        if self._trainer is not None and not unscored:
             try:  # no wait (and so no cancellation) between counting it and handing it on
                 self._trainer.send_nowait(trajectory)
             except anyio.WouldBlock:

@@ -4,8 +4,9 @@ Each part owns its state and gets only what it needs (its settings, the stop eve
 
 - ``TaskSampler``: which task next, and the account of tasks handed out and failed;
 - ``Sessions`` (or sync mode's ``Rounds``): one coroutine per device, episodes into the ``Ledger``;
-- ``Ledger``: scoring and counting each arrival once; kept (``collect``) or streamed to the ``Trainer``
-  on a bounded memory object stream;
+- ``Judging`` (where some task is the judge's): each such episode's verdict, before the ledger;
+- ``Ledger``: rewarding and counting each arrival once; kept (``collect``) or streamed to the
+  ``Trainer`` on a bounded memory object stream;
 - ``Trainer``: the learner's updates in a thread, the publish and checkpoint cadence;
 - ``Publisher``: each version to every worker, newest first, without holding up the trainer;
 - ``HostSupervisor``: each host's worker started, set up, caught up and restarted after a loss;
@@ -33,11 +34,12 @@ from distrl.fleet.host import HostSupervisor
 from distrl.fleet.ledger import Ledger, RunStats
 from distrl.fleet.link import Link
 from distrl.fleet.publisher import Publisher, snapshot
-from distrl.fleet.sampler import TaskSampler
+from distrl.fleet.scoring import Judging, build_judge, run_tasks, sim_phones_only
 from distrl.fleet.session import Rounds, Sessions
 from distrl.fleet.stop import Stop
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
+from distrl.tasks import TaskSampler, resolve_evaluators
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
@@ -84,17 +86,19 @@ async def collect(
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
     stop = Stop()
+    pool = _tasks(inventory, tasks, split)
     sampler = TaskSampler(
-        _tasks(inventory, tasks, split),
+        pool,
         random.Random(f"collect/{inventory.run.seed}"),
         run_name=inventory.run.name,
         limit=episodes,
         stop=stop,
     )
     ledger = Ledger(stop=stop, limit=episodes, version=lambda: 0, keep=True)
+    judging = _judging(inventory, pool, ledger)
     sessions = Sessions(
         sampler=sampler,
-        ledger=ledger,
+        arrive=judging.arrive if judging else ledger.arrive,
         version=lambda: 0,
         timeouts=inventory.timeouts,
         max_failures=inventory.run.max_restarts,
@@ -102,12 +106,13 @@ async def collect(
     rounds = Rounds(sessions, stop) if inventory.run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, None)
     board = Board(
-        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor),
+        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor, judging=judging),
         folder=None,
         devices=inventory.device_count,
         on_progress=on_progress,
     )
-    stats = await _run(inventory, stop, supervisor, board, *([rounds.run] if rounds else []))
+    jobs = [*([rounds.run] if rounds else []), *([judging.run] if judging else [])]
+    stats = await _run(inventory, stop, supervisor, board, *jobs)
     if stats.completed < episodes:
         log.warning(
             "collect: %d of %d episodes came back (failed: %s): %s",
@@ -160,8 +165,9 @@ async def train(
     limit = run.max_trajectories or None
     stop = Stop()
     # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
+    pool = _tasks(inventory, None, None)
     sampler = TaskSampler(
-        _tasks(inventory, None, "train"),
+        pool,
         random.Random(f"tasks/{run.seed}/{learner.updates}"),
         run_name=run.name,
         limit=limit,
@@ -174,9 +180,10 @@ async def train(
     # room for one trajectory per device and more: a session never waits for the trainer's thread
     to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
     ledger = Ledger(stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer)
+    judging = _judging(inventory, pool, ledger)
     sessions = Sessions(
         sampler=sampler,
-        ledger=ledger,
+        arrive=judging.arrive if judging else ledger.arrive,
         version=lambda: publisher.version,
         timeouts=inventory.timeouts,
         max_failures=run.max_restarts,
@@ -184,7 +191,9 @@ async def train(
     rounds = Rounds(sessions, stop) if run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
     board = Board(
-        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor, publisher, trainer),
+        lambda: _stats(
+            inventory, stop, sampler, sessions, ledger, supervisor, publisher, trainer, judging=judging
+        ),
         folder=output / "tensorboard",
         devices=inventory.device_count,
         push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
@@ -215,9 +224,12 @@ async def train(
             stop.set("deadline")
 
     try:
-        return await _run(
-            inventory, stop, supervisor, board, rounds_then_training if rounds else trainer.run, deadline
-        )
+        jobs = [
+            rounds_then_training if rounds else trainer.run,
+            deadline,
+            *([judging.run] if judging else []),
+        ]
+        return await _run(inventory, stop, supervisor, board, *jobs)
     finally:
         await trainer.finish()
 
@@ -299,9 +311,25 @@ def _stats(
     hosts: HostSupervisor,
     publisher: Publisher | None = None,
     trainer: Trainer | None = None,
+    *,
+    judging: Judging | None = None,
 ) -> RunStats:
     """The run's numbers now, each read from the part that owns it."""
     lag_p50, host_lag_p50 = ledger.lag_p50()
+    judge: dict[str, float] = {}
+    if judging is not None:
+        counts = judging.judge.stats
+        latencies = sorted(counts.latency_s)
+        judge = {
+            "verdicts": counts.verdicts,
+            "requests": counts.requests,
+            "cache_hits": counts.cache_hits,
+            "retries": counts.retries,
+            "errors": sum(counts.errors.values()),
+            "latency_p50_s": latencies[len(latencies) // 2] if latencies else 0.0,
+            "prompt_tokens": counts.prompt_tokens,
+            "completion_tokens": counts.completion_tokens,
+        }
     return RunStats(
         handed_out=sampler.handed_out,
         completed=ledger.completed,
@@ -312,6 +340,9 @@ def _stats(
         steps_streamed=ledger.steps_streamed,
         device_errors=ledger.device_errors,
         cut_short=ledger.cut_short,
+        unscored=ledger.unscored,
+        judging=judging.waiting if judging else 0,
+        judge=judge,
         restarts=hosts.restarts,
         stale=trainer.stale if trainer else 0,
         updates=trainer.updates if trainer else 0,
@@ -334,11 +365,28 @@ def _inventory(hosts: Inventory | str | Path) -> Inventory:
     return hosts if isinstance(hosts, Inventory) else load_inventory(hosts)
 
 
-def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str) -> list[Task]:
-    from distrl.sim.suites import tasks as suite_tasks
+def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str | None) -> list[Task]:
+    """The tasks to play, each with its evaluator: the inventory's (its task files or sim suite, of
+    ``split``), a sim suite's, or the caller's own."""
+    if tasks is None or isinstance(tasks, str):
+        return run_tasks(inventory, split, tasks)
+    return resolve_evaluators(
+        tasks,
+        default=inventory.tasks.evaluator,
+        sim_phones_only=sim_phones_only(inventory),
+        judge=inventory.judge.configured,
+        source=inventory.source or None,
+    )
 
-    if tasks is None:
-        return suite_tasks(inventory.run.suite, split)
-    if isinstance(tasks, str):
-        return suite_tasks(tasks, split)
-    return list(tasks)
+
+def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger) -> Judging | None:
+    """The judge's queue, where some task is the judge's."""
+    if not any(task.evaluator == "judge" for task in tasks):
+        return None
+    settings = inventory.judge
+    return Judging(
+        build_judge(inventory),
+        ledger.arrive,
+        capacity=max(settings.max_concurrency, inventory.device_count) * 2,
+        concurrency=settings.max_concurrency,
+    )

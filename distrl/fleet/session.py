@@ -1,11 +1,11 @@
 """Sessions: one coroutine per device, playing episode after episode; and sync mode's rounds.
 
 A session takes a task from the sampler, asks the worker for one episode on its device
-(``timeouts.episode_s``) and hands the trajectory to the ledger. A session never waits for another
-(``async`` mode). An episode that does not come back puts its task back in the sampler, counted by
-reason. A device that fails ``max_failures`` + 1 episodes in a row rests (10 s, doubling up to 5
-minutes) and is tried again, so that a phone that recovers comes back; after ``max_failures`` rests it
-is retired. A lost link ends its host's sessions.
+(``timeouts.episode_s``) and hands the trajectory on (to the ledger, or to the judge's queue first). A
+session never waits for another (``async`` mode). An episode that does not come back puts its task back
+in the sampler, counted by reason. A device that fails ``max_failures`` + 1 episodes in a row rests
+(10 s, doubling up to 5 minutes) and is tried again, so that a phone that recovers comes back; after
+``max_failures`` rests it is retired. A lost link ends its host's sessions.
 
 ``Rounds`` is the ``sync`` mode baseline (DigiRL's synchronous rounds): every device of every host up
 plays one episode, a barrier, then the round's training and broadcast, on the same sessions.
@@ -21,10 +21,10 @@ import anyio
 
 from distrl.config import Timeouts
 from distrl.errors import DistrlError
-from distrl.fleet.ledger import Ledger
 from distrl.fleet.link import Link, LinkLost
-from distrl.fleet.sampler import TaskSampler
 from distrl.fleet.stop import Stop
+from distrl.records import Trajectory
+from distrl.tasks.sampler import TaskSampler
 from distrl.wire import EpisodeRequest
 
 __all__ = ["Rounds", "Sessions"]
@@ -42,13 +42,14 @@ class Sessions:
         self,
         *,
         sampler: TaskSampler,
-        ledger: Ledger,
+        arrive: Callable[[Trajectory], Awaitable[None]],
         version: Callable[[], int],
         timeouts: Timeouts,
         max_failures: int,
     ) -> None:
         self._sampler = sampler
-        self._ledger = ledger
+        self._arrive = arrive
+        """Where each trajectory goes: the ledger, or the judge's queue before it."""
         self._version = version
         self._timeouts = timeouts
         self._max_failures = max_failures
@@ -94,7 +95,7 @@ class Sessions:
                 self._sampler.failed_episode(task, "worker_error")
                 failures += 1
             else:
-                await self._ledger.arrive(trajectory)
+                await self._arrive(trajectory)
                 failures = failures + 1 if trajectory.end_reason == "device_error" else 0
             if failures > self._max_failures:
                 rests += 1

@@ -32,7 +32,7 @@ import anyio
 
 from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText, to_gesture
 from distrl.config import SimSettings, Timeouts
-from distrl.device.protocol import Gate
+from distrl.device.protocol import CommandOutput, Gate
 from distrl.device.screen import (
     IMAGE_FORMATS,
     WHITE_FRAME_RETRIES,
@@ -175,6 +175,13 @@ class SimDevice:
             self._check_up("state")
             state: dict[str, Any] = self._phone.state()
             return state
+
+    async def shell(self, command: str) -> CommandOutput:
+        """``command`` in the sim's Android shell, as ``adb shell`` runs it on the sim served over adb."""
+        async with self._gate.operation("shell", self.timeouts.device_observe_s):
+            self._check_up("shell")
+            result = run_shell(self._phone, command)
+            return CommandOutput(result.exit_code, result.output.decode("utf-8", "replace"))
 
     async def aclose(self) -> None:
         """Close the device; later operations raise ``DeviceOffline``."""

@@ -18,6 +18,7 @@ from distrl.records import Action, ParamValue, Task
 from distrl.sim.app import Json
 
 if TYPE_CHECKING:
+    from distrl.device.protocol import Device
     from distrl.sim.phone import Phone
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "is_successful",
     "setup_commands",
     "judge",
+    "score",
     "suite",
     "tasks",
     "template_of",
@@ -122,6 +124,7 @@ def _all_tasks(name: str) -> tuple[Task, ...]:
                     max_steps=found.max_steps,
                     params={"template": template.name, **params},
                     setup=tuple(template.setup(params)),
+                    evaluator="sim",
                 )
             )
     return tuple(out)
@@ -164,6 +167,11 @@ def judge(task: Task, state: Json | None) -> bool | None:
         return is_successful(task, state)
     except ValueError:
         return None
+
+
+async def score(task: Task, device: Device) -> bool | None:
+    """``judge`` on the device's state at the end of an episode (``play_episode``'s ``score``)."""
+    return judge(task, await device.state())
 
 
 def expert_action(task: Task, phone: Phone) -> Action:

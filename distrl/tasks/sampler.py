@@ -11,21 +11,27 @@ import collections
 import random
 import uuid
 from collections.abc import Sequence
+from typing import Protocol
 
 import anyio
 
 from distrl.errors import DistrlError
-from distrl.fleet.stop import Stop
 from distrl.records import Task
 
 __all__ = ["TaskSampler"]
+
+
+class _Stop(Protocol):
+    """The run's stop (``distrl.fleet.stop.Stop``), as far as the sampler needs it."""
+
+    def is_set(self) -> bool: ...
 
 
 class TaskSampler:
     """Hands out ``(episode id, task)``; counts what it handed out and what came back failed."""
 
     def __init__(
-        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: Stop
+        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: _Stop
     ) -> None:
         if not pool:
             raise DistrlError("there are no tasks to run")

@@ -1,0 +1,178 @@
+"""A run's tasks with their evaluators, and the judge between the sessions and the ledger.
+
+``run_tasks`` reads the inventory's tasks (its task files, else the sim's suite) and gives each the
+evaluator that will score it, or refuses the run (``distrl.tasks.evaluators``). The ``sim`` and ``adb``
+evaluators score on the worker; ``Judging`` scores the ``judge`` tasks here, in the learner process (the
+key lives in one place), off the sessions' path: a session hands its trajectory over and goes on.
+
+A trajectory the judge cannot score yet (it is down, busy, or answers garbage) waits, unscored, and is
+asked again with backoff; the queue is bounded, so a long outage holds the sessions back instead of
+filling memory. Only scored trajectories reach the ledger and the trainer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from distrl.config import Inventory
+from distrl.errors import ConfigError, JudgeError
+from distrl.records import Task, Trajectory
+from distrl.tasks import load_task_files, resolve_evaluators
+
+if TYPE_CHECKING:
+    from distrl.tasks.judge import Judge, Verdict
+
+__all__ = ["Judging", "build_judge", "run_tasks", "sim_phones_only"]
+
+log = logging.getLogger(__name__)
+
+FIRST_RETRY_S = 5.0
+"""Wait before asking the judge again about an episode it gave no verdict for (doubling)."""
+MAX_RETRY_S = 300.0
+
+
+def sim_phones_only(inventory: Inventory) -> bool:
+    """Whether every device of the fleet is an in-process simulated phone."""
+    return all(not h.devices.adb_serials and not h.devices.emulator_ports for h in inventory.hosts)
+
+
+def run_tasks(inventory: Inventory, split: str | None = None, suite: str | None = None) -> list[Task]:
+    """The tasks of ``split`` (default ``[tasks] split``): from the task files, else from the sim's suite
+    (``suite``, default ``run.suite``), each with its evaluator. ``ConfigError`` or ``TaskFileError``
+    when there are none, or when some cannot be scored."""
+    settings = inventory.tasks
+    split = split or settings.split
+    if settings.files and suite is None:
+        every = load_task_files(settings.files, max_steps=settings.max_steps)
+        pool = [task for task in every if task.split == split]
+        if not pool:
+            splits = sorted({task.split for task in every})
+            raise ConfigError.at(
+                "tasks.files",
+                f"no task of split {split!r} in the task files (their splits: {', '.join(splits)})",
+                inventory.source or None,
+            )
+    else:
+        from distrl.sim.suites import tasks as suite_tasks
+
+        pool = suite_tasks(suite or inventory.run.suite, split)
+        if not pool:
+            raise ConfigError.at("tasks.split", f"the sim's suites have no split {split!r}", inventory.source)
+    return resolve_evaluators(
+        pool,
+        default=settings.evaluator,
+        sim_phones_only=sim_phones_only(inventory),
+        judge=inventory.judge.configured,
+        source=inventory.source or None,
+    )
+
+
+def build_judge(inventory: Inventory) -> Judge:
+    """The inventory's judge; ``ConfigError`` when its key's variable is not set."""
+    from distrl.tasks.judge import Judge
+
+    settings = inventory.judge
+    try:
+        key = settings.api_key()
+    except ConfigError as exc:
+        raise ConfigError.at(exc.path or "", exc.problem or "", inventory.source or None) from None
+    return Judge(
+        base_url=settings.base_url,
+        model=settings.model,
+        api_key=key,
+        max_concurrency=settings.max_concurrency,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+        screens=settings.screens,
+        cache_dir=settings.cache,
+    )
+
+
+class Judging:
+    """The judge's queue: trajectories of ``judge`` tasks wait here for their verdict, then go on to
+    ``arrive`` (the ledger's). Everything else goes straight on."""
+
+    def __init__(
+        self,
+        judge: Judge,
+        arrive: Callable[[Trajectory], Awaitable[None]],
+        *,
+        capacity: int,
+        concurrency: int,
+        first_retry_s: float = FIRST_RETRY_S,
+    ) -> None:
+        self.judge = judge
+        self._arrive = arrive
+        self._concurrency = concurrency
+        self._first_retry_s = first_retry_s
+        self._send, self._receive = anyio.create_memory_object_stream[Trajectory](capacity)
+        self.waiting = 0
+        """Trajectories handed to the judge and not yet scored (queued or being asked about)."""
+        self._failing = 0
+        """Askers whose last try gave no verdict: the judge is down while this is above 0."""
+
+    @staticmethod
+    def needs_judge(trajectory: Trajectory) -> bool:
+        """A ``judge`` task's episode that ended as the policy or the step limit ended it (an episode cut
+        short by a failure says nothing about the policy, and is not trained on)."""
+        return (
+            trajectory.task.evaluator == "judge" and trajectory.success is None and not trajectory.cut_short
+        )
+
+    async def arrive(self, trajectory: Trajectory) -> None:
+        """Take an episode from a session: queue it for the judge (waiting while the queue is full), or
+        pass it on."""
+        if not self.needs_judge(trajectory):
+            await self._arrive(trajectory)
+            return
+        self.waiting += 1
+        await self._send.send(trajectory)
+
+    async def run(self) -> None:
+        """Ask the judge about each queued episode, ``concurrency`` at a time, until cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(self._concurrency):
+                    tg.start_soon(self._ask_each)
+        finally:
+            if self.waiting:
+                log.warning("%d episode(s) were still waiting for the judge when the run ended", self.waiting)
+            await self.judge.aclose()
+
+    async def _ask_each(self) -> None:
+        while True:
+            trajectory = await self._receive.receive()
+            verdict = await self._verdict(trajectory)
+            self.waiting -= 1
+            scored = dataclasses.replace(trajectory, success=verdict.success, verdict=verdict.reason)
+            await self._arrive(scored)
+
+    async def _verdict(self, trajectory: Trajectory) -> Verdict:
+        delay = self._first_retry_s
+        failed = False
+        try:
+            while True:
+                try:
+                    return await self.judge.verdict(trajectory)
+                except JudgeError as exc:
+                    if exc.reason == "refused":  # a wrong key, model or URL: no retry will mend it
+                        raise
+                    if not failed:
+                        failed = True
+                        self._failing += 1
+                        if self._failing == 1:
+                            log.warning(
+                                "judge: no verdict (%s); episodes wait, unscored, and are asked again", exc
+                            )
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, MAX_RETRY_S)
+        finally:
+            if failed:
+                self._failing -= 1
+                if self._failing == 0:
+                    log.warning("judge: answering again")

@@ -1,0 +1,19 @@
+"""Tasks and rewards: where tasks come from, which evaluator scores each, and the sampler that hands
+them out.
+
+- Task sources: the sim's suites (``distrl.sim.suites``, one source among others) and users' task files
+  (``distrl.tasks.files``: JSONL, or one instruction a line).
+- Evaluators (``distrl.tasks.evaluators`` decides which scores each task): ``sim`` (the simulated
+  phone's state), ``adb`` (shell checks on any Android, ``distrl.tasks.checks``) and ``judge`` (a VLM
+  over an OpenAI-compatible endpoint, ``distrl.tasks.judge``).
+- ``TaskSampler``: which task each free device plays next.
+
+This part imports records and errors only: not the sim, not torch.
+"""
+
+from distrl.tasks.checks import passes, run_checks
+from distrl.tasks.evaluators import AUTO, resolve_evaluators
+from distrl.tasks.files import load_task_files
+from distrl.tasks.sampler import TaskSampler
+
+__all__ = ["AUTO", "TaskSampler", "load_task_files", "passes", "resolve_evaluators", "run_checks"]
