@@ -7,20 +7,26 @@ non-zero exit status: 2 for usage and inventory errors, 1 when something failed 
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
+import json
 import logging
 import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from distrl import __version__
 from distrl.actions import format_action, parse_action, to_gesture
 from distrl.config import BUILT_IN_MODELS, Inventory, load_inventory
-from distrl.errors import ConfigError, DistrlError
+from distrl.errors import ConfigError, DistrlError, TaskFileError
+
+if TYPE_CHECKING:
+    from distrl.judge_eval import Calibration
 from distrl.records import InvalidAction
 from distrl.sim.latency import FaultRates
 
@@ -41,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _logging(args.verbose)
     try:
         status: int = args.command(args)
-    except ConfigError as exc:
+    except (ConfigError, TaskFileError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     except DistrlError as exc:
         return _fail(str(exc), EXIT_FAILED)
@@ -247,6 +253,25 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0, help="task order and sampling seed (default 0)")
     evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
     evaluate.set_defaults(command=_eval)
+
+    judge_eval = commands.add_parser(
+        "judge-eval",
+        parents=[common],
+        help="measure the inventory's judge against the sim's truth before a run",
+        description="Play simulated episodes (half by the expert with mistakes, half by the inventory's "
+        "policy, so that both outcomes occur), ask the inventory's [judge] about each as a run would, and "
+        "report its agreement with the sim's own success checks (accuracy, precision, recall, the confusion "
+        "table), its cost per episode and how long an episode waits for its score.",
+    )
+    judge_eval.add_argument("inventory", metavar="HOSTS_TOML", help="an inventory with a [judge] table")
+    judge_eval.add_argument(
+        "--episodes", type=_positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
+    )
+    judge_eval.add_argument("--suite", default=None, help="general or web_shopping (default: run.suite)")
+    judge_eval.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    judge_eval.add_argument("--seed", type=int, default=0, help="task order and play seed (default 0)")
+    judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    judge_eval.set_defaults(command=_judge_eval)
     return parser
 
 
@@ -329,8 +354,32 @@ def _check(args: argparse.Namespace) -> int:
         )
         _say(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
         _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
+    _say(_tasks_line(inventory))
     _say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
+
+
+def _tasks_line(inventory: Inventory) -> str:
+    """What ``run`` will train on and how it is scored; ``ConfigError`` or ``TaskFileError`` when the
+    task files are bad or some task cannot be scored."""
+    from distrl.fleet.scoring import run_tasks
+
+    tasks = run_tasks(inventory)
+    scored = collections.Counter(task.evaluator for task in tasks)
+    source = (
+        f"{len(inventory.tasks.files)} task file(s)"
+        if inventory.tasks.files
+        else f"the sim's {inventory.run.suite}"
+    )
+    line = f"tasks: {len(tasks)} of split {inventory.tasks.split} from {source}; scored by " + ", ".join(
+        f"{name} ({count})" for name, count in sorted(scored.items())
+    )
+    if scored["judge"]:
+        judge = inventory.judge
+        judge.api_key(inventory.source or None)
+        key = f"key from ${judge.api_key_env}" if judge.api_key_env else "no key"
+        line += f"\njudge: {judge.model} at {judge.base_url} ({key})"
+    return line
 
 
 def _missing_local_path(inventory: Inventory) -> str:
@@ -499,6 +548,40 @@ def _eval(args: argparse.Namespace) -> int:
         f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
         f" in {result.wall_s:.0f} s"
     )
+    return 0
+
+
+def _judge_eval(args: argparse.Namespace) -> int:
+    from distrl.config import EXPERT
+    from distrl.fleet.scoring import build_judge
+    from distrl.judge_eval import calibrate, calibration_episodes
+    from distrl.policy import Policy
+
+    inventory = load_inventory(args.inventory)
+    suite = args.suite or inventory.run.suite
+    if problem := _unknown_suite(suite):
+        return _fail(problem, EXIT_USAGE)
+    if not inventory.judge.configured:
+        raise ConfigError.at(
+            "judge", "judge-eval needs a [judge] (base_url and model)", inventory.source or None
+        )
+    judge = build_judge(inventory)
+    policy = None if inventory.policy.model == EXPERT else Policy.load(inventory.policy, seed=args.seed)
+    _say(f"playing {args.episodes} episodes of {suite} {args.split} on simulated phones ...")
+    episodes = calibration_episodes(
+        policy, suite=suite, split=args.split, episodes=args.episodes, seed=args.seed
+    )
+    _say(f"asking {inventory.judge.model} at {inventory.judge.base_url} about each ...")
+
+    async def judged() -> Calibration:
+        async with judge:
+            return await calibrate(judge, episodes)
+
+    result = anyio.run(judged)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        _say(result.report())
     return 0
 
 

@@ -175,8 +175,9 @@ class JudgeSettings:
     def configured(self) -> bool:
         return bool(self.base_url)
 
-    def api_key(self) -> str:
-        """The key from ``api_key_env``; ``ConfigError`` when that variable is not set."""
+    def api_key(self, source: str | None = None) -> str:
+        """The key from ``api_key_env``; ``ConfigError`` (naming the inventory ``source``) when that
+        variable is not set."""
         import os
 
         if not self.api_key_env:
@@ -184,7 +185,9 @@ class JudgeSettings:
         key = os.environ.get(self.api_key_env, "")
         if not key:
             raise ConfigError.at(
-                "judge.api_key_env", f"the environment variable {self.api_key_env} is not set (or empty)"
+                "judge.api_key_env",
+                f"the environment variable {self.api_key_env} is not set (or empty)",
+                source,
             )
         return key
 

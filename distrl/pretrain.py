@@ -34,7 +34,7 @@ from distrl.config import PolicySettings, Timeouts
 from distrl.device.episode import play_episode, scripted_step
 from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.prompt import Encoded
-from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task
+from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.suites import expert_action, score, tasks
@@ -46,6 +46,7 @@ __all__ = [
     "PretrainReport",
     "Progress",
     "demonstrations",
+    "expert_trajectory",
     "pretrain",
 ]
 
@@ -119,6 +120,29 @@ def demonstrations(
 
 def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: float) -> DemoEpisode:
     """One demonstration, played by the one episode loop with the expert (and its mistakes) choosing."""
+    trajectory, mistakes = expert_trajectory(device, task, rng, mistake_rate)
+    if trajectory.cut_short:
+        raise RuntimeError(f"{task.id}: the demonstration ended by a {trajectory.end_reason}")
+    actions = [step.action for step in trajectory.steps if isinstance(step.action, Action)]
+    steps = tuple(
+        Demo(
+            task=task,
+            observation=step.observation,
+            history=tuple(actions[:i]),
+            action=actions[i],
+            mistake=mistake,
+        )
+        for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
+    )
+    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success))
+
+
+def expert_trajectory(
+    device: SimDevice, task: Task, rng: random.Random, mistake_rate: float
+) -> tuple[Trajectory, list[bool]]:
+    """One episode of ``task`` on ``device`` chosen by the expert, each step a mistake with chance
+    ``mistake_rate``; its final screen kept, its success from the phone's state. Also says which steps
+    were mistakes."""
     mistakes: list[bool] = []
 
     async def choose(observation: Observation, history: Sequence[Action | InvalidAction], index: int) -> Step:
@@ -139,22 +163,10 @@ def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: fl
             host="local",
             step_timeout_s=math.inf,
             score=score,
+            keep_final=True,
         )
     )
-    if trajectory.cut_short:
-        raise RuntimeError(f"{task.id}: the demonstration ended by a {trajectory.end_reason}")
-    actions = [step.action for step in trajectory.steps if isinstance(step.action, Action)]
-    steps = tuple(
-        Demo(
-            task=task,
-            observation=step.observation,
-            history=tuple(actions[:i]),
-            action=actions[i],
-            mistake=mistake,
-        )
-        for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
-    )
-    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success))
+    return trajectory, mistakes
 
 
 def _mistake(phone: Phone, expert: Action, rng: random.Random) -> Action:

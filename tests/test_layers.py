@@ -61,6 +61,7 @@ LAYERS: dict[str, set[str]] = {
     "pretrain": {"records", "actions", "errors", "config", "sim", "device", "policy", "weights"},
     "play": {"records", "actions", "errors", "config", "sim", "device", "policy"},
     "learner": {"records", "actions", "errors", "config", "policy", "weights", "wire"},
+    "judge_eval": {"records", "errors", "sim", "play", "pretrain", "tasks"},
     "local": {"records", "config", "learner", "play", "sim"},
     "cli": {"*"},
     "__main__": {"cli"},

@@ -148,6 +148,9 @@ async def train(
             inventory.source or None,
         )
     run = inventory.run
+    pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
+    if any(task.evaluator == "judge" for task in pool):
+        inventory.judge.api_key(inventory.source or None)
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
     policy = await anyio.to_thread.run_sync(
@@ -165,7 +168,6 @@ async def train(
     limit = run.max_trajectories or None
     stop = Stop()
     # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
-    pool = _tasks(inventory, None, None)
     sampler = TaskSampler(
         pool,
         random.Random(f"tasks/{run.seed}/{learner.updates}"),

@@ -77,14 +77,10 @@ def build_judge(inventory: Inventory) -> Judge:
     from distrl.tasks.judge import Judge
 
     settings = inventory.judge
-    try:
-        key = settings.api_key()
-    except ConfigError as exc:
-        raise ConfigError.at(exc.path or "", exc.problem or "", inventory.source or None) from None
     return Judge(
         base_url=settings.base_url,
         model=settings.model,
-        api_key=key,
+        api_key=settings.api_key(inventory.source or None),
         max_concurrency=settings.max_concurrency,
         timeout_s=settings.timeout_s,
         max_retries=settings.max_retries,
