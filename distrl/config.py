@@ -563,6 +563,12 @@ class _Reader:
     def inventory(self, data: dict[str, Any]) -> Inventory:
         allowed = [*_SECTIONS, "defaults", "hosts"]
         self.reject_unknown(data, allowed, "")
+        if isinstance(data.get("judge"), dict) and "api_key" in data["judge"]:
+            raise self.fail(
+                "judge.api_key",
+                "the key never goes in the inventory: put it in an environment variable and name that"
+                " variable in judge.api_key_env",
+            )
         sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
         run: RunSettings = sections["run"]
         sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
@@ -573,12 +579,6 @@ class _Reader:
         tasks: TaskSettings = sections["tasks"]
         sections["tasks"] = dataclasses.replace(tasks, files=tuple(self.local_path(f) for f in tasks.files))
         judge: JudgeSettings = sections["judge"]
-        if "api_key" in data.get("judge", {}):
-            raise self.fail(
-                "judge.api_key",
-                "the key never goes in the inventory: put it in an environment variable and name that"
-                " variable in judge.api_key_env",
-            )
         if judge.configured and not judge.model:
             raise self.fail("judge.model", "is needed with judge.base_url (the model to ask)")
         if judge.model and not judge.configured:

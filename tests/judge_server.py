@@ -1,0 +1,158 @@
+"""An OpenAI-compatible chat-completions server on loopback, for the judge's tests and benchmarks.
+
+It speaks the real interface over real HTTP (``POST /v1/chat/completions``, the request and answer
+bodies of OpenAI's API, ``Authorization: Bearer``, 429 with ``Retry-After``), so the judge's own client
+talks to it exactly as to OpenAI, vLLM or Ollama. Its verdicts come from an oracle the test gives (the
+sim's truth for the final screenshot), optionally flipped for a known share of episodes (a fallible
+judge) and delayed (a slow one). On demand it fails: ``script`` holds what the next requests get
+(``429``, ``500``, ``timeout``, ``drop``, ``garbage``, ``refuse``).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import contextlib
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Oracle = Callable[[str, bytes], bool | None]
+"""``(goal, final screenshot bytes)`` → the truth (None: the oracle does not know)."""
+
+_GOAL = re.compile(r"Instruction: (.*)")
+
+
+@dataclass
+class Asked:
+    """One request the server received."""
+
+    goal: str
+    model: str
+    authorization: str
+    images: int
+    answer: str
+
+
+@dataclass
+class JudgeServer:
+    url: str
+    """Base URL, ``http://127.0.0.1:PORT/v1``."""
+    oracle: Oracle
+    script: collections.deque[str] = field(default_factory=collections.deque)
+    """What the next requests get instead of a verdict, one entry each."""
+    flip: float = 0.0
+    """Share of episodes (chosen by the final screen's hash) whose verdict is the wrong one."""
+    delay_s: float = 0.0
+    """Added before every answer (a slow judge)."""
+    hang_s: float = 5.0
+    """How long a ``timeout`` entry holds its request before answering."""
+    asked: list[Asked] = field(default_factory=list)
+    requests: int = 0
+
+    def respond(self, body: dict[str, Any], authorization: str) -> tuple[int, dict[str, str], bytes]:
+        self.requests += 1
+        step = self.script.popleft() if self.script else ""
+        if step == "timeout":
+            time.sleep(self.hang_s)
+        elif self.delay_s:
+            time.sleep(self.delay_s)
+        if step == "429":
+            return 429, {"Retry-After": "0"}, _error("Rate limit reached", "rate_limit_exceeded")
+        if step == "500":
+            return 500, {}, _error("The server had an error", "server_error")
+        if step == "refuse":
+            return 401, {}, _error("Incorrect API key provided", "invalid_api_key")
+        messages = body.get("messages") or []
+        content = messages[-1]["content"] if messages else []
+        text = " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+        images = [part["image_url"]["url"] for part in content if part.get("type") == "image_url"]
+        found = _GOAL.search(text)
+        goal = found.group(1).strip() if found else ""
+        final = base64.b64decode(images[-1].split(",", 1)[1]) if images else b""
+        truth = self.oracle(goal, final)
+        if step == "garbage" or truth is None:
+            answer = "I am not sure what this screenshot shows."
+        else:
+            flipped = self.flip and int(hashlib.sha256(final).hexdigest()[:8], 16) / 2**32 < self.flip
+            said = truth != bool(flipped)
+            answer = (
+                f"Reason: the final screen {'shows' if said else 'does not show'} the instruction done.\n"
+                f"Status: {'success' if said else 'failure'}"
+            )
+        self.asked.append(Asked(goal, str(body.get("model")), authorization, len(images), answer))
+        completion = {
+            "id": f"chatcmpl-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": len(text) // 4 + 85 * len(images),
+                "completion_tokens": len(answer) // 4,
+                "total_tokens": len(text) // 4 + 85 * len(images) + len(answer) // 4,
+            },
+        }
+        return 200, {}, json.dumps(completion).encode()
+
+
+def _error(message: str, code: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": "error", "code": code}}).encode()
+
+
+@contextlib.contextmanager
+def serve_judge(oracle: Oracle) -> Iterator[JudgeServer]:
+    """A judge server on a free loopback port, until the block ends."""
+    holder: list[JudgeServer] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            if self.path != "/v1/chat/completions":
+                self._send(404, {}, _error(f"no route {self.path}", "not_found"))
+                return
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length))
+            server = holder[0]
+            if server.script and server.script[0] == "drop":
+                server.script.popleft()
+                server.requests += 1
+                self.close_connection = True
+                self.connection.close()
+                return
+            status, headers, payload = server.respond(body, self.headers.get("Authorization", ""))
+            self._send(status, headers, payload)
+
+        def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client gave up (its timeout)
+                self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    holder.append(JudgeServer(url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", oracle=oracle))
+    thread = threading.Thread(target=httpd.serve_forever, name="judge server", daemon=True)
+    thread.start()
+    try:
+        yield holder[0]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

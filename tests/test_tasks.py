@@ -1,0 +1,282 @@
+"""Task files, the ``adb`` evaluator's checks, and which evaluator scores each task (``distrl.tasks``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from distrl.cli import main
+from distrl.config import parse_inventory
+from distrl.errors import ConfigError, TaskFileError
+from distrl.fleet.scoring import run_tasks
+from distrl.records import Check, Task
+from distrl.tasks import load_task_files, passes, resolve_evaluators
+from distrl.tasks.checks import check_from_json
+
+AIRPLANE = {"command": "settings get global airplane_mode_on", "equals": "1"}
+
+
+def _write(path: Path, *lines: object) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def test_a_jsonl_file_gives_its_tasks_with_every_key(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "my-tasks.jsonl",
+        "# my tasks",
+        {
+            "goal": "Turn on airplane mode",
+            "check": AIRPLANE,
+            "setup": ["settings put global airplane_mode_on 0"],
+        },
+        "",
+        {
+            "goal": "Open the clock",
+            "id": "clock/open",
+            "split": "test",
+            "max_steps": 4,
+            "apps": ["com.google.android.deskclock"],
+            "evaluator": "judge",
+        },
+    )
+    first, second = load_task_files([path], max_steps=7)
+    assert first == Task(
+        id="my-tasks/2",
+        suite="my-tasks",
+        goal="Turn on airplane mode",
+        max_steps=7,
+        setup=("settings put global airplane_mode_on 0",),
+        evaluator="adb",  # its checks choose
+        checks=(Check(command="settings get global airplane_mode_on", op="equals", value="1"),),
+    )
+    assert (second.id, second.split, second.max_steps, second.evaluator) == ("clock/open", "test", 4, "judge")
+    assert second.apps == ("com.google.android.deskclock",)
+
+
+def test_a_text_file_is_one_instruction_a_line(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "aitw-general.txt", "Search for hotels in Washington DC", "", "Set an alarm for 6pm"
+    )
+    tasks = load_task_files([path], max_steps=10)
+    assert [(t.id, t.goal, t.evaluator, t.split) for t in tasks] == [
+        ("aitw-general/1", "Search for hotels in Washington DC", "", "train"),
+        ("aitw-general/3", "Set an alarm for 6pm", "", "train"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("not json", "is not JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ({"goal": ""}, "goal must be a non-empty string"),
+        ({"id": "x"}, "goal must be a non-empty string"),
+        ({"goal": "g", "colour": "red"}, r"unknown key\(s\) \['colour'\]"),
+        ({"goal": "g", "max_steps": 0}, "max_steps must be an integer from 1"),
+        ({"goal": "g", "max_steps": True}, "max_steps must be an integer"),
+        ({"goal": "g", "setup": "am start x"}, "setup must be a list of non-empty strings"),
+        ({"goal": "g", "apps": ["not a package"]}, "apps must be Android package names"),
+        ({"goal": "g", "evaluator": "vibes"}, "evaluator must be one of adb, judge"),
+        ({"goal": "g", "evaluator": "sim"}, "scores the sim's own suites only"),
+        ({"goal": "g", "evaluator": "adb"}, "evaluator adb needs a check"),
+        ({"goal": "g", "check": {"command": "x"}}, r"needs exactly one of equals"),
+        ({"goal": "g", "check": {"command": "x", "equals": "1", "contains": "1"}}, "exactly one of"),
+        ({"goal": "g", "check": {"command": "x", "matches": "1"}}, r"unknown key\(s\) \['matches'\]"),
+        ({"goal": "g", "check": {"command": "x", "regex": "("}}, "not a regular expression"),
+        ({"goal": "g", "check": {"command": "x", "gt": "many"}}, "must be a number"),
+        ({"goal": "g", "check": {"equals": "1"}}, r"check\[0\].command must be a non-empty string"),
+        ({"goal": "g", "check": 5}, "check must be a check object or a list"),
+        ({"goal": "g", "split": "a b"}, "split must be a name"),
+    ],
+)
+def test_a_bad_line_names_the_file_and_the_line(tmp_path: Path, line: object, problem: str) -> None:
+    path = _write(tmp_path / "tasks.jsonl", {"goal": "fine"}, line)
+    with pytest.raises(TaskFileError, match=rf"tasks\.jsonl:2: .*{problem}") as caught:
+        load_task_files([path], max_steps=10)
+    assert (caught.value.file, caught.value.line) == (str(path), 2)
+
+
+def test_bad_files_are_refused_whole(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="file not found"):
+        load_task_files([tmp_path / "missing.jsonl"], max_steps=10)
+    with pytest.raises(TaskFileError, match=r"\.jsonl or \.txt, not '\.csv'"):
+        load_task_files([_write(tmp_path / "tasks.csv", "goal")], max_steps=10)
+    with pytest.raises(TaskFileError, match="has no tasks"):
+        load_task_files([_write(tmp_path / "empty.txt", "# nothing", "")], max_steps=10)
+    (tmp_path / "latin1.txt").write_bytes(b"ok\ncaf\xe9\n")
+    with pytest.raises(TaskFileError, match=r"latin1\.txt:2: is not UTF-8"):
+        load_task_files([tmp_path / "latin1.txt"], max_steps=10)
+    a = _write(tmp_path / "a.jsonl", {"goal": "g", "id": "same"})
+    b = _write(tmp_path / "b.jsonl", {"goal": "h"}, {"goal": "g", "id": "same"})
+    with pytest.raises(TaskFileError, match=r"b\.jsonl:2: task id 'same' is used before, at .*a\.jsonl:1"):
+        load_task_files([a, b], max_steps=10)
+
+
+@pytest.mark.parametrize(
+    ("check", "status", "output", "expected"),
+    [
+        ({"equals": "1"}, 0, "1\n", True),
+        ({"equals": "1"}, 0, "0\n", False),
+        ({"equals": "1"}, 1, "1\n", False),  # a failed command passes nothing
+        ({"equals": "1"}, None, "1", True),  # shell v1: no exit status
+        ({"contains": "com.android.settings"}, 0, "mCurrentFocus=Window{a com.android.settings/.Main}", True),
+        ({"contains": "com.android.settings"}, 0, "mCurrentFocus=Window{a launcher}", False),
+        ({"regex": r"^alarm .*7:00"}, 0, "x\nalarm 1 7:00 on\n", True),
+        ({"regex": r"^alarm .*7:00"}, 0, "x alarm 1 7:00 on\n", False),
+        ({"gt": 100}, 0, "255\n", True),
+        ({"gt": 100}, 0, "100\n", False),
+        ({"ge": 100}, 0, "100\n", True),
+        ({"lt": 0.5}, 0, "0.25", True),
+        ({"le": 0.5}, 0, "0.75", False),
+        ({"gt": 1}, 0, "null\n", False),  # not a number
+        ({"gt": 1}, 0, "nan\n", False),
+    ],
+)
+def test_checks_compare_the_output_as_written(
+    check: dict[str, object], status: int | None, output: str, expected: bool
+) -> None:
+    parsed = check_from_json({"command": "anything", **check}, "check[0]")
+    assert passes(parsed, status, output) is expected
+
+
+def _sim_task(name: str = "general/wifi/0000") -> Task:
+    return Task(id=name, suite="general", goal="Turn on Wi-Fi", evaluator="sim")
+
+
+def test_auto_scores_sim_tasks_by_the_sim_on_sim_phones_and_by_the_judge_elsewhere() -> None:
+    plain = Task(id="f/1", suite="f", goal="Open the clock")
+    checked = Task(
+        id="f/2", suite="f", goal="g", evaluator="adb", checks=(Check(command="x", op="equals", value="1"),)
+    )
+    tasks = [_sim_task(), plain, checked]
+    on_sims = resolve_evaluators(tasks, default="auto", sim_phones_only=True, judge=True)
+    assert [t.evaluator for t in on_sims] == ["sim", "judge", "adb"]
+    on_phones = resolve_evaluators(tasks, default="auto", sim_phones_only=False, judge=True)
+    assert [t.evaluator for t in on_phones] == ["judge", "judge", "adb"]
+    forced = resolve_evaluators([_sim_task(), plain], default="judge", sim_phones_only=True, judge=True)
+    assert [t.evaluator for t in forced] == ["judge", "judge"]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "default", "sim_only", "judge", "problem"),
+    [
+        ([_sim_task()], "auto", False, False, r"real devices do not report: configure \[judge\]"),
+        ([Task(id="f/1", suite="f", goal="g")], "auto", True, False, r"no \[judge\]"),
+        ([Task(id="f/1", suite="f", goal="g")], "adb", True, True, "needs the task's checks"),
+        ([Task(id="f/1", suite="f", goal="g")], "sim", True, True, "scores the sim's own suites only"),
+        (
+            [_sim_task("a"), _sim_task("b"), _sim_task("c")],
+            "auto",
+            False,
+            False,
+            r"\(2 more task\(s\) likewise\)",
+        ),
+    ],
+)
+def test_a_task_nothing_can_score_refuses_the_run(
+    tasks: list[Task], default: str, sim_only: bool, judge: bool, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem) as caught:
+        resolve_evaluators(tasks, default=default, sim_phones_only=sim_only, judge=judge, source="hosts.toml")
+    assert caught.value.path == "tasks.evaluator"
+    assert str(caught.value).startswith("hosts.toml: tasks.evaluator: cannot score task")
+
+
+def test_sim_on_adb_devices_is_the_users_word_that_they_are_the_sim() -> None:
+    resolved = resolve_evaluators([_sim_task()], default="sim", sim_phones_only=False, judge=False)
+    assert resolved[0].evaluator == "sim"
+
+
+PHONES = """
+[[hosts]]
+name = "phones"
+address = "localhost"
+devices = { adb_serials = ["R58M123"] }
+"""
+
+
+def test_run_tasks_reads_the_files_of_the_inventory_split(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "mine.jsonl",
+        {"goal": "a", "check": AIRPLANE},
+        {"goal": "b", "split": "test", "check": AIRPLANE},
+    )
+    inventory = parse_inventory(
+        PHONES + '[tasks]\nfiles = ["mine.jsonl"]\n', source=str(tmp_path / "hosts.toml")
+    )
+    assert [t.goal for t in run_tasks(inventory)] == ["a"]
+    assert [t.goal for t in run_tasks(inventory, "test")] == ["b"]
+    with pytest.raises(
+        ConfigError, match=r"no task of split 'unseen' in the task files \(their splits: test, train\)"
+    ):
+        run_tasks(inventory, "unseen")
+
+
+def test_check_and_run_refuse_unscorable_tasks_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(PHONES)
+    for command in ("check", "run"):
+        assert main([command, str(hosts)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1
+        assert "cannot score task 'general/" in err[0]
+        assert "configure [judge]" in err[0]
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+def test_check_names_a_bad_task_line_and_a_missing_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(tmp_path / "mine.jsonl", {"goal": "a"}, {"goal": "b", "max_steps": -1})
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(PHONES + '[tasks]\nfiles = ["mine.jsonl"]\n')
+    assert main(["check", str(hosts)]) == 2
+    assert "mine.jsonl:2: max_steps must be an integer from 1 to 1000" in capsys.readouterr().err
+    _write(tmp_path / "mine.jsonl", {"goal": "a"})
+    hosts.write_text(
+        PHONES
+        + '[tasks]\nfiles = ["mine.jsonl"]\n'
+        + '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "DISTRL_TEST_NO_KEY"\n'
+    )
+    monkeypatch.delenv("DISTRL_TEST_NO_KEY", raising=False)
+    assert main(["check", str(hosts)]) == 2
+    assert (
+        "judge.api_key_env: the environment variable DISTRL_TEST_NO_KEY is not set" in capsys.readouterr().err
+    )
+    monkeypatch.setenv("DISTRL_TEST_NO_KEY", "sk-secret-value")
+    assert main(["check", str(hosts)]) == 0
+    out = capsys.readouterr()
+    assert "tasks: 1 of split train from 1 task file(s); scored by judge (1)" in out.out
+    assert "sk-secret-value" not in out.out + out.err
+
+
+@pytest.mark.parametrize(
+    ("judge", "path", "problem"),
+    [
+        ('api_key = "sk-abc"', "judge.api_key", "never goes in the inventory"),
+        ('base_url = "ftp://x"\nmodel = "m"', "judge.base_url", "not an http:// or https:// URL"),
+        ('base_url = "http://x/v1"', "judge.model", "is needed with judge.base_url"),
+        ('model = "m"', "judge.base_url", "is needed with judge.model"),
+        (
+            'base_url = "http://x/v1"\nmodel = "m"\nmax_concurrency = 0',
+            "judge.max_concurrency",
+            "greater than 0",
+        ),
+        ('base_url = "http://x/v1"\nmodel = "m"\nscreens = 0', "judge.screens", "at least 1"),
+        (
+            'base_url = "http://x/v1"\nmodel = "m"\napi_key_env = "my key"',
+            "judge.api_key_env",
+            "variable name",
+        ),
+        ('base_url = "http://x/v1"\nmodel = "m"\ntimeout = 3', "judge.timeout", "did you mean 'timeout_s'"),
+    ],
+)
+def test_bad_judge_settings_name_their_toml_path(judge: str, path: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem) as caught:
+        parse_inventory(PHONES + "[judge]\n" + judge + "\n", source="hosts.toml")
+    assert caught.value.path == path
