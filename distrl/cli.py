@@ -310,6 +310,15 @@ def _run(args: argparse.Namespace) -> int:
         f"{stats.device_errors} cut short by a device; {stats.retired} device(s) retired; "
         f"{stats.weight_pushes} weight pushes, {stats.weight_bytes / 1e6:.1f} MB."
     )
+    if stats.judge:
+        judge = stats.judge
+        _say(
+            f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached), {judge['requests']:.0f}"
+            f" requests, p50 {judge['latency_p50_s']:.1f} s to a verdict, {judge['prompt_tokens']:.0f} +"
+            f" {judge['completion_tokens']:.0f} tokens; {stats.judging} episode(s) left unjudged at the stop."
+        )
+    if stats.unscored:
+        _say(f"{stats.unscored} episode(s) came back with no score and were not trained on (see the log).")
     problem = stats.achieved_nothing
     if problem:
         return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)

@@ -1,0 +1,215 @@
+"""The VLM judge (``distrl.tasks.judge``) over real HTTP, and the judge's queue in a run
+(``distrl.fleet.scoring.Judging``): verdicts, retries, the cache, the key, and no episode lost."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from distrl.errors import JudgeError
+from distrl.fleet.scoring import Judging
+from distrl.records import (
+    Action,
+    ActionType,
+    EndReason,
+    Observation,
+    Step,
+    Task,
+    Trajectory,
+)
+from distrl.tasks.judge import Judge, parse_verdict
+from judge_server import JudgeServer, serve_judge
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def _screen(tag: str) -> Observation:
+    return Observation(screenshot=f"png:{tag}".encode(), width=10, height=20)
+
+
+def _trajectory(name: str, *, final: str, steps: int = 2, evaluator: str = "judge") -> Trajectory:
+    """An ended episode whose final screen is ``final`` (the oracle's key)."""
+    task = Task(id=f"t/{name}", suite="t", goal=f"Goal of {name}", evaluator=evaluator)
+    taps = [
+        Step(
+            index=i,
+            observation=_screen(f"{name}/{i}"),
+            output="Action Plan: [DUAL_POINT]; Action Decision: tap",
+            action=Action(type=ActionType.DUAL_POINT, touch=(0.5, 0.5), lift=(0.5, 0.5)),
+            policy_version=0,
+            behaviour_logprob=-1.0,
+        )
+        for i in range(steps)
+    ]
+    return Trajectory(
+        id=name,
+        task=task,
+        host="h",
+        device="d",
+        steps=tuple(taps),
+        final_observation=_screen(final),
+        end_reason=EndReason.STEP_LIMIT,
+    )
+
+
+TRUTH = {b"png:won": True, b"png:lost": False}
+
+
+@pytest.fixture
+def server() -> Iterator[JudgeServer]:
+    with serve_judge(lambda goal, final: TRUTH.get(final)) as running:
+        yield running
+
+
+def _judge(server: JudgeServer, tmp_path: Path | None = None, **options: object) -> Judge:
+    settings: dict[str, object] = {
+        "base_url": server.url,
+        "model": "test-judge",
+        "api_key": KEY,
+        "max_retries": 3,
+        "timeout_s": 2.0,
+        "backoff_s": 0.01,
+        "cache_dir": tmp_path,
+        **options,
+    }
+    return Judge(**settings)  # type: ignore[arg-type]
+
+
+def test_the_verdict_is_read_from_the_last_status_line() -> None:
+    said = parse_verdict("Reason: the alarm is set for 6pm.\nStatus: success")
+    assert said is not None
+    assert (said.success, said.reason) == (True, "the alarm is set for 6pm.")
+    assert parse_verdict("status: Success ... on reflection, **Status:** failure").success is False  # type: ignore[union-attr]
+    assert parse_verdict("I think it worked.") is None
+
+
+async def test_verdicts_follow_the_judge_and_are_cached(server: JudgeServer, tmp_path: Path) -> None:
+    async with _judge(server, tmp_path) as judge:
+        won = await judge.verdict(_trajectory("a", final="won"))
+        lost = await judge.verdict(_trajectory("b", final="lost"))
+        assert (won.success, lost.success) == (True, False)
+        assert "does not show" in lost.reason
+        assert server.requests == 2
+        again = await judge.verdict(_trajectory("a", final="won"))
+        assert (again.success, again.cached, server.requests) == (True, True, 2)
+        assert judge.stats.cache_hits == 1
+        assert judge.stats.prompt_tokens > 0
+    asked = server.asked[0]
+    assert (asked.goal, asked.model, asked.images) == ("Goal of a", "test-judge", 1)
+    assert asked.authorization == f"Bearer {KEY}"
+    # a fresh judge on the same folder asks nothing: a re-evaluation costs nothing
+    async with _judge(server, tmp_path) as judge:
+        assert (await judge.verdict(_trajectory("b", final="lost"))).success is False
+    assert server.requests == 2
+    for cached in tmp_path.rglob("*"):
+        if cached.is_file():
+            assert KEY not in cached.read_text()
+
+
+async def test_the_judge_sees_the_last_screens_final_last(server: JudgeServer) -> None:
+    async with _judge(server, screens=2) as judge:
+        await judge.verdict(_trajectory("a", final="won", steps=3))
+    assert server.asked[-1].images == 2
+
+
+@pytest.mark.parametrize(
+    "failures", [["429"], ["500", "500"], ["timeout"], ["drop"], ["garbage"], ["429", "timeout", "500"]]
+)
+async def test_busy_slow_and_lost_answers_are_retried(server: JudgeServer, failures: list[str]) -> None:
+    server.script.extend(failures)
+    server.hang_s = 1.0
+    async with _judge(server, timeout_s=0.3) as judge:
+        verdict = await judge.verdict(_trajectory("a", final="won"))
+    assert verdict.success is True
+    assert server.requests == len(failures) + 1
+    assert judge.stats.retries == len(failures)
+
+
+async def test_a_judge_that_stays_down_is_a_judge_error_never_a_failure(server: JudgeServer) -> None:
+    server.script.extend(["500"] * 4)
+    async with _judge(server, max_retries=3) as judge:
+        with pytest.raises(JudgeError, match="HTTP 500") as caught:
+            await judge.verdict(_trajectory("a", final="won"))
+    assert (caught.value.reason, caught.value.status, server.requests) == ("busy", 500, 4)
+    server.script.extend(["garbage"] * 2)
+    async with _judge(server, max_retries=1) as judge:
+        with pytest.raises(JudgeError, match="no 'Status: success|failure'") as caught:
+            await judge.verdict(_trajectory("a", final="won"))
+    assert caught.value.reason == "garbage"
+
+
+async def test_a_refusal_is_not_retried_and_does_not_leak_the_key(server: JudgeServer) -> None:
+    server.script.append("refuse")
+    async with _judge(server) as judge:
+        with pytest.raises(JudgeError, match="HTTP 401") as caught:
+            await judge.verdict(_trajectory("a", final="won"))
+    assert (caught.value.reason, server.requests) == ("refused", 1)
+    assert KEY not in str(caught.value)
+
+
+async def test_an_unreachable_judge_is_a_judge_error(tmp_path: Path) -> None:
+    with serve_judge(lambda goal, final: True) as gone:
+        url = gone.url
+    async with Judge(base_url=url, model="m", max_retries=1, backoff_s=0.01) as judge:
+        with pytest.raises(JudgeError, match="cannot reach the judge") as caught:
+            await judge.verdict(_trajectory("a", final="won"))
+    assert caught.value.reason == "unreachable"
+
+
+class _Inbox:
+    def __init__(self) -> None:
+        self.arrived: list[Trajectory] = []
+
+    async def arrive(self, trajectory: Trajectory) -> None:
+        self.arrived.append(trajectory)
+
+
+async def test_a_dead_judge_loses_no_episode(server: JudgeServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Down for 20 requests (every try of several episodes, several times), then back: every episode
+    arrives once, scored, and nothing unscored reaches the ledger meanwhile."""
+    server.script.extend(["500"] * 10 + ["drop"] * 10)
+    inbox = _Inbox()
+    judge = _judge(server, max_retries=1, api_key=KEY)
+    judging = Judging(judge, inbox.arrive, capacity=4, concurrency=2, first_retry_s=0.02)
+    episodes = [_trajectory(f"e{i}", final="won" if i % 2 else "lost") for i in range(8)]
+    other = _trajectory("sim", final="won", evaluator="sim")
+    other = dataclasses.replace(other, success=True)
+    with caplog.at_level(logging.DEBUG):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(judging.run)
+            await judging.arrive(other)  # not the judge's: straight on
+            assert inbox.arrived == [other]
+            for episode in episodes:
+                await judging.arrive(episode)  # waits while the queue is full: backpressure
+            with anyio.fail_after(30):
+                while len(inbox.arrived) < len(episodes) + 1:
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    judged = {t.id: t for t in inbox.arrived[1:]}
+    assert sorted(judged) == sorted(e.id for e in episodes)
+    assert all(t.success is (int(t.id[1:]) % 2 == 1) for t in judged.values())
+    assert all(t.verdict for t in judged.values())
+    assert judging.waiting == 0
+    assert server.script == type(server.script)()  # the outage was lived through, not skipped
+    assert "no verdict" in caplog.text and "answering again" in caplog.text
+    assert KEY not in caplog.text
+
+
+async def test_a_refusing_judge_stops_the_run_with_its_reason(server: JudgeServer) -> None:
+    server.script.append("refuse")
+    inbox = _Inbox()
+    judging = Judging(_judge(server), inbox.arrive, capacity=2, concurrency=1)
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(judging.run)
+            await judging.arrive(_trajectory("a", final="won"))
+            await anyio.sleep(5)
+    assert caught.group_contains(JudgeError, match="HTTP 401")
+    assert inbox.arrived == []

@@ -1,0 +1,215 @@
+"""Rewards on devices that are not in-process sims: simulated phones served as emulators and driven
+through the real adb server, scored by a task file's ``adb`` checks or by the judge over real HTTP."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SimFleet
+from judge_server import JudgeServer, serve_judge
+
+import distrl.sim.shell
+from distrl.cli import main
+from distrl.config import Inventory, parse_inventory
+from distrl.fleet import collect
+from distrl.records import Task
+from distrl.sim.phone import Phone
+from distrl.sim.suites import is_successful, tasks
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+KEY = "sk-distrl-test-key-3f9a1c"
+KEY_ENV = "DISTRL_TEST_JUDGE_KEY"
+MARK = "judge_test_task"
+"""A global setting each test task's setup writes: the phone's state says which task it plays."""
+
+
+def _inventory(tmp_path: Path, fleet: SimFleet, extra: str = "", run: str = "") -> Inventory:
+    """A local worker driving the served phones through adb; the console's token in its home. ``extra``
+    is more tables, ``run`` more lines for ``[run]``; written to ``hosts.toml`` too."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".emulator_console_auth_token").write_text(fleet.token + "\n")
+    ports = ", ".join(str(phone.console_port) for phone in fleet.phones)
+    text = f"""
+[run]
+name = "t"
+output_dir = "{tmp_path / "runs"}"
+{run}
+
+[learner]
+batch_size = 2
+min_new_trajectories = 2
+micro_batch = 8
+
+[policy]
+max_new_tokens = 24
+max_wait_s = 0.05
+
+[[hosts]]
+name = "phones"
+address = "localhost"
+env = {{ HOME = "{home}" }}
+devices = {{ emulator_ports = [{ports}] }}
+{extra}
+"""
+    (tmp_path / "hosts.toml").write_text(text)
+    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+
+
+def _jsonl(path: Path, *entries: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    return path
+
+
+async def test_a_task_files_adb_checks_score_episodes_on_adb_devices(
+    tmp_path: Path, sim_fleet: SimFleet
+) -> None:
+    airplane = {"command": "settings get global airplane_mode_on", "equals": "1"}
+    _jsonl(
+        tmp_path / "mine.jsonl",
+        # already done by its setup: one step of an untrained policy cannot undo it
+        {
+            "goal": "Turn on airplane mode",
+            "setup": ["settings put global airplane_mode_on 1"],
+            "check": airplane,
+            "max_steps": 1,
+        },
+        # not done, and not doable in one step
+        {
+            "goal": "Turn on dark mode",
+            "setup": ["settings put secure dark_mode 0"],
+            "check": [{"command": "settings get secure dark_mode", "ge": 1}],
+            "max_steps": 1,
+        },
+    )
+    inventory = _inventory(tmp_path, sim_fleet, '[tasks]\nfiles = ["mine.jsonl"]\n')
+    result = await collect(inventory, split="train", episodes=4)
+    assert len(result.trajectories) == 4
+    for trajectory in result.trajectories:
+        assert trajectory.task.evaluator == "adb"
+        assert not trajectory.cut_short, trajectory.end_reason
+        assert trajectory.success is (trajectory.task.goal == "Turn on airplane mode"), trajectory.task.goal
+    assert result.stats.unscored == 0
+
+
+@dataclasses.dataclass
+class _Truth:
+    """The sim's truth for each screen the phones showed: every screencap is recorded with the state
+    the phone was in, and that state names the test task it was playing (``MARK``)."""
+
+    by_goal: dict[str, tuple[int, Task]]
+    seen: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def record(self, phone: Phone, png: bytes) -> None:
+        mark = phone.get_setting("global", MARK)
+        for number, task in self.by_goal.values():
+            if str(number) == mark:
+                with self.lock:
+                    digest = hashlib.sha256(png).hexdigest()
+                    self.seen[(task.goal, digest)] = is_successful(task, phone.state())
+
+    def __call__(self, goal: str, final: bytes) -> bool | None:
+        with self.lock:
+            return self.seen.get((goal, hashlib.sha256(final).hexdigest()))
+
+
+def _judged_tasks() -> list[Task]:
+    """Sim tasks in two steps or fewer; two of them done by their setup already, two not."""
+    chosen = []
+    for name, done in (("wifi", "settings put global wifi_on 1"), ("dark_theme", ""), ("airplane_mode", "")):
+        task = next(t for t in tasks("general", "train") if t.params["template"] == name)
+        setup = (*task.setup, *([done] if done else []))
+        chosen.append(dataclasses.replace(task, setup=setup, max_steps=2))
+    done_dnd = next(t for t in tasks("general", "train") if t.params["template"] == "do_not_disturb")
+    chosen.append(dataclasses.replace(done_dnd, setup=("settings put global zen_mode 1",), max_steps=2))
+    return [
+        dataclasses.replace(task, setup=(*task.setup, f"settings put global {MARK} {number}"))
+        for number, task in enumerate(chosen)
+    ]
+
+
+@pytest.fixture
+def judged(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[Task], JudgeServer]]:
+    chosen = _judged_tasks()
+    truth = _Truth({task.goal: (number, task) for number, task in enumerate(chosen)})
+    screencap = distrl.sim.shell._COMMANDS["screencap"]
+
+    def recording(phone: Phone, args: list[str]) -> distrl.sim.shell.ShellResult:
+        result = screencap(phone, args)
+        truth.record(phone, result.output)
+        return result
+
+    monkeypatch.setitem(distrl.sim.shell._COMMANDS, "screencap", recording)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with serve_judge(truth) as server:
+        yield chosen, server
+
+
+def _judge_table(server: JudgeServer, extra: str = "") -> str:
+    return (
+        f'[judge]\nbase_url = "{server.url}"\nmodel = "test-judge"\napi_key_env = "{KEY_ENV}"\n{extra}\n'
+        '[tasks]\nevaluator = "judge"\n'
+    )
+
+
+async def test_every_reward_through_the_judge_matches_the_sims_truth(
+    tmp_path: Path, sim_fleet: SimFleet, judged: tuple[list[Task], JudgeServer]
+) -> None:
+    chosen, server = judged
+    inventory = _inventory(tmp_path, sim_fleet, _judge_table(server))
+    result = await collect(inventory, tasks=chosen, episodes=8)
+    assert len(result.trajectories) == 8
+    outcomes = set()
+    for trajectory in result.trajectories:
+        assert trajectory.task.evaluator == "judge"
+        assert not trajectory.cut_short, trajectory.end_reason
+        assert trajectory.final_observation is not None  # the judge saw the screen it ended on
+        truth = server.oracle(trajectory.task.goal, trajectory.final_observation.screenshot)
+        assert truth is not None
+        assert trajectory.success is truth, (trajectory.task.goal, trajectory.verdict)
+        assert trajectory.verdict.startswith("the final screen")
+        outcomes.add(truth)
+    assert outcomes == {True, False}
+    assert len(server.asked) == 8
+    assert {asked.authorization for asked in server.asked} == {f"Bearer {KEY}"}
+    assert result.stats.judge["verdicts"] == 8
+
+
+def test_run_trains_on_a_task_file_judged_over_http_and_keeps_its_key_out_of_everything(
+    tmp_path: Path,
+    sim_fleet: SimFleet,
+    judged: tuple[list[Task], JudgeServer],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The user's path: a task file, an OpenAI-compatible judge, adb devices, ``python -m distrl run``."""
+    chosen, server = judged
+    server.script.extend(["429", "timeout", "500"])  # the first asks are retried
+    server.hang_s = 2.0
+    _jsonl(
+        tmp_path / "goals.jsonl",
+        *({"goal": task.goal, "setup": list(task.setup), "max_steps": 2} for task in chosen),
+    )
+    extra = _judge_table(server, "timeout_s = 1.0") + 'files = ["goals.jsonl"]\n'
+    _inventory(tmp_path, sim_fleet, extra, run="max_trajectories = 6")
+    assert main(["-vv", "run", str(tmp_path / "hosts.toml")]) == 0
+    out, err = capfd.readouterr()
+    assert "6 episodes (" in out, out
+    assert "judge: " in err  # the progress line counts the episodes waiting for the judge
+    assert server.requests >= 6 + 3  # every episode judged; three asks retried
+    successes = {asked.goal for asked in server.asked if "Status: success" in asked.answer}
+    assert successes  # both outcomes came back
+    assert successes < {task.goal for task in chosen}
+    assert KEY not in out + err
+    files = [path for path in (tmp_path / "runs").rglob("*") if path.is_file()]
+    assert any(path.suffix == ".safetensors" for path in files)  # a checkpoint was written
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
