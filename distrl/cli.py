@@ -313,8 +313,9 @@ def _run(args: argparse.Namespace) -> int:
     if stats.judge:
         judge = stats.judge
         _say(
-            f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached), {judge['requests']:.0f}"
-            f" requests, p50 {judge['latency_p50_s']:.1f} s to a verdict, {judge['prompt_tokens']:.0f} +"
+            f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached),"
+            f" {judge['requests']:.0f} requests, p50 {judge['latency_p50_s']:.1f} s to a verdict,"
+            f" {judge['prompt_tokens']:.0f} +"
             f" {judge['completion_tokens']:.0f} tokens; {stats.judging} episode(s) left unjudged at the stop."
         )
     if stats.unscored:
