@@ -9,9 +9,9 @@ from distrl.records import Trajectory
 
 
 def accounted(stats: RunStats, trajectories: Sequence[Trajectory] | None = None) -> None:
-    """Every task handed out is completed, failed (and then re-queued) or still running; each trajectory
-    arrived once."""
-    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.in_flight
+    """Every task handed out is completed, failed (and then re-queued), waiting for the judge or still
+    running; each trajectory arrived once."""
+    assert stats.handed_out == stats.completed + sum(stats.failed.values()) + stats.judging + stats.in_flight
     assert stats.requeued == sum(stats.failed.values())
     if trajectories is not None:
         assert len({t.id for t in trajectories}) == len(trajectories) == stats.completed

@@ -26,9 +26,9 @@ from distrl.actions import parse_action
 from distrl.config import Inventory, parse_inventory
 from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.fleet import RunStats, board, collect, train
-from distrl.tasks.sampler import TaskSampler
 from distrl.fleet.stop import Stop
 from distrl.sim.suites import tasks
+from distrl.tasks.sampler import TaskSampler
 from distrl.worker import WEIGHTS_DELAY_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]

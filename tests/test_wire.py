@@ -37,8 +37,8 @@ from distrl.errors import (
 from distrl.records import (
     CHECK_OPS,
     Action,
-    Check,
     ActionType,
+    Check,
     EndReason,
     InvalidAction,
     Observation,

@@ -1,8 +1,9 @@
 """What the user sees of a run: a progress line every few seconds, and TensorBoard scalars.
 
 ``Board.tick`` takes a fresh ``RunStats`` snapshot, derives the step rate since the last tick, logs the
-progress line, hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``
-and ``weights/`` scalars; ``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update.
+progress line, hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``,
+``weights/`` and (with a judge) ``judge/`` scalars (verdicts, requests, retries, latency, tokens);
+``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update.
 """
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ class Board:
         writer.add_scalar("collect/trajectories", stats.completed, elapsed)
         writer.add_scalar("collect/failed", sum(stats.failed.values()), elapsed)
         writer.add_scalar("collect/stale", stats.stale, elapsed)
+        if stats.unscored:
+            writer.add_scalar("collect/unscored", stats.unscored, elapsed)
+        if stats.judge:
+            writer.add_scalar("judge/waiting", stats.judging, elapsed)
+            for name, value in stats.judge.items():
+                writer.add_scalar(f"judge/{name}", value, elapsed)
         writer.add_scalar("fleet/hosts_up", stats.hosts_up, elapsed)
         writer.add_scalar("fleet/device_utilisation", stats.in_flight / self._devices, elapsed)
         writer.add_scalar("fleet/restarts", stats.restarts, elapsed)

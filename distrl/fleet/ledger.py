@@ -102,7 +102,8 @@ class RunStats:
 
     @property
     def in_flight(self) -> int:
-        return self.handed_out - self.completed - sum(self.failed.values())
+        """Episodes being played (those played and waiting for the judge are ``judging``)."""
+        return self.handed_out - self.completed - sum(self.failed.values()) - self.judging
 
     @property
     def scored(self) -> int:

@@ -130,11 +130,17 @@ class Judging:
         await self._send.send(trajectory)
 
     async def run(self) -> None:
-        """Ask the judge about each queued episode, ``concurrency`` at a time, until cancelled."""
+        """Ask the judge about each queued episode, ``concurrency`` at a time, until cancelled. A judge
+        that refuses (a wrong key, model or URL) raises its ``JudgeError``: no retry would mend it."""
         try:
             async with anyio.create_task_group() as tg:
                 for _ in range(self._concurrency):
                     tg.start_soon(self._ask_each)
+        except BaseExceptionGroup as group:
+            refused = group.subgroup(JudgeError)
+            if refused is None:
+                raise
+            raise refused.exceptions[0] from None
         finally:
             if self.waiting:
                 log.warning("%d episode(s) were still waiting for the judge when the run ended", self.waiting)
