@@ -156,3 +156,25 @@ def serve_judge(oracle: Oracle) -> Iterator[JudgeServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def main() -> None:
+    """``python tests/judge_server.py --truth FILE``: serve until killed, the truth read from ``FILE``
+    (a JSON object of final-screenshot SHA-256 → success); prints the base URL as its first line."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--truth", required=True, help="JSON: sha256 of the final screenshot -> true/false")
+    parser.add_argument("--flip", type=float, default=0.0, help="share of verdicts given wrong")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds added before every answer")
+    args = parser.parse_args()
+    with open(args.truth, encoding="utf-8") as file:
+        truth: dict[str, bool] = json.load(file)
+    with serve_judge(lambda goal, final: truth.get(hashlib.sha256(final).hexdigest())) as server:
+        server.flip, server.delay_s = args.flip, args.delay
+        print(server.url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -14,10 +14,12 @@ from distrl.config import (
     Devices,
     Host,
     Inventory,
+    JudgeSettings,
     LearnerSettings,
     PolicySettings,
     RunSettings,
     SimSettings,
+    TaskSettings,
     Timeouts,
     load_inventory,
     parse_inventory,
@@ -56,8 +58,10 @@ def test_example_documents_every_key_in_its_place() -> None:
     def keys(cls: type[object]) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
-    assert set(data) == {"run", "timeouts", "learner", "policy", "sim", "defaults", "hosts"}
+    assert set(data) == {"run", "tasks", "judge", "timeouts", "learner", "policy", "sim", "defaults", "hosts"}
     assert set(data["run"]) == keys(RunSettings)
+    assert set(data["tasks"]) == keys(TaskSettings)
+    assert set(data["judge"]) == keys(JudgeSettings)
     assert set(data["timeouts"]) == keys(Timeouts)
     assert set(data["learner"]) == keys(LearnerSettings)
     assert set(data["policy"]) == keys(PolicySettings)
