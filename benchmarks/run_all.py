@@ -45,7 +45,13 @@ PLAN = (
     Program("weight_diff", limit_s=120),
     Program("sim_throughput", limit_s=150),
     Program("inference_throughput", ("--model", "tiny-bc", "--quick"), 240, "batch sizes 1 and 4 only"),
-    Program("learner_gpu", limit_s=60),  # without a CUDA GPU it says so and stops
+    Program("learner_gpu", limit_s=60),
+    Program(
+        "judge_cost",
+        ("--episodes", "16", "--delay", "0.5", "--figure", f"{CUT}/judge-latency.png"),
+        45,
+        "16 episodes, not 64",
+    ),  # without a CUDA GPU it says so and stops
     Program(
         "weight_sync", ("--updates", "2", "--figure", f"{CUT}/weight-sync.png"), 480, "2 timed updates, not 3"
     ),

@@ -217,3 +217,62 @@ async def test_a_refusing_judge_stops_the_run_with_its_reason(server: JudgeServe
     with pytest.raises(JudgeError, match="HTTP 401"):
         await judging.run()
     assert inbox.arrived == []
+
+
+def _hosts_with_judge(tmp_path: Path, url: str) -> Path:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        '[policy]\nmodel = "expert"\n'
+        f'[judge]\nbase_url = "{url}"\nmodel = "test-judge"\ncache = "{tmp_path / "cache"}"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    return hosts
+
+
+def test_judge_eval_reports_the_judges_agreement_with_the_sim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hashlib
+    import json
+
+    from distrl.cli import main
+    from distrl.judge_eval import calibration_episodes
+
+    played = calibration_episodes(None, suite="general", split="test", episodes=12, seed=3)
+    truth = {
+        hashlib.sha256((t.final_observation or t.steps[-1].observation).screenshot).hexdigest(): bool(
+            t.success
+        )
+        for t in played
+    }
+    assert set(truth.values()) == {True, False}  # the expert's mistakes make both outcomes
+
+    def oracle(goal: str, final: bytes) -> bool | None:
+        return truth.get(hashlib.sha256(final).hexdigest())
+
+    with serve_judge(oracle) as server:
+        hosts = _hosts_with_judge(tmp_path, server.url)
+        assert main(["judge-eval", str(hosts), "--episodes", "12", "--seed", "3", "--json"]) == 0
+        exact = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert exact["judged"] == 12
+        assert (exact["accuracy"], exact["precision"], exact["recall"]) == (1.0, 1.0, 1.0)
+        assert exact["true_positive"] == sum(bool(t.success) for t in played)
+        assert exact["requests"] == 12
+        assert exact["tokens_per_episode"] > 0
+        # a judge that says "success" to everything: recall stays, precision and accuracy fall
+        server.oracle = lambda goal, final: True
+        hosts.write_text(hosts.read_text().replace(str(tmp_path / "cache"), str(tmp_path / "cache2")))
+        assert main(["judge-eval", str(hosts), "--episodes", "12", "--seed", "3"]) == 0
+        report = capsys.readouterr().out
+    assert "recall 100.0%" in report
+    assert "accuracy 100.0%" not in report
+    assert "truly failure" in report
+
+
+def test_judge_eval_needs_a_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from distrl.cli import main
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n')
+    assert main(["judge-eval", str(hosts), "--episodes", "2"]) == 2
+    assert "judge-eval needs a [judge]" in capsys.readouterr().err
