@@ -190,6 +190,7 @@ def test_sim_on_adb_devices_is_the_users_word_that_they_are_the_sim() -> None:
     assert resolved[0].evaluator == "sim"
 
 
+ONE_SIM_HOST = '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n'
 PHONES = """
 [[hosts]]
 name = "phones"
@@ -213,6 +214,11 @@ def test_run_tasks_reads_the_files_of_the_inventory_split(tmp_path: Path) -> Non
         ConfigError, match=r"no task of split 'unseen' in the task files \(their splits: test, train\)"
     ):
         run_tasks(inventory, "unseen")
+    sims = parse_inventory(ONE_SIM_HOST)
+    assert {t.evaluator for t in run_tasks(sims, "test")} == {"sim"}
+    assert {t.suite for t in run_tasks(sims, "test", "web_shopping")} == {"web_shopping"}
+    with pytest.raises(ConfigError, match=r"no task of split 'unseen' in the sim's general suite"):
+        run_tasks(sims, "unseen")
 
 
 def test_check_and_run_refuse_unscorable_tasks_in_one_line(

@@ -22,7 +22,7 @@ import anyio
 from distrl.config import Inventory
 from distrl.errors import ConfigError, JudgeError
 from distrl.records import Task, Trajectory
-from distrl.tasks import load_task_files, resolve_evaluators
+from distrl.tasks import TaskFiles, TaskSource, resolve_evaluators
 
 if TYPE_CHECKING:
     from distrl.tasks.judge import Judge, Verdict
@@ -47,22 +47,22 @@ def run_tasks(inventory: Inventory, split: str | None = None, suite: str | None 
     when there are none, or when some cannot be scored."""
     settings = inventory.tasks
     split = split or settings.split
+    source: TaskSource
     if settings.files and suite is None:
-        every = load_task_files(settings.files, max_steps=settings.max_steps)
-        pool = [task for task in every if task.split == split]
-        if not pool:
-            splits = sorted({task.split for task in every})
-            raise ConfigError.at(
-                "tasks.files",
-                f"no task of split {split!r} in the task files (their splits: {', '.join(splits)})",
-                inventory.source or None,
-            )
+        source = TaskFiles(settings.files, max_steps=settings.max_steps)
     else:
-        from distrl.sim.suites import tasks as suite_tasks
+        from distrl.sim.suites import suite as sim_suite
 
-        pool = suite_tasks(suite or inventory.run.suite, split)
-        if not pool:
-            raise ConfigError.at("tasks.split", f"the sim's suites have no split {split!r}", inventory.source)
+        source = sim_suite(suite or inventory.run.suite)
+    pool = source.tasks(split)
+    if not pool:
+        where = "the task files" if isinstance(source, TaskFiles) else f"the sim's {source.name} suite"
+        splits = sorted({task.split for task in source.tasks()})
+        raise ConfigError.at(
+            "tasks.split",
+            f"no task of split {split!r} in {where} (their splits: {', '.join(splits)})",
+            inventory.source or None,
+        )
     return resolve_evaluators(
         pool,
         default=settings.evaluator,

@@ -11,9 +11,32 @@ them out.
 This part imports records and errors only: not the sim, not torch.
 """
 
+from typing import Protocol
+
+from distrl.records import Task
 from distrl.tasks.checks import passes, run_checks
 from distrl.tasks.evaluators import AUTO, resolve_evaluators
-from distrl.tasks.files import load_task_files
+from distrl.tasks.files import TaskFiles, load_task_files
 from distrl.tasks.sampler import TaskSampler
 
-__all__ = ["AUTO", "TaskSampler", "load_task_files", "passes", "resolve_evaluators", "run_checks"]
+__all__ = [
+    "AUTO",
+    "TaskFiles",
+    "TaskSampler",
+    "TaskSource",
+    "load_task_files",
+    "passes",
+    "resolve_evaluators",
+    "run_checks",
+]
+
+
+class TaskSource(Protocol):
+    """Where tasks come from: a sim suite (``distrl.sim.suites.Suite``) or task files (``TaskFiles``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """Every task (or those of one split), in a stable order."""
+        ...

@@ -23,7 +23,7 @@ from distrl.errors import TaskFileError
 from distrl.records import EVALUATORS, Task
 from distrl.tasks.checks import check_from_json
 
-__all__ = ["MAX_STEPS_LIMIT", "TASK_FILE_SUFFIXES", "load_task_files", "read_task_file"]
+__all__ = ["MAX_STEPS_LIMIT", "TASK_FILE_SUFFIXES", "TaskFiles", "load_task_files", "read_task_file"]
 
 TASK_FILE_SUFFIXES = (".jsonl", ".txt")
 MAX_STEPS_LIMIT = 1000
@@ -31,6 +31,21 @@ MAX_STEPS_LIMIT = 1000
 _KEYS = ("goal", "id", "split", "max_steps", "setup", "apps", "check", "evaluator")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 _PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+")
+
+
+class TaskFiles:
+    """Users' task files as a task source (``distrl.tasks.TaskSource``), read on each ``tasks`` call."""
+
+    name = "task files"
+
+    def __init__(self, paths: Sequence[str | Path], *, max_steps: int) -> None:
+        self.paths = tuple(paths)
+        self.max_steps = max_steps
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """Every task of the files (or of one split), in file order."""
+        every = load_task_files(self.paths, max_steps=self.max_steps)
+        return [task for task in every if split is None or task.split == split]
 
 
 def load_task_files(paths: Sequence[str | Path], *, max_steps: int) -> list[Task]:
