@@ -48,7 +48,8 @@ class Calibration:
     completion_tokens: int
     latency_p50_s: float
     latency_p95_s: float
-    """Seconds from asking to the verdict (what a judged episode waits before it is scored)."""
+    """Seconds from asking to the verdict, once a call is free (what a judged episode waits before it is
+    scored, beyond the queue for ``max_concurrency`` calls)."""
     cpu_s: float
     """This process's CPU time while judging (encoding screens, HTTP, parsing)."""
     wall_s: float

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import SimFleet
 from judge_server import JudgeServer, serve_judge
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import distrl.sim.shell
 from distrl.cli import main
@@ -209,6 +210,11 @@ def test_run_trains_on_a_task_file_judged_over_http_and_keeps_its_key_out_of_eve
     assert successes  # both outcomes came back
     assert successes < {task.goal for task in chosen}
     assert KEY not in out + err
+    board = EventAccumulator(str(tmp_path / "runs" / "t" / "tensorboard"))
+    board.Reload()  # TensorBoard's own reader
+    judged_tags = {"judge/verdicts", "judge/requests", "judge/latency_p50_s", "judge/prompt_tokens"}
+    assert judged_tags <= set(board.Tags()["scalars"])
+    assert board.Scalars("judge/verdicts")[-1].value >= 6
     files = [path for path in (tmp_path / "runs").rglob("*") if path.is_file()]
     assert any(path.suffix == ".safetensors" for path in files)  # a checkpoint was written
     for path in files:

@@ -100,7 +100,8 @@ class JudgeStats:
     latency_s: collections.deque[float] = dataclasses.field(
         default_factory=lambda: collections.deque(maxlen=1000)
     )
-    """Seconds from asking to the verdict, of the last 1,000 verdicts not from the cache."""
+    """Seconds from asking to the verdict (building the prompt, the calls, their retries; not the wait
+    for a free call), of the last 1,000 verdicts not from the cache."""
 
 
 def parse_verdict(text: str) -> Verdict | None:
@@ -195,12 +196,12 @@ class Judge:
             self.stats.verdicts += 1
             self.stats.cache_hits += 1
             return cached
-        started = time.perf_counter()
-        messages = await anyio.to_thread.run_sync(judge_messages, trajectory, screens)
-        body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": 256}
-        async with self._limiter:
+        async with self._limiter:  # the time waited here is the queue's, not the judge's
+            started = time.perf_counter()
+            messages = await anyio.to_thread.run_sync(judge_messages, trajectory, screens)
+            body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": 256}
             answer = await self._ask(body)
-        self.stats.latency_s.append(time.perf_counter() - started)
+            self.stats.latency_s.append(time.perf_counter() - started)
         self.stats.verdicts += 1
         await anyio.to_thread.run_sync(self._store, key, answer)
         return answer
