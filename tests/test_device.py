@@ -538,6 +538,52 @@ async def test_a_command_left_behind_never_lands_after_the_next_reset(adb_rig: R
     assert _top(await adb_rig.device.state())["package"] == LAUNCHER
 
 
+async def test_a_phone_without_a_console_is_reset_by_clearing_the_tasks_apps(
+    adb_server: AdbServer, sim_fleet: SimFleet
+) -> None:
+    """Reached over TCP (``adb connect``), the served phone has no emulator console, as a USB phone:
+    its reset force-stops and clears the task's apps and goes HOME, and does not reboot."""
+    served = sim_fleet.phones[0]
+    address = f"127.0.0.1:{served.adb_port}"
+    connected = adb_server.run("connect", address)
+    assert b"connected" in connected.stdout, connected
+    sim_fleet.wait_state(address, "device")
+    phone = AdbDevice(address, timeouts=TIMEOUTS, adb_port=adb_server.port)
+    assert phone.console_port is None
+    chrome = "com.android.chrome"
+    browse = Task(
+        id="browse",
+        suite="t",
+        goal="g",
+        apps=(chrome,),
+        setup=(
+            "settings put global airplane_mode_on 1",
+            "am start -a android.intent.action.VIEW -d https://www.newegg.com",
+        ),
+    )
+    await phone.reset(browse)
+    state = await phone.state()
+    assert state is not None
+    assert state["top"]["package"] == chrome
+    assert state["apps"][chrome]["history"]  # the visit is in the browser's data
+    again = Task(
+        id="t",
+        suite="t",
+        goal="g",
+        apps=(chrome, "com.example.not.installed"),
+        setup=("settings put global wifi_on 0",),
+    )
+    await phone.reset(again)
+    state = await phone.state()
+    assert state is not None
+    assert state["top"]["package"] == LAUNCHER  # HOME
+    assert not state["apps"][chrome]["history"]  # cleared
+    assert chrome not in state["tasks"]  # stopped
+    assert state["settings"]["global"]["wifi_on"] == "0"  # then the task's setup
+    assert state["settings"]["global"]["airplane_mode_on"] == "1"  # not rebooted, no snapshot loaded
+    await phone.aclose()
+
+
 async def test_reset_reboots_when_the_snapshot_cannot_be_loaded(
     adb_server: AdbServer, sim_fleet: SimFleet
 ) -> None:

@@ -30,8 +30,10 @@ with ``host``, ``device`` and ``operation``.
   DigiRL and AndroidWorld do; Android's ``input`` has no way to type a literal ``%s``). The screen size
   comes from ``wm size`` (the override size when set), asked once per reset.
 - ``reset``: ``avd snapshot load <snapshot>`` on the emulator console (``console.EmulatorConsole``,
-  with the auth token), then the task's setup commands, each checked by its exit status. When the
-  snapshot cannot be loaded (no console, ``KO``, a timeout) the device is rebooted, the last resort:
+  with the auth token); on a device without a console (a phone: its serial is not ``emulator-N``),
+  ``am force-stop`` and ``pm clear`` of each of the task's ``apps``, then HOME. Then the task's setup
+  commands, each checked by its exit status. When the snapshot cannot be loaded (``KO``, a timeout) or
+  the phone does not answer, the device is rebooted, the last resort:
   ``adb reboot`` (the ``reboot:`` service), then ``sys.boot_completed`` polled, under
   ``device_boot_s``.
 - ``state``: ``dumpsys distrl`` parsed as JSON (the sim answers it); None for any other answer.
@@ -172,9 +174,10 @@ class AdbDevice:
         await self.aclose()
 
     async def reset(self, task: Task) -> Observation:
-        """Load the snapshot (reboot if that fails), run ``task``'s setup commands, observe.
+        """Load the snapshot, or on a phone without an emulator console clear the task's apps and go
+        HOME (reboot if that fails), run ``task``'s setup commands, observe.
 
-        Each phase runs under its own limit: the snapshot load ``device_reset_s``, a reboot
+        Each phase runs under its own limit: the snapshot load (or the apps) ``device_reset_s``, a reboot
         ``device_boot_s``, the setup ``device_reset_s``, the first observation ``device_observe_s``.
         A setup command that fails raises ``DeviceError``."""
         commands = task.setup
@@ -182,8 +185,12 @@ class AdbDevice:
         async with self._gate.operation("reset", t.device_reset_s * 2 + t.device_boot_s + t.device_observe_s):
             self._size = None
             try:
-                async with self._gate.deadline("reset (snapshot load)", t.device_reset_s):
-                    await self._load_snapshot()
+                if self.console_port is None:  # a phone: no snapshot to load
+                    async with self._gate.deadline("reset (apps)", t.device_reset_s):
+                        await self._clear_apps(task.apps)
+                else:
+                    async with self._gate.deadline("reset (snapshot load)", t.device_reset_s):
+                        await self._load_snapshot()
             except DeviceError as exc:
                 log.warning("%s: %s; rebooting", self._serial, exc)
                 async with self._gate.deadline("reset (reboot)", t.device_boot_s):
@@ -300,6 +307,23 @@ class AdbDevice:
         # A real emulator can drop off adb for a moment while the snapshot loads.
         timeout_s = self.timeouts.device_reset_s
         await self._call("reset", timeout_s, self._wait_for, "device", timeout_s)
+
+    async def _clear_apps(self, apps: tuple[str, ...]) -> None:
+        """A phone's reset: each of the task's apps force-stopped and its data cleared, then HOME. An app
+        that is not installed is passed over (``pm clear`` fails for it); a device that does not answer
+        raises, and the caller reboots it."""
+        t = self.timeouts
+        for app in apps:
+            await self._shell("reset", f"am force-stop {shlex.quote(app)}", t.device_act_s)
+            cleared = await self._run("reset", f"pm clear {shlex.quote(app)}", t.device_act_s)
+            if cleared.exit_code not in (None, 0):
+                log.info(
+                    "%s: pm clear %s: %s",
+                    self._serial,
+                    app,
+                    cleared.stdout.decode("utf-8", "replace").strip(),
+                )
+        await self._shell("reset", "input keyevent 3", t.device_act_s)  # KEYCODE_HOME
 
     async def _reboot(self) -> None:
         """``adb reboot``, then wait until the device is back with ``sys.boot_completed`` = 1.
