@@ -276,3 +276,18 @@ def test_judge_eval_needs_a_judge(tmp_path: Path, capsys: pytest.CaptureFixture[
     hosts.write_text('[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n')
     assert main(["judge-eval", str(hosts), "--episodes", "2"]) == 2
     assert "judge-eval needs a [judge]" in capsys.readouterr().err
+
+
+def test_distrl_runs_without_httpx_and_the_judge_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    blocked = "import sys; sys.modules['httpx'] = None; "
+    imports = "import distrl, distrl.cli, distrl.fleet, distrl.tasks, distrl.tasks.judge, distrl.worker"
+    done = subprocess.run(
+        [sys.executable, "-c", blocked + imports], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setitem(sys.modules, "httpx", None)
+    with pytest.raises(JudgeError, match=r"pip install 'distrl\[judge\]'"):
+        Judge(base_url="http://127.0.0.1:9/v1", model="m")
