@@ -100,7 +100,9 @@ def remote_command(host: Host, timeouts: Timeouts) -> str:
     assignments = [shlex.quote(f"{key}={value}") for key, value in host.env.items()]
     run = " ".join([*(["env", *assignments] if assignments else []), _remote_path(python), shlex.join(args)])
     if host.workdir:
-        run = f"cd -- {_remote_path(host.workdir)} && {run}"
+        problem = shlex.quote(f"distrl: the workdir {host.workdir} is not a folder on this host")
+        enter = f"cd -- {_remote_path(host.workdir)} 2>/dev/null || {{ echo {problem} >&2; exit 3; }}"
+        run = f"{{ {enter}; }} && {run}"
     return (
         f"echo distrl-session $$; {run}; "
         "status=$?; trap '' TERM; kill -s TERM -- -$$ 2>/dev/null; exit $status"
@@ -559,7 +561,8 @@ async def _stop_remote(
     process.close()
     status = process.exit_status
     if status and not signalled:
-        hint = " (command not found: is its python installed there?)" if status == 127 else ""
+        hints = {127: " (command not found: is its python installed there?)", 3: " (its workdir is missing)"}
+        hint = hints.get(status, "")
         log.warning("host %s: the worker exited with status %d%s", host.name, status, hint)
 
 

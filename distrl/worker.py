@@ -115,6 +115,7 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
                 "python": platform.python_version(),
                 "platform": platform.platform(terse=True),
                 "pid": os.getpid(),
+                "devices_not_ready": await _devices_not_ready(first.devices),
             },
         )
     )
@@ -402,6 +403,17 @@ class _Agent:
         for device in self.devices.values():
             with contextlib.suppress(Exception):
                 await device.aclose()
+
+
+async def _devices_not_ready(devices: Sequence[str]) -> str:
+    """The adb devices the adb server does not list as ready, each with its state (empty: all are)."""
+    serials = [name for name in devices if not name.startswith("sim-")]
+    if not serials:
+        return ""
+    from distrl.device.adb import not_ready
+
+    missing = await anyio.to_thread.run_sync(not_ready, serials)
+    return "; ".join(f"{serial}: {why}" for serial, why in missing.items())
 
 
 async def _score(task: Task, device: Device) -> bool | None:

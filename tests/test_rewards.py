@@ -1,5 +1,6 @@
-"""Rewards on devices that are not in-process sims: simulated phones served as emulators and driven
-through the real adb server, scored by a task file's ``adb`` checks or by the judge over real HTTP."""
+"""A fleet of adb devices: simulated phones served as emulators and driven through the real adb server.
+Their rewards come from a task file's ``adb`` checks or from the judge over real HTTP; the probe says
+which devices are not there."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import distrl.sim.shell
 from distrl.cli import main
 from distrl.config import Inventory, parse_inventory
-from distrl.fleet import collect
+from distrl.fleet import collect, probe_fleet
 from distrl.records import Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import is_successful, tasks
@@ -32,13 +33,15 @@ MARK = "judge_test_task"
 """A global setting each test task's setup writes: the phone's state says which task it plays."""
 
 
-def _inventory(tmp_path: Path, fleet: SimFleet, extra: str = "", run: str = "") -> Inventory:
+def _inventory(
+    tmp_path: Path, fleet: SimFleet, extra: str = "", run: str = "", more_ports: tuple[int, ...] = ()
+) -> Inventory:
     """A local worker driving the served phones through adb; the console's token in its home. ``extra``
     is more tables, ``run`` more lines for ``[run]``; written to ``hosts.toml`` too."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     (home / ".emulator_console_auth_token").write_text(fleet.token + "\n")
-    ports = ", ".join(str(phone.console_port) for phone in fleet.phones)
+    ports = ", ".join(str(port) for port in (*(phone.console_port for phone in fleet.phones), *more_ports))
     text = f"""
 [run]
 name = "t"
@@ -68,6 +71,16 @@ devices = {{ emulator_ports = [{ports}] }}
 def _jsonl(path: Path, *entries: dict[str, Any]) -> Path:
     path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
     return path
+
+
+async def test_probe_names_the_adb_devices_that_are_not_there(tmp_path: Path, sim_fleet: SimFleet) -> None:
+    ready = await probe_fleet(_inventory(tmp_path, sim_fleet))
+    assert [report.error for report in ready] == [""]
+    absent = 5680  # no phone has this console port
+    (report,) = await probe_fleet(_inventory(tmp_path, sim_fleet, more_ports=(absent,)))
+    assert not report.ok
+    assert f"emulator-{absent}: not attached" in report.error
+    assert all(phone.serial not in report.error for phone in sim_fleet.phones)
 
 
 async def test_a_task_files_adb_checks_score_episodes_on_adb_devices(

@@ -246,6 +246,19 @@ async def test_a_missing_remote_python_ends_the_stream_and_its_error_is_shown(
 
 
 @pytest.mark.anyio
+async def test_a_missing_remote_workdir_is_named(
+    sshd: Sshd, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    host = sshd.host("nowhere", workdir="/nonexistent/distrl-work")
+    with anyio.fail_after(20), pytest.raises(TransportError, match="the worker exited during hello"):
+        await probe_host(host, TIMEOUTS)
+    assert "[nowhere] distrl: the workdir /nonexistent/distrl-work is not a folder on this host" in (
+        capsys.readouterr().err
+    )
+    assert "exited with status 3 (its workdir is missing)" in caplog.text
+
+
+@pytest.mark.anyio
 async def test_an_empty_workdir_is_the_login_folder(sshd: Sshd, tmp_path: Path) -> None:
     record = tmp_path / "cwd"
     python = tmp_path / "python"
@@ -263,7 +276,8 @@ def test_the_remote_command_defaults_to_python3_and_quotes_everything() -> None:
     host = Host(name="h", address="example.org", transport="ssh", workdir="~/runs/a b", env={"X": "$(id)"})
     command = remote_command(host, TIMEOUTS)
     assert command.startswith(
-        "echo distrl-session $$; cd -- \"$HOME\"/'runs/a b' && env 'X=$(id)' python3 -m distrl "
+        "echo distrl-session $$; { cd -- \"$HOME\"/'runs/a b' 2>/dev/null || { echo 'distrl: the workdir"
+        " ~/runs/a b is not a folder on this host' >&2; exit 3; }; } && env 'X=$(id)' python3 -m distrl "
     )
     with pytest.raises(TransportError, match="not an environment variable name"):
         remote_command(dataclasses.replace(host, env={"A;B": "1"}), TIMEOUTS)

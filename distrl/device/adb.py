@@ -77,7 +77,7 @@ from distrl.device.screen import (
 from distrl.errors import BadScreenshot, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
 
-__all__ = ["AdbDevice", "adb_limiter"]
+__all__ = ["AdbDevice", "adb_limiter", "not_ready"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,19 @@ TOKEN_FILE = "~/.emulator_console_auth_token"
 _LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("distrl.device.adb_limiter")
 _SIZE = re.compile(rb"(Physical|Override) size:\s*(\d+)x(\d+)")
 _OFFLINE_WORDS = ("not found", "offline", "unauthorized", "no devices", "closed", "connect")
+
+
+def not_ready(serials: list[str] | tuple[str, ...], *, timeout_s: float = 10.0) -> dict[str, str]:
+    """The ``serials`` the adb server does not list as ready, each with why: its state (``offline``,
+    ``unauthorized``), ``not attached``, or that the adb server cannot be asked. Blocking (one request
+    to the adb server)."""
+    try:
+        listed = {info.serial: info.state for info in adbutils.AdbClient(socket_timeout=timeout_s).list()}
+    except (adbutils.AdbError, OSError) as exc:
+        return {serial: f"the adb server cannot be asked ({exc})" for serial in serials}
+    return {
+        serial: listed.get(serial, "not attached") for serial in serials if listed.get(serial) != "device"
+    }
 
 
 def adb_limiter() -> anyio.CapacityLimiter:

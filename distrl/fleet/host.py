@@ -99,7 +99,10 @@ class HostSupervisor:
     async def _run_once(self, host: Host) -> Link:
         """One life of the host's worker; its link, lost or not."""
         async with open_host(host, self._timeouts) as raw:
-            await handshake(raw, self._timeouts)
+            hello = await handshake(raw, self._timeouts)
+            missing = hello.compute.get("devices_not_ready")
+            if missing:  # their sessions fail, rest and retire; the others play on
+                log.warning("host %s: device(s) not ready on the host's adb server: %s", host.name, missing)
             link = Link(raw, self._on_step)
             error: BaseException | None = None
             async with anyio.create_task_group() as tg:

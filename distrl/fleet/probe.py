@@ -117,8 +117,16 @@ async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> 
             rtts.append(1000 * (time.perf_counter() - sent))
         await _send(link, Shutdown(id=heartbeats + 1, reason="probe complete"), phase="shutdown")
         await _expect(link, Ack, timeouts.cleanup_s, phase="shutdown")
+    missing = str(reply.compute.get("devices_not_ready", ""))
     return HostReport(
-        host=host.name, devices=reply.devices, compute=reply.compute, startup_s=startup_s, rtt_ms=tuple(rtts)
+        host=host.name,
+        devices=reply.devices,
+        compute=reply.compute,
+        startup_s=startup_s,
+        rtt_ms=tuple(rtts),
+        error=f"host {host.name!r}: device(s) not ready on the host's adb server: {missing}"
+        if missing
+        else "",
     )
 
 
