@@ -74,10 +74,16 @@ PLAN = (
         "25 s runs with a 15 s delay, not 120 s and 30 s",
     ),
     Program(
+        "fault_soak",
+        ("--seconds", "30", "--rates", "0,0.05", "--kill-every", "10", "--figure", f"{CUT}/fault-soak.png"),
+        120,
+        "30 s runs at 0% and 5%, not 120 s at 0%, 5% and 20%",
+    ),
+    Program(
         "time_to_success",
-        ("--minutes", "3", "--every", "60", "--figure", f"{CUT}/time-to-success.png"),
-        720,
-        "3 minutes per mode, not 10",
+        ("--minutes", "2.5", "--every", "50", "--figure", f"{CUT}/time-to-success.png"),
+        600,
+        "2.5 minutes per mode, not 10",
     ),
     Program(
         "learner_algorithms",
