@@ -7,8 +7,9 @@ device going offline and an all-white screenshot. In the runs with faults, one w
 (SIGKILL) every ``--kill-every`` seconds, at random, until the last quarter of the run (at least 20 s),
 which shows whether everything came back; its host is restarted by the learner.
 
-Per run: episodes per minute, against the fault-free run (goal at 5%: ≥ 0.8); the episodes cut short by
-a device (each one a device that failed and was reset); devices retired and hosts up at the end (goal:
+Per run: episodes per minute, against the fault-free run (goal at 5%: ≥ 0.8), and the whole episodes
+among them (not cut short by a fault: what the learner trains on); the episodes cut short by a device
+(each one a device that failed and was reset); devices retired and hosts up at the end (goal:
 none retired, every host up); and the accounting: every task handed out is completed, failed and
 re-queued, or still running, with none lost.
 
@@ -129,6 +130,7 @@ async def _soak(rate: float, args: argparse.Namespace, rng: random.Random) -> di
         "workers_killed": kills,
         "episodes": stats.completed,
         "episodes_per_min": 60 * stats.completed / max(stats.elapsed_s, 1e-9),
+        "whole_episodes_per_min": 60 * (stats.completed - stats.cut_short) / max(stats.elapsed_s, 1e-9),
         "cut_short_by_device": stats.device_errors,
         "failed_and_requeued": failed,
         "failed": dict(stats.failed),
@@ -166,6 +168,9 @@ def main() -> None:
     clean = next((run for run in runs if run["rate"] == 0), None)
     for run in runs:
         run["of_fault_free"] = run["episodes_per_min"] / clean["episodes_per_min"] if clean else None
+        run["whole_of_fault_free"] = (
+            run["whole_episodes_per_min"] / clean["whole_episodes_per_min"] if clean else None
+        )
     at_5 = next((run for run in runs if abs(run["rate"] - 0.05) < 1e-9), None)
     result = {
         "benchmark": "fault_soak",
