@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
         "--base-port", type=_port, default=5554, metavar="PORT", help="first console port (default 5554)"
     )
     sim.add_argument("--size", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)")
-    sim.add_argument("--seed", type=int, default=0, help="phone k is seeded with SEED+k (default 0)")
+    sim.add_argument("--seed", type=_integer, default=0, help="phone k is seeded with SEED+k (default 0)")
     sim.add_argument(
         "--time-scale",
         type=_scale,
@@ -232,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
     )
-    pretrain.add_argument("--seed", type=int, default=0, help="seed of the weights and the data (default 0)")
+    pretrain.add_argument("--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)")
     pretrain.set_defaults(command=_pretrain)
 
     evaluate = commands.add_parser(
@@ -250,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
         "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
     )
     evaluate.add_argument("--temperature", type=_scale, default=0.0, help="0 is greedy (default 0)")
-    evaluate.add_argument("--seed", type=int, default=0, help="task order and sampling seed (default 0)")
+    evaluate.add_argument("--seed", type=_integer, default=0, help="task order and sampling seed (default 0)")
     evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
     evaluate.set_defaults(command=_eval)
 
@@ -269,7 +269,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     judge_eval.add_argument("--suite", default=None, help="general or web_shopping (default: run.suite)")
     judge_eval.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
-    judge_eval.add_argument("--seed", type=int, default=0, help="task order and play seed (default 0)")
+    judge_eval.add_argument("--seed", type=_integer, default=0, help="task order and play seed (default 0)")
     judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     judge_eval.set_defaults(command=_judge_eval)
     return parser
@@ -615,15 +615,23 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'s' * (number != 1)}"
 
 
+def _integer(text: str) -> int:
+    """``int(text)``, or argparse's own error in words (not the name of a function of this module)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
 def _positive_int(text: str) -> int:
-    value = int(text)
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def _port(text: str) -> int:
-    value = int(text)
+    value = _integer(text)
     if not 1024 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port from 1024 to 65535, got {value}")
     return value

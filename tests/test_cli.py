@@ -221,3 +221,10 @@ def test_verbose_run_shows_the_workers_log_too() -> None:
     verbose = distrl("probe", str(EXAMPLE), "--heartbeats", "1", "-v")
     assert verbose.returncode == 0
     assert "INFO distrl.worker: worker local: serving 32 device(s)" in verbose.stderr
+
+
+def test_a_bad_number_argument_is_named_in_words() -> None:
+    result = distrl("eval", "tiny", "--episodes", "abc")
+    assert result.returncode == 2
+    assert "argument --episodes: expected a whole number, got 'abc'" in result.stderr
+    assert "_positive_int" not in result.stderr
