@@ -232,7 +232,9 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
     )
-    pretrain.add_argument("--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)")
+    pretrain.add_argument(
+        "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"
+    )
     pretrain.set_defaults(command=_pretrain)
 
     evaluate = commands.add_parser(
