@@ -71,6 +71,8 @@ class Board:
             return
         step = report.update
         for name in _LEARNER_SCALARS:
+            if name == "actor_loss" and not report.trained_steps:
+                continue  # the critics' warm-up (or filters that kept nothing): no actor loss to show
             self._writer.add_scalar(f"learner/{name}", getattr(report, name), step)
         if report.staleness:
             import torch
@@ -86,7 +88,10 @@ class Board:
                 await stop.wait()
             self.tick()
 
-    def tick(self) -> RunStats:
+    def tick(self, *, final: bool = False) -> RunStats:
+        """A fresh snapshot: logged, given to ``on_progress`` and written to TensorBoard (``final``: the
+        snapshot after the shutdown, whose hosts are down and in-flight episodes stopped, writes only
+        the counts of episodes)."""
         stats = self._snapshot()
         now = time.monotonic()
         stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
@@ -95,16 +100,20 @@ class Board:
         if self._on_progress is not None:
             self._on_progress(stats)
         if self._writer is not None:
-            self._scalars(stats)
+            self._scalars(stats, final=final)
         return stats
 
-    def _scalars(self, stats: RunStats) -> None:
+    def _scalars(self, stats: RunStats, *, final: bool) -> None:
         writer, elapsed = self._writer, int(stats.elapsed_s)
-        writer.add_scalar("collect/success_rate", stats.success_rate, stats.completed)
-        writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, stats.completed)
-        writer.add_scalar("collect/steps_per_s", stats.steps_per_s, elapsed)
+        if stats.scored:  # no rate before the first scored episode
+            writer.add_scalar("collect/success_rate", stats.success_rate, stats.completed)
+        if stats.recent:
+            writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, stats.completed)
         writer.add_scalar("collect/trajectories", stats.completed, elapsed)
-        writer.add_scalar("collect/failed", sum(stats.failed.values()), elapsed)
+        # episodes the stop cut off are not failures
+        writer.add_scalar(
+            "collect/failed", sum(n for why, n in stats.failed.items() if why != "stopped"), elapsed
+        )
         writer.add_scalar("collect/stale", stats.stale, elapsed)
         if stats.unscored:
             writer.add_scalar("collect/unscored", stats.unscored, elapsed)
@@ -112,6 +121,10 @@ class Board:
             writer.add_scalar("judge/waiting", stats.judging, elapsed)
             for name, value in stats.judge.items():
                 writer.add_scalar(f"judge/{name}", value, elapsed)
+        if final:
+            writer.flush()
+            return
+        writer.add_scalar("collect/steps_per_s", stats.steps_per_s, elapsed)
         writer.add_scalar("fleet/hosts_up", stats.hosts_up, elapsed)
         writer.add_scalar("fleet/device_utilisation", stats.in_flight / self._devices, elapsed)
         writer.add_scalar("fleet/restarts", stats.restarts, elapsed)
@@ -123,7 +136,7 @@ class Board:
 
     def close(self) -> RunStats:
         """The last tick, then the TensorBoard files closed; the run's final numbers."""
-        stats = self.tick()
+        stats = self.tick(final=True)
         if self._writer is not None:
             self._writer.close()
         return stats

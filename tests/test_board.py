@@ -1,0 +1,84 @@
+"""What the board writes to TensorBoard is true: no rate before there is one, no actor loss while only the
+critics train, and the shutdown's snapshot does not read as hosts down and episodes failed."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from pathlib import Path
+
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from distrl.fleet.board import Board
+from distrl.fleet.ledger import RunStats
+from distrl.learner.replay import ReplayStats
+from distrl.learner.trainer import UpdateReport
+
+
+def _report(update: int, trained_steps: int) -> UpdateReport:
+    return UpdateReport(
+        update=update,
+        trajectories=2,
+        steps=10,
+        trained_steps=trained_steps,
+        actor_loss=0.0 if not trained_steps else 0.7,
+        critic_loss=0.3,
+        entropy=1.2,
+        mean_rho=1.0,
+        clipped_share=0.0,
+        mean_advantage=0.1,
+        mean_value=0.2,
+        mean_priority=0.5,
+        staleness=(0, 1),
+        wall_s=0.1,
+    )
+
+
+def _replay(trajectories: int) -> ReplayStats:
+    return ReplayStats(
+        trajectories=trajectories,
+        steps=5 * trajectories,
+        screenshot_bytes=0,
+        raw_screenshot_bytes=0,
+        added=trajectories,
+        evicted=0,
+        dropped_stale=0,
+        refused_empty=0,
+        sampled=0,
+        mean_priority=1.0,
+        max_priority=1.0,
+        oldest_version=0,
+        beta=0.4,
+    )
+
+
+def _scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    board = EventAccumulator(str(folder))
+    board.Reload()  # TensorBoard's own reader
+    return {tag: [(e.step, e.value) for e in board.Scalars(tag)] for tag in board.Tags()["scalars"]}
+
+
+def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
+    now = [RunStats(hosts=2, hosts_up=2, handed_out=4)]
+    board = Board(lambda: dataclasses.replace(now[0]), folder=tmp_path, devices=4)
+    board.tick()  # nothing has come back yet
+    board.update(_report(1, trained_steps=0), _replay(2))  # warm-up
+    board.update(_report(2, trained_steps=8), _replay(4))
+    now[0] = RunStats(
+        hosts=2,
+        hosts_up=2,
+        handed_out=8,
+        completed=4,
+        successes=1,
+        recent=collections.deque([True, False] * 2),
+    )
+    board.tick()
+    # the stop: hosts down, the episodes in flight stopped
+    now[0] = dataclasses.replace(now[0], hosts_up=0, failed=collections.Counter(stopped=4, timeout=1))
+    board.close()
+    scalars = _scalars(tmp_path)
+    assert set(scalars["collect/success_rate"]) == {(4, 0.25)}  # not a 0 before the first episode
+    assert [step for step, _ in scalars["learner/actor_loss"]] == [2]  # not during the warm-up
+    assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
+    assert [value for _, value in scalars["fleet/hosts_up"]] == [2, 2]  # the shutdown's 0 is not written
+    assert scalars["collect/failed"][-1][1] == 1  # the stopped episodes are not failures
