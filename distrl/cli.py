@@ -78,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
         "<run.output_dir>/<run.name>.",
     )
     run.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
-    run.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    start = run.add_mutually_exclusive_group()
+    start.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    start.add_argument(
+        "--new", action="store_true", help="start over where a run is: move the earlier run's folder aside"
+    )
     run.set_defaults(command=_run)
 
     probe = commands.add_parser(
@@ -293,7 +297,7 @@ def _run(args: argparse.Namespace) -> int:
             print(stats.line(), file=sys.stderr, flush=True)
 
     try:
-        stats = anyio.run(lambda: train(inventory, resume=args.resume, on_progress=show))
+        stats = anyio.run(lambda: train(inventory, resume=args.resume, new=args.new, on_progress=show))
     except KeyboardInterrupt:
         # the run wrote its checkpoint on the way out: a stop, not a failure
         if live:

@@ -228,3 +228,26 @@ def test_a_bad_number_argument_is_named_in_words() -> None:
     assert result.returncode == 2
     assert "argument --episodes: expected a whole number, got 'abc'" in result.stderr
     assert "_positive_int" not in result.stderr
+
+
+def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path) -> None:
+    from distrl.fleet.run import _earlier_run
+    from distrl.learner.checkpoint import MANIFEST
+
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[run]\nname = "t"\noutput_dir = "{tmp_path / "runs"}"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    earlier = tmp_path / "runs" / "t" / "checkpoints" / "step-000000028"
+    earlier.mkdir(parents=True)
+    (earlier / MANIFEST).write_text("{}")
+    result = distrl("run", str(inventory))
+    assert_one_sentence_error(result, 2, "holds an earlier run (its latest checkpoint: step-000000028)")
+    assert "--resume" in result.stderr
+    assert "--new" in result.stderr
+    assert earlier.is_dir()  # untouched
+    assert distrl("run", str(inventory), "--resume", "--new").returncode == 2  # one or the other
+    _earlier_run(tmp_path / "runs" / "t", resume=False, new=True, source="")
+    assert (tmp_path / "runs" / "t.1" / "checkpoints" / "step-000000028" / MANIFEST).is_file()
+    assert not (tmp_path / "runs" / "t").exists()

@@ -129,11 +129,16 @@ async def train(
     hosts: Inventory | str | Path,
     *,
     resume: bool = False,
+    new: bool = False,
     on_progress: Callable[[RunStats], None] | None = None,
 ) -> RunStats:
     """Train as the inventory says (``python -m distrl run``): until ``run.max_trajectories``
     trajectories or ``run.duration_s`` seconds (whichever first; both 0 runs until cancelled), then a
     final checkpoint. With ``resume``, start from the latest checkpoint in ``<output>/checkpoints``.
+
+    A run folder that holds an earlier run's checkpoints is never mixed with a new run: without
+    ``resume`` it is refused (``ConfigError``), unless ``new``, which first moves it aside to
+    ``<output>.1`` (or the first free number).
     """
     from distrl.learner.checkpoint import Checkpoints
     from distrl.learner.trainer import Learner
@@ -152,6 +157,9 @@ async def train(
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)
     output = inventory.output_dir
+    if resume and new:
+        raise ValueError("resume and new exclude each other")
+    _earlier_run(output, resume=resume, new=new, source=inventory.source)
     output.mkdir(parents=True, exist_ok=True)
     policy = await anyio.to_thread.run_sync(
         lambda: Policy.load(inventory.policy, device=inventory.learner.device, seed=run.seed)
@@ -234,6 +242,32 @@ async def train(
         return await _run(inventory, stop, supervisor, board, *jobs)
     finally:
         await trainer.finish()
+
+
+def _earlier_run(output: Path, *, resume: bool, new: bool, source: str) -> None:
+    """Refuse to start a new run over an earlier one's checkpoints (``new``: move that run aside)."""
+    from distrl.learner.checkpoint import Checkpoints
+
+    if resume or not (output / "checkpoints").is_dir():
+        return
+    latest = Checkpoints(output / "checkpoints").latest()
+    if latest is None:
+        return
+    if new:
+        number = 1
+        while output.with_name(f"{output.name}.{number}").exists():
+            number += 1
+        aside = output.with_name(f"{output.name}.{number}")
+        output.rename(aside)
+        log.warning("the earlier run in %s was moved to %s", output, aside)
+        return
+    raise ConfigError.at(
+        "run.name",
+        f"{output} holds an earlier run (its latest checkpoint: {latest.name}): add --resume to go on"
+        " with it, or --new to start over (the earlier run is moved aside), or give this run another"
+        " run.name",
+        source or None,
+    )
 
 
 def _verify(checkpoints: Checkpoints, folder: Path) -> None:
