@@ -1,0 +1,69 @@
+"""The inventory: ``hosts.toml`` read into frozen dataclasses, checked whole at load time.
+
+An inventory has these tables, each optional but ``[[hosts]]``::
+
+    [run]        what to run: mode, task suite, budgets, seeds, output folder
+    [tasks]      users' task files, and which evaluator scores the tasks
+    [judge]      the VLM judge: an OpenAI-compatible endpoint, its model and limits
+    [timeouts]   one named number per external operation, in seconds
+    [learner]    the algorithm and its hyper-parameters
+    [policy]     the model, its LoRA adapter, decoding and batching
+    [defaults]   host settings every [[hosts]] entry inherits (``env`` tables merge key by key)
+    [[hosts]]    one entry per machine: how to reach it and which devices it drives
+
+Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TOML) raises one
+``ConfigError`` whose message names the file, the TOML path (``hosts[1].devices.sim``) and the problem.
+``hosts.example.toml`` documents every key.
+
+- ``distrl.config.settings``: the dataclasses, one per table, with every default and bound;
+- ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``), and the
+  worker's share of them on the wire (``worker_settings_json``, ``parse_worker_settings``).
+"""
+
+from distrl.config.reader import (
+    load_inventory,
+    parse_inventory,
+    parse_worker_settings,
+    worker_settings_json,
+)
+from distrl.config.settings import (
+    BUILT_IN_MODELS,
+    EXPERT,
+    LOCAL_ADDRESS,
+    TINY_BC,
+    Devices,
+    Host,
+    Inventory,
+    JudgeSettings,
+    LearnerSettings,
+    PolicySettings,
+    RunSettings,
+    SimSettings,
+    TaskSettings,
+    Timeouts,
+    WorkerSettings,
+    address_problem,
+)
+
+__all__ = [
+    "BUILT_IN_MODELS",
+    "EXPERT",
+    "LOCAL_ADDRESS",
+    "TINY_BC",
+    "Devices",
+    "Host",
+    "Inventory",
+    "JudgeSettings",
+    "LearnerSettings",
+    "PolicySettings",
+    "RunSettings",
+    "SimSettings",
+    "TaskSettings",
+    "Timeouts",
+    "WorkerSettings",
+    "address_problem",
+    "load_inventory",
+    "parse_inventory",
+    "parse_worker_settings",
+    "worker_settings_json",
+]

@@ -1,0 +1,383 @@
+"""``hosts.toml`` read into the settings of ``distrl.config.settings``, checked whole at load time: every
+mistake is one ``ConfigError`` naming the file, the TOML path and the problem."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import operator
+import re
+import sys
+import tomllib
+import typing
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from distrl.config.settings import (
+    BUILT_IN_MODELS,
+    LOCAL_ADDRESS,
+    Host,
+    Inventory,
+    JudgeSettings,
+    LearnerSettings,
+    PolicySettings,
+    RunSettings,
+    SimSettings,
+    TaskSettings,
+    Timeouts,
+    WorkerSettings,
+    address_problem,
+)
+from distrl.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def worker_settings_json(inventory: Inventory) -> str:
+    """The ``WorkerSettings`` of ``inventory`` as a JSON document (``parse_worker_settings`` reads it)."""
+    document = {
+        "policy": dataclasses.asdict(inventory.policy),
+        "sim": dataclasses.asdict(inventory.sim),
+        "timeouts": dataclasses.asdict(inventory.timeouts),
+        "seed": inventory.run.seed,
+    }
+    return json.dumps(document, allow_nan=True)
+
+
+def parse_worker_settings(text: str) -> WorkerSettings:
+    """Check a ``worker_settings_json`` document as the inventory's own sections are checked.
+
+    Raises ``ConfigError`` naming the setting at fault."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError.at("", f"the worker settings are not JSON: {exc}", "setup") from exc
+    reader = _Reader("setup")
+    table = reader.table(data, "")
+    reader.reject_unknown(table, ["policy", "sim", "timeouts", "seed"], "")
+    seed = table.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise reader.fail("seed", f"must be an integer ≥ 0, not {seed!r}")
+    return WorkerSettings(
+        policy=reader.section(PolicySettings, table.get("policy", {}), "policy"),
+        sim=reader.section(SimSettings, table.get("sim", {}), "sim"),
+        timeouts=reader.section(Timeouts, table.get("timeouts", {}), "timeouts"),
+        seed=seed,
+    )
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "run": RunSettings,
+    "tasks": TaskSettings,
+    "judge": JudgeSettings,
+    "timeouts": Timeouts,
+    "learner": LearnerSettings,
+    "policy": PolicySettings,
+    "sim": SimSettings,
+}
+_HOST_ONLY = ("name", "address")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read and check ``path``. Raises ``ConfigError`` (file, TOML path, problem) on any mistake."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError.at("", "file not found", file) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError.at("", f"cannot read the file ({exc})", file) from exc
+    return parse_inventory(text, source=file)
+
+
+def parse_inventory(text: str, *, source: str = "") -> Inventory:
+    """Check an inventory given as TOML text; ``source`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError.at("", f"invalid TOML: {exc}", source or None) from exc
+    except RecursionError:
+        raise ConfigError.at("", "invalid TOML: nested too deeply", source or None) from None
+    return _Reader(source or None).inventory(data)
+
+
+class _Reader:
+    """Turns parsed TOML into checked dataclasses; every error names ``file`` and the TOML path."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+        self.base = Path(file).resolve().parent if file else Path.cwd()
+
+    def local_path(self, value: str) -> str:
+        """A path on this machine: ``~`` expanded, relative paths from the inventory's folder."""
+        return str(self.base / Path(value).expanduser()) if value else ""
+
+    def fail(self, path: str, problem: str) -> ConfigError:
+        return ConfigError.at(path, problem, self.file)
+
+    def inventory(self, data: dict[str, Any]) -> Inventory:
+        allowed = [*_SECTIONS, "defaults", "hosts"]
+        self.reject_unknown(data, allowed, "")
+        if isinstance(data.get("judge"), dict) and "api_key" in data["judge"]:
+            raise self.fail(
+                "judge.api_key",
+                "the key never goes in the inventory: put it in an environment variable and name that"
+                " variable in judge.api_key_env",
+            )
+        sections = {name: self.section(cls, data.get(name, {}), name) for name, cls in _SECTIONS.items()}
+        run: RunSettings = sections["run"]
+        sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
+        output = Path(sections["run"].output_dir)
+        blocking = next((p for p in (output, *output.parents) if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise self.fail("run.output_dir", f"{str(blocking)!r} is a file, not a folder")
+        tasks: TaskSettings = sections["tasks"]
+        sections["tasks"] = dataclasses.replace(tasks, files=tuple(self.local_path(f) for f in tasks.files))
+        judge: JudgeSettings = sections["judge"]
+        if judge.configured and not judge.model:
+            raise self.fail("judge.model", "is needed with judge.base_url (the model to ask)")
+        if judge.model and not judge.configured:
+            raise self.fail("judge.base_url", "is needed with judge.model (the endpoint to ask)")
+        cache = (
+            self.local_path(judge.cache)
+            if judge.cache
+            else str(Path(sections["run"].output_dir) / "judge-cache")
+        )
+        sections["judge"] = dataclasses.replace(judge, cache=cache)
+        policy: PolicySettings = sections["policy"]
+        sections["policy"] = dataclasses.replace(
+            policy,
+            model=policy.model if policy.model in BUILT_IN_MODELS else self.local_path(policy.model),
+            adapter=self.local_path(policy.adapter),
+        )
+        if run.max_policy_lag < run.publish_every - 1:
+            raise self.fail(
+                "run.max_policy_lag",
+                f"must be at least run.publish_every - 1 ({run.publish_every - 1}): with fewer, most"
+                " trajectories would be too stale to train on",
+            )
+        timeouts: Timeouts = sections["timeouts"]
+        if timeouts.heartbeat_timeout_s <= timeouts.heartbeat_interval_s:
+            raise self.fail(
+                "timeouts.heartbeat_timeout_s",
+                f"must be longer than timeouts.heartbeat_interval_s ({timeouts.heartbeat_interval_s:g} s)",
+            )
+        sim: SimSettings = sections["sim"]
+        if sim.height < sim.width:
+            raise self.fail("sim.height", f"must be at least sim.width ({sim.width}): phones are portrait")
+        fault_total = sim.hang_rate + sim.crash_rate + sim.offline_rate + sim.white_frame_rate
+        if fault_total > 1:
+            raise self.fail("sim", f"the fault rates add up to {fault_total:g}, more than 1")
+        return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
+
+    def section(self, cls: type[T], table: object, path: str) -> T:
+        return cls(**self.fields(cls, self.table(table, path), path))
+
+    def hosts(self, data: dict[str, Any]) -> tuple[Host, ...]:
+        defaults_table = self.table(data.get("defaults", {}), "defaults")
+        for key in _HOST_ONLY:
+            if key in defaults_table:
+                raise self.fail(
+                    f"defaults.{key}", f"'{key}' differs per host; set it in each [[hosts]] entry"
+                )
+        defaults = self.fields(Host, defaults_table, "defaults")
+        entries = data.get("hosts")
+        if entries is None:
+            raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise self.fail("hosts", f"expected an array of tables ([[hosts]]), got {_describe(entries)}")
+        if not entries:
+            raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
+        hosts: list[Host] = []
+        seen: dict[str, int] = {}
+        devices: dict[tuple[str, str], int] = {}
+        """(address, serial) → host index: two hosts on one machine cannot share a device."""
+        for index, entry in enumerate(entries):
+            path = f"hosts[{index}]"
+            host = self.host(entry, defaults, path)
+            if host.name in seen:
+                raise self.fail(
+                    f"{path}.name", f"duplicate host name {host.name!r} (also hosts[{seen[host.name]}])"
+                )
+            seen[host.name] = index
+            for serial in host.devices.serials:
+                if serial.startswith("sim-"):
+                    continue  # in-process phones: each worker has its own
+                other = devices.setdefault((host.address, serial), index)
+                if other != index:
+                    raise self.fail(
+                        f"{path}.devices",
+                        f"device {serial!r} of {host.address} is also hosts[{other}]'s: two workers cannot"
+                        " drive one device",
+                    )
+            hosts.append(host)
+        return tuple(hosts)
+
+    def host(self, entry: dict[str, Any], defaults: dict[str, Any], path: str) -> Host:
+        own = self.fields(Host, entry, path)
+        for key in _HOST_ONLY:
+            if key not in own:
+                raise self.fail(path, f"missing required key '{key}'")
+            if not own[key]:
+                raise self.fail(f"{path}.{key}", "must not be empty")
+        merged = {**defaults, **own, "env": {**defaults.get("env", {}), **own.get("env", {})}}
+        transport = merged.get("transport", "auto")
+        if transport == "auto":
+            transport = "local" if own["address"] == LOCAL_ADDRESS else "ssh"
+        elif transport == "local" and own["address"] != LOCAL_ADDRESS:
+            raise self.fail(
+                f"{path}.address",
+                f"transport 'local' runs the worker on this machine; set address = \"{LOCAL_ADDRESS}\"",
+            )
+        problem = address_problem(own["address"])
+        if problem:
+            raise self.fail(f"{path}.address", f"{own['address']!r} {problem}")
+        merged["transport"] = transport
+        if not merged.get("python"):
+            merged["python"] = sys.executable if transport == "local" else "python3"
+        for key in ("identity_file", "known_hosts_file") + (("workdir",) if transport == "local" else ()):
+            merged[key] = self.local_path(merged.get(key, ""))
+        if transport == "local" and merged.get("workdir") and not Path(merged["workdir"]).is_dir():
+            where = f"{path}.workdir" if "workdir" in own else "defaults.workdir"
+            raise self.fail(where, f"{merged['workdir']!r} is not a folder on this machine")
+        host = Host(**merged)
+        where = f"{path}.devices" if "devices" in own else "defaults.devices"
+        for i, port in enumerate(host.devices.emulator_ports):
+            if not (5554 <= port <= 5682 and port % 2 == 0):
+                raise self.fail(
+                    f"{where}.emulator_ports[{i}]",
+                    f"{port} is not an emulator console port (even, 5554-5682)",
+                )
+        for i, serial in enumerate(host.devices.adb_serials):
+            if not serial.strip() or any(c.isspace() for c in serial):
+                raise self.fail(f"{where}.adb_serials[{i}]", f"{serial!r} is not an adb serial")
+        serials = host.devices.serials
+        if not serials:
+            raise self.fail(where, "no devices: set sim, adb_serials or emulator_ports")
+        duplicates = sorted(serial for serial, n in Counter(serials).items() if n > 1)
+        if duplicates:
+            raise self.fail(where, f"device {duplicates[0]!r} is listed twice")
+        return host
+
+    def fields(self, cls: type[Any], table: dict[str, Any], path: str) -> dict[str, Any]:
+        """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""
+        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "source"}
+        self.reject_unknown(table, list(specs), path)
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for key, raw in table.items():
+            where = _join(path, key)
+            value = self.value(hints[key], raw, where)
+            self.check_bounds(specs[key].metadata, value, where)
+            pattern = specs[key].metadata.get("pattern")
+            if pattern is not None and value and not pattern.fullmatch(value):
+                raise self.fail(where, f"{value!r} is not {specs[key].metadata['meaning']}")
+            values[key] = value
+        return values
+
+    def value(self, hint: Any, raw: object, path: str) -> Any:
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if hint is bool:
+            if isinstance(raw, bool):
+                return raw
+            raise self.fail(path, f"expected true or false, got {_describe(raw)}")
+        if hint is int:
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                return raw
+            raise self.fail(path, f"expected an integer, got {_describe(raw)}")
+        if hint is float:
+            if isinstance(raw, int | float) and not isinstance(raw, bool) and not math.isnan(raw):
+                return float(raw)
+            raise self.fail(path, f"expected a number, got {_describe(raw)}")
+        if hint is str:
+            if not isinstance(raw, str):
+                raise self.fail(path, f"expected a string, got {_describe(raw)}")
+            if "\0" in raw:
+                raise self.fail(path, "must not contain a NUL character")
+            return raw
+        if origin is Literal:
+            if isinstance(raw, str) and raw in args:
+                return raw
+            choices = ", ".join(repr(a) for a in args)
+            raise self.fail(path, f"expected one of {choices}, got {_describe(raw)}")
+        if origin is tuple:
+            if not isinstance(raw, list):
+                raise self.fail(path, f"expected an array, got {_describe(raw)}")
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(self.value(args[0], item, f"{path}[{i}]") for i, item in enumerate(raw))
+            if len(raw) != len(args):
+                raise self.fail(path, f"expected an array of {len(args)} items, got {len(raw)}")
+            return tuple(
+                self.value(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, raw, strict=True))
+            )
+        if origin in (Mapping, dict):
+            table = self.table(raw, path)
+            result: dict[str, str] = {}
+            for key, item in table.items():
+                where = _join(path, key)
+                if not _ENV_NAME.fullmatch(key):
+                    raise self.fail(where, f"{key!r} is not a valid environment variable name")
+                result[key] = self.value(args[1], item, where)
+            return result
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return self.section(hint, raw, path)
+        raise TypeError(f"no reader for {hint!r} at {path}")  # pragma: no cover - a bug in this module
+
+    def check_bounds(self, bounds: Mapping[str, Any], value: object, path: str) -> None:
+        if isinstance(value, tuple):
+            for i, item in enumerate(value):
+                self.check_bounds(bounds, item, f"{path}[{i}]")
+            return
+        if not isinstance(value, int | float):
+            return
+        if math.isinf(value) and not bounds.get("allow_inf"):
+            raise self.fail(path, f"must be finite, got {value}")
+        checks = (
+            ("ge", operator.ge, "at least"),
+            ("gt", operator.gt, "greater than"),
+            ("le", operator.le, "at most"),
+        )
+        for key, ok, words in checks:
+            bound = bounds.get(key)
+            if bound is not None and not ok(value, bound):
+                raise self.fail(path, f"must be {words} {bound:g}, got {value:g}")
+
+    def table(self, raw: object, path: str) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(path, f"expected a table, got {_describe(raw)}")
+        return raw
+
+    def reject_unknown(self, table: Mapping[str, object], allowed: list[str], path: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise self.fail(_join(path, key), f"unknown key{hint}")
+
+
+def _join(path: str, key: str) -> str:
+    part = key if _BARE_KEY.fullmatch(key) else '"' + key.replace('"', '\\"') + '"'
+    return f"{path}.{part}" if path else part
+
+
+def _describe(value: object) -> str:
+    kinds: dict[type[Any], str] = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }
+    kind = next((words for cls, words in kinds.items() if isinstance(value, cls)), type(value).__name__)
+    if isinstance(value, dict | list):
+        return kind
+    shown = repr(value) if not isinstance(value, bool) else str(value).lower()
+    return f"{kind} ({shown[:60]})"
