@@ -13,7 +13,9 @@ import json
 import logging
 import math
 import os
+import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -291,8 +293,9 @@ def _run(args: argparse.Namespace) -> int:
     live = sys.stderr.isatty()
 
     def show(stats: RunStats) -> None:
-        if live:
-            print(f"\r\x1b[2K{stats.line()}", end="", file=sys.stderr, flush=True)
+        if live:  # one line, redrawn in place: it must not wrap
+            width = shutil.get_terminal_size().columns - 1
+            print(f"\r\x1b[2K{stats.line(width)}", end="", file=sys.stderr, flush=True)
         else:
             print(stats.line(), file=sys.stderr, flush=True)
 
@@ -552,9 +555,28 @@ def _eval(args: argparse.Namespace) -> int:
         policy = Policy.load(settings, seed=args.seed)
     except PolicyError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    live = sys.stderr.isatty()
+    shown = [time.monotonic()]
+
+    def progress(done: int, total: int, won: int) -> None:
+        now = time.monotonic()
+        if done < total and now - shown[0] < (1.0 if live else 15.0):
+            return
+        shown[0] = now
+        line = f"eval: {done}/{total} episodes, {won} successes so far"
+        print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
+
     result = evaluate(
-        policy, args.suite, args.split, episodes=args.episodes, seed=args.seed, temperature=args.temperature
+        policy,
+        args.suite,
+        args.split,
+        episodes=args.episodes,
+        seed=args.seed,
+        temperature=args.temperature,
+        on_episode=progress,
     )
+    if live:
+        print(file=sys.stderr)
     if args.per_task:
         for outcome in result.outcomes:
             verdict = "ok  " if outcome.success else "fail"

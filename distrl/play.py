@@ -18,7 +18,7 @@ import math
 import random
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -112,17 +112,21 @@ def evaluate(
     max_steps: int | None = None,
     width: int = 540,
     height: int = 1200,
+    on_episode: Callable[[int, int, int], None] | None = None,
 ) -> Evaluation:
     """Run ``policy`` on tasks of ``suite``'s ``split`` and report how each episode went.
 
     Which tasks: ``task_ids`` if given, else ``episodes`` tasks in a seeded shuffled order (cycling when
     there are more episodes than tasks), else every task of the split once. ``parallel`` phones play at a
     time. ``temperature`` (for a ``Policy``; 0 is greedy, None keeps its setting) applies during the call;
-    sampling is seeded from ``seed``.
+    sampling is seeded from ``seed``. ``on_episode(done, total, successes)`` hears of each episode that
+    ends (progress for long evaluations).
     """
     started = time.monotonic()
     chosen = _chosen_tasks(suite, split, episodes, task_ids, seed)
-    played = _play(policy, chosen, seed, temperature, parallel, max_steps, width, height)
+    played = _play(
+        policy, chosen, seed, temperature, parallel, max_steps, width, height, on_episode=on_episode
+    )
     outcomes = tuple(
         Outcome(
             task=trajectory.task,
@@ -176,8 +180,10 @@ def _play(
     height: int,
     *,
     version: int = 0,
+    on_episode: Callable[[int, int, int], None] | None = None,
 ) -> list[Trajectory]:
-    """Each task of ``chosen`` played once (``distrl.device.episode``), ``parallel`` phones at a time."""
+    """Each task of ``chosen`` played once (``distrl.device.episode``), ``parallel`` phones at a time;
+    ``on_episode(done, total, successes)`` after each."""
     if parallel < 1:
         raise ValueError(f"parallel must be ≥ 1, got {parallel}")
     lockstep = _Lockstep(policy, seed, version)
@@ -211,6 +217,9 @@ def _play(
                     scope.cancel()
                     return
                 played[index] = trajectory
+                if on_episode is not None:
+                    won = sum(bool(t.success) for t in played.values())
+                    on_episode(len(played), len(chosen), won)
         except Exception as exc:  # the caller gets it as it is, not in an exception group
             failed.append(exc)
             scope.cancel()

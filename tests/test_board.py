@@ -82,3 +82,31 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
     assert [value for _, value in scalars["fleet/hosts_up"]] == [2, 2]  # the shutdown's 0 is not written
     assert scalars["collect/failed"][-1][1] == 1  # the stopped episodes are not failures
+
+
+def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
+    stats = RunStats(
+        hosts=2,
+        hosts_up=2,
+        handed_out=60,
+        completed=50,
+        successes=10,
+        updates=12,
+        actor_loss=0.0421,
+        entropy=1.73,
+        goal_episodes=150,
+        deadline_s=3600,
+        steps_per_s=8.5,
+    )
+    stats.taken = stats.started + 100  # 50 episodes in 100 s: 100 more take 200 s, before the deadline
+    assert stats.time_left_s == 200
+    full = stats.line()
+    assert "3:20 left" in full
+    assert "loss 0.0421" in full
+    assert "entropy 1.73" in full
+    for width in (40, 60, 80, 120):
+        line = stats.line(width)
+        assert len(line) <= width
+        assert line.startswith("100 s  episodes 50 (20% success")  # what matters most comes first
+    assert "left" in stats.line(80)
+    assert RunStats().time_left_s is None  # no budget, no estimate

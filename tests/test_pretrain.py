@@ -257,6 +257,7 @@ def test_cli_pretrain_then_eval(tmp_path: Path) -> None:
     result = _distrl("eval", "m", "--split", "train", "--episodes", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert re.search(r"success \d+\.\d% \(\d/1\) on general train", result.stdout), result.stdout
+    assert re.search(r"eval: 1/1 episodes, \d successes so far", result.stderr), result.stderr  # progress
 
 
 def test_ctrl_c_during_pretrain_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -79,6 +79,14 @@ class RunStats:
     """Hosts the run went on without, each with its last error."""
     retired: int = 0
     """Devices retired after failing ``run.max_restarts`` + 1 episodes in a row."""
+    actor_loss: float | None = None
+    """The latest update's actor loss (None before the first update that trained the actor)."""
+    entropy: float | None = None
+    """The latest update's mean per-token entropy."""
+    goal_episodes: int = 0
+    """The run's episode budget (``run.max_trajectories``, ``collect``'s episodes); 0 for none."""
+    deadline_s: float = 0.0
+    """The run's time budget (``run.duration_s``); 0 for none."""
     ended: str = ""
     """Why the run stopped: ``goal`` (its episodes), ``deadline`` (``run.duration_s``), ``hosts`` (every
     host was done or given up first). Empty while it runs, and when it was cancelled."""
@@ -124,17 +132,56 @@ class RunStats:
         """Seconds from the run's start to when these numbers were read."""
         return self.taken - self.started
 
-    def line(self) -> str:
-        """One line of progress, as ``python -m distrl run`` prints it."""
-        return (
-            f"{self.elapsed_s:6.0f} s  episodes {self.completed} ({self.success_rate:.0%} success, "
-            f"last {len(self.recent)}: {self.recent_success_rate:.0%}, "
-            f"{sum(self.failed.values())} failed, {self.in_flight} running)  {self.steps_per_s:.1f} steps/s  "
-            f"policy v{self.policy_version} lag p50 {self.lag_p50}  updates {self.updates}  "
-            f"hosts {self.hosts_up}/{self.hosts} up"
-            + (f"  judge: {self.judging} waiting" if self.judge else "")
-            + (f"  {self.unscored} unscored" if self.unscored else "")
-        )
+    @property
+    def time_left_s(self) -> float | None:
+        """Seconds until the run's deadline or, at the recent pace, its episode budget (the sooner);
+        None when it has neither, or no pace yet."""
+        left = []
+        if self.deadline_s:
+            left.append(max(0.0, self.deadline_s - self.elapsed_s))
+        if self.goal_episodes and self.completed and self.elapsed_s > 0:
+            rate = self.completed / self.elapsed_s
+            left.append(max(0, self.goal_episodes - self.completed) / rate)
+        return min(left) if left else None
+
+    def line(self, width: int = 160) -> str:
+        """One line of progress, as ``python -m distrl run`` prints it: the most telling parts first,
+        each only if it still fits in ``width`` characters."""
+        parts = [
+            f"{self.elapsed_s:.0f} s",
+            f"episodes {self.completed} ({self.success_rate:.0%} success)",
+            f"{self.steps_per_s:.1f} steps/s",
+        ]
+        left = self.time_left_s
+        if left is not None:
+            parts.append(f"{_clock(left)} left")
+        parts.append(f"updates {self.updates}")
+        if self.actor_loss is not None:
+            parts.append(f"loss {self.actor_loss:.3g}")
+        if self.entropy is not None:
+            parts.append(f"entropy {self.entropy:.2f}")
+        parts += [
+            f"last {len(self.recent)}: {self.recent_success_rate:.0%} success",
+            f"hosts {self.hosts_up}/{self.hosts} up",
+            f"{self.in_flight} running, {sum(self.failed.values())} failed",
+            f"policy v{self.policy_version} lag p50 {self.lag_p50}",
+        ]
+        if self.judge:
+            parts.append(f"judge: {self.judging} waiting")
+        if self.unscored:
+            parts.append(f"{self.unscored} unscored")
+        line = ""
+        for part in parts:
+            joined = f"{line}  {part}" if line else part
+            if len(joined) <= width:
+                line = joined
+        return line
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 class Ledger:

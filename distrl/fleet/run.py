@@ -106,7 +106,9 @@ async def collect(
     rounds = Rounds(sessions, stop) if inventory.run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, None)
     board = Board(
-        lambda: _stats(inventory, stop, sampler, sessions, ledger, supervisor, judging=judging),
+        lambda: _stats(
+            inventory, stop, sampler, sessions, ledger, supervisor, judging=judging, goal=episodes
+        ),
         folder=None,
         devices=inventory.device_count,
         on_progress=on_progress,
@@ -202,7 +204,16 @@ async def train(
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
     board = Board(
         lambda: _stats(
-            inventory, stop, sampler, sessions, ledger, supervisor, publisher, trainer, judging=judging
+            inventory,
+            stop,
+            sampler,
+            sessions,
+            ledger,
+            supervisor,
+            publisher,
+            trainer,
+            judging=judging,
+            goal=limit or 0,
         ),
         folder=output / "tensorboard",
         devices=inventory.device_count,
@@ -349,8 +360,9 @@ def _stats(
     trainer: Trainer | None = None,
     *,
     judging: Judging | None = None,
+    goal: int = 0,
 ) -> RunStats:
-    """The run's numbers now, each read from the part that owns it."""
+    """The run's numbers now, each read from the part that owns it (``goal``: the episode budget)."""
     lag_p50, host_lag_p50 = ledger.lag_p50()
     judge: dict[str, float] = {}
     if judging is not None:
@@ -379,6 +391,12 @@ def _stats(
         unscored=ledger.unscored,
         judging=judging.waiting if judging else 0,
         judge=judge,
+        actor_loss=trainer.last.actor_loss
+        if trainer and trainer.last and trainer.last.trained_steps
+        else None,
+        entropy=trainer.last.entropy if trainer and trainer.last else None,
+        goal_episodes=goal,
+        deadline_s=inventory.run.duration_s if trainer else 0.0,
         restarts=hosts.restarts,
         stale=trainer.stale if trainer else 0,
         updates=trainer.updates if trainer else 0,

@@ -64,6 +64,8 @@ class Trainer:
         self._checkpointed_added = -1
         """``ReplayStats.added`` at the last checkpoint."""
         self._checkpointed_at = time.monotonic()
+        self.last: UpdateReport | None = None
+        """The latest update's report (its losses and entropy for the progress line)."""
         self._failed = ""
         """Why an update failed, if one did: then no checkpoint is written over the last good one."""
 
@@ -140,6 +142,7 @@ class Trainer:
         if report is None:
             return False
         learner = self._learner
+        self.last = report
         self._on_update(report, learner.stats())
         if learner.updates % self._run.publish_every == 0:
             await self._publish()
