@@ -38,7 +38,8 @@ EXIT_USAGE = 2
 DESCRIPTION = """\
 distrl trains phone-control agents with asynchronous distributed reinforcement learning.
 
-Start with:  python -m distrl run hosts.example.toml
+Start with:  python -m distrl init         (writes hosts.toml, every key documented)
+             python -m distrl run hosts.toml
 """
 
 
@@ -242,6 +243,19 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"
     )
     pretrain.set_defaults(command=_pretrain)
+
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="write a documented inventory to start from",
+        description="Write the documented example inventory (one local worker, 32 simulated phones, every "
+        "key with its default) to HOSTS_TOML, to edit and run.",
+    )
+    init.add_argument(
+        "inventory", metavar="HOSTS_TOML", nargs="?", default="hosts.toml", help="(default hosts.toml)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite HOSTS_TOML if it exists")
+    init.set_defaults(command=_init)
 
     evaluate = commands.add_parser(
         "eval",
@@ -586,6 +600,22 @@ def _eval(args: argparse.Namespace) -> int:
         f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
         f" in {result.wall_s:.0f} s"
     )
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    target = Path(args.inventory)
+    if target.exists() and not args.force:
+        return _fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
+    example = files("distrl").joinpath("hosts.example.toml").read_text(encoding="utf-8")
+    try:
+        target.write_text(example, encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
+    _say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
+    _say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
     return 0
 
 

@@ -251,3 +251,17 @@ def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path)
     _earlier_run(tmp_path / "runs" / "t", resume=False, new=True, source="")
     assert (tmp_path / "runs" / "t.1" / "checkpoints" / "step-000000028" / MANIFEST).is_file()
     assert not (tmp_path / "runs" / "t").exists()
+
+
+def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Path) -> None:
+    target = tmp_path / "hosts.toml"
+    made = distrl("init", str(target))
+    assert made.returncode == 0, made.stderr
+    assert target.read_text() == EXAMPLE.read_text()
+    assert f"python -m distrl run {target}" in made.stdout
+    target.write_text("# mine\n")
+    again = distrl("init", str(target))
+    assert_one_sentence_error(again, 2, "exists; --force to overwrite it")
+    assert target.read_text() == "# mine\n"
+    assert distrl("init", str(target), "--force").returncode == 0
+    assert target.read_text() == EXAMPLE.read_text()
