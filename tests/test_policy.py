@@ -324,6 +324,15 @@ def test_saved_adapter_loads_with_plain_peft(tiny_folder: Path, tmp_path: Path) 
     reloaded = _policy(model=str(tiny_folder), adapter=str(tmp_path / "adapter"))
     assert _same(reloaded.adapter_state(), policy.adapter_state())
 
+    # the adapter names its base: from the adapter folder alone, the model folder is found, nothing downloaded
+    named = peft.PeftConfig.from_pretrained(tmp_path / "adapter").base_model_name_or_path
+    assert named == str(tiny_folder.resolve())
+    alone = peft.PeftModel.from_pretrained(
+        AutoModelForImageTextToText.from_pretrained(named), tmp_path / "adapter"
+    ).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(alone(**inputs).logits, ours, rtol=0, atol=1e-6)
+
 
 def test_adapter_state_loads_exactly_or_not_at_all() -> None:
     policy = _policy(lora_rank=2)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +41,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
 
 from distrl.actions import parse_action
-from distrl.config import TINY_BC, PolicySettings
+from distrl.config import BUILT_IN_MODELS, TINY_BC, PolicySettings
 from distrl.errors import PolicyError
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
 from distrl.policy.tiny import build_tiny, build_tiny_bc
@@ -319,8 +320,18 @@ class Policy:
 
     def save_adapter(self, folder: str | Path) -> None:
         """Write the adapter as a PEFT folder (``adapter_config.json``, ``adapter_model.safetensors``)
-        that ``peft.PeftModel.from_pretrained(base_model, folder)`` loads without distrl."""
+        that ``peft.PeftModel.from_pretrained(base_model, folder)`` loads without distrl.
+
+        Its config names its base: the model folder (absolute, so that
+        ``AutoPeftModelForImageTextToText.from_pretrained(folder)`` finds it and downloads nothing), or
+        for the built-in models their name (``tiny-bc``: ``distrl.policy.tiny.build_tiny_bc()`` builds it)."""
         self.model.save_pretrained(str(folder))
+        model = self.settings.model
+        base = model if model in BUILT_IN_MODELS else str(Path(model).resolve())
+        config = Path(folder) / "adapter_config.json"
+        data = json.loads(config.read_text(encoding="utf-8"))
+        data["base_model_name_or_path"] = base
+        config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     def adapter_state(self) -> dict[str, torch.Tensor]:
         """The adapter's weights by their PEFT file names, as CPU copies (what ``weights`` snapshots)."""
