@@ -15,7 +15,7 @@ The tree::
     ├── WireError (ValueError)          a frame that cannot be decoded: ``reason``
     │   ├── FrameTooLarge               ``size``, ``limit``
     │   ├── TruncatedFrame              ``expected``, ``received``
-    │   └── ProtocolMismatch            ``ours``, ``theirs``
+    │   └── ProtocolMismatch            ``ours``, ``theirs``: protocol versions, or distrl versions and builds
     ├── PolicyError                     model loading, generation: ``model``, ``phase``
     ├── WeightsError (ValueError)       an adapter blob that cannot be applied: ``reason``, ``version``,
     │                                   ``base_version``, ``expected``, ``tensor``
@@ -169,11 +169,11 @@ class TruncatedFrame(WireError):
 
 
 class ProtocolMismatch(WireError):
-    """The peer speaks another protocol version."""
+    """The peer speaks another protocol version, or runs another distrl (version and build)."""
 
     fields: ClassVar[tuple[str, ...]] = ("reason", "ours", "theirs")
-    ours: int | None
-    theirs: int | None
+    ours: int | str | None
+    theirs: int | str | None
 
 
 class PolicyError(DistrlError):

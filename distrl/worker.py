@@ -52,6 +52,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from distrl import __version__
+from distrl.build import build_id
 from distrl.config import EXPERT, WorkerSettings, parse_worker_settings
 from distrl.errors import DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
 from distrl.records import Action, InvalidAction, Observation, Step, Task, Trajectory
@@ -115,6 +116,7 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
                 "python": platform.python_version(),
                 "platform": platform.platform(terse=True),
                 "pid": os.getpid(),
+                "build": build_id(),
                 "devices_not_ready": await _devices_not_ready(first.devices),
             },
         )

@@ -265,3 +265,28 @@ def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Pat
     assert target.read_text() == "# mine\n"
     assert distrl("init", str(target), "--force").returncode == 0
     assert target.read_text() == EXAMPLE.read_text()
+
+
+def test_a_worker_running_other_distrl_code_is_refused_at_the_handshake(tmp_path: Path) -> None:
+    import shutil
+
+    import distrl as package
+    from distrl.build import build_id
+
+    other = tmp_path / "other"
+    shutil.copytree(
+        Path(package.__file__).parent, other / "distrl", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    with (other / "distrl" / "records.py").open("a") as edited:
+        edited.write("\n# an edit the learner's copy does not have\n")
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        '[[hosts]]\nname = "stale"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+        f'workdir = "{tmp_path}"\nenv = {{ PYTHONPATH = "{other}" }}\n'  # python -m puts its workdir first
+    )
+    result = distrl("probe", str(inventory), "--heartbeats", "1")
+    assert "stale            FAIL" in result.stdout
+    assert f"the learner distrl {package.__version__} (build {build_id()})" in result.stdout
+    assert f"host 'stale' runs distrl {package.__version__} (build " in result.stdout
+    assert "install the same distrl on both" in result.stdout
+    assert_one_sentence_error(result, 1, "1 of 1 host(s) failed: stale")

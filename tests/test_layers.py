@@ -23,12 +23,14 @@ PACKAGE = Path(distrl.__file__).resolve().parent
 # nothing on the real-device path does.
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
+    "build": set(),
     "records": set(),
     "config": {"errors"},
     "actions": {"records"},
     "wire": {"records", "errors"},
     "transport": {"wire", "errors", "config"},
     "worker": {
+        "build",
         "wire",
         "errors",
         "config",
@@ -42,6 +44,7 @@ LAYERS: dict[str, set[str]] = {
         "tasks",
     },
     "fleet": {
+        "build",
         "wire",
         "errors",
         "config",
@@ -67,7 +70,7 @@ LAYERS: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": {"*"},
 }
-STDLIB_ONLY = {"errors", "records", "config", "actions"}
+STDLIB_ONLY = {"errors", "records", "config", "actions", "build"}
 NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks"}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively

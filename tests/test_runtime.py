@@ -379,6 +379,7 @@ async def test_collect_can_be_cancelled(tmp_path: Path) -> None:
 BAD_WORKER = """
 import os, sys
 from distrl import __version__
+from distrl.build import build_id
 from distrl.wire import PROTOCOL_VERSION, FrameStream, Hello
 import anyio
 from anyio.streams.file import FileReadStream, FileWriteStream
@@ -389,9 +390,9 @@ async def main() -> None:
     )
     hello = await stream.receive()
     await stream.send(Hello(id=hello.id, role="worker", protocol=PROTOCOL_VERSION, distrl_version=__version__,
-                            host="bad", devices=hello.devices, compute={"pid": os.getpid()}))
+                            host="bad", devices=hello.devices, compute={"pid": os.getpid(), "build": build_id()}))
     await stream.receive()  # the Setup
-    os.write(1, b"DRL\\x02" + b"\\xff" * 64)  # a frame whose header cannot be read
+    os.write(1, b"DRL" + bytes([PROTOCOL_VERSION]) + b"\\xff" * 64)  # a frame whose header cannot be read
     await anyio.sleep(30)
 
 anyio.run(main)

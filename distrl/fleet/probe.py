@@ -17,6 +17,7 @@ from typing import TypeVar
 import anyio
 
 from distrl import __version__
+from distrl.build import build_id
 from distrl.config import Host, Inventory, Timeouts
 from distrl.errors import DistrlError, ProtocolMismatch, TransportError, TransportTimeout, WireError
 from distrl.transport import HostLink, open_host
@@ -97,6 +98,15 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
             f"{PROTOCOL_VERSION}; install the same distrl version on both",
             ours=PROTOCOL_VERSION,
             theirs=reply.protocol,
+        )
+    theirs = f"{reply.distrl_version} (build {reply.compute.get('build', 'unknown')})"
+    ours = f"{__version__} (build {build_id()})"
+    if theirs != ours:
+        raise ProtocolMismatch(
+            f"host {host.name!r} runs distrl {theirs}, the learner distrl {ours}: install the same distrl"
+            f" on both (for its python, {host.python or 'the default'})",
+            ours=ours,
+            theirs=theirs,
         )
     return reply
 
