@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import functools
 import json
 import logging
@@ -243,6 +244,30 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"
     )
     pretrain.set_defaults(command=_pretrain)
+
+    collect = commands.add_parser(
+        "collect",
+        parents=[common],
+        help="play a policy on the fleet without training, and write the episodes",
+        description="Start a worker on every host, play --episodes episodes of the inventory's tasks (its "
+        "task files or sim suite, of --split) with --policy, without training, and write them to --out in "
+        "the episodes format (steps as JSON lines, screens as JPEG; distrl.episodes).",
+    )
+    collect.add_argument("inventory", metavar="HOSTS_TOML", help="the hosts file")
+    collect.add_argument(
+        "--policy",
+        default="",
+        metavar="MODEL",
+        help="tiny, tiny-bc, expert (sim devices only) or a model folder (default: the inventory's [policy])",
+    )
+    collect.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    collect.add_argument(
+        "--episodes", type=_positive_int, required=True, metavar="N", help="episodes to bring back"
+    )
+    collect.add_argument("--split", default="test", help="which split of the tasks (default test)")
+    collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
+    collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
+    collect.set_defaults(command=_collect)
 
     init = commands.add_parser(
         "init",
@@ -600,6 +625,42 @@ def _eval(args: argparse.Namespace) -> int:
         f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
         f" in {result.wall_s:.0f} s"
     )
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from distrl.episodes import EpisodeWriter
+    from distrl.fleet import collect
+
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+    policy = inventory.policy
+    if args.policy:
+        model = args.policy if args.policy in BUILT_IN_MODELS else str(Path(args.policy).resolve())
+        policy = dataclasses.replace(policy, model=model, adapter="")
+    if args.adapter:
+        policy = dataclasses.replace(policy, adapter=str(Path(args.adapter).resolve()))
+    if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
+        return _fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
+    writer = EpisodeWriter(args.out)
+    if writer.bytes:
+        _say(f"{args.out} already holds episodes: the new ones go beside them")
+    result = anyio.run(
+        lambda: collect(inventory, policy=policy, split=args.split, episodes=args.episodes, seed=args.seed)
+    )
+    for trajectory in result.trajectories:
+        writer.write(trajectory)
+    stats = result.stats
+    scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
+    _say(
+        f"{writer.written} episodes written to {args.out} ({scored}, {stats.unscored} unscored,"
+        f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s; read them with"
+        " distrl.episodes.read_episodes"
+    )
+    if stats.completed < args.episodes:
+        return _fail(
+            f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
+        )
     return 0
 
 

@@ -45,6 +45,7 @@ LAYERS: dict[str, set[str]] = {
     },
     "fleet": {
         "build",
+        "episodes",
         "wire",
         "errors",
         "config",
@@ -57,6 +58,7 @@ LAYERS: dict[str, set[str]] = {
         "tasks",
     },
     "tasks": {"records", "errors"},
+    "episodes": {"records"},
     "sim": {"records", "actions", "errors", "config", "device"},
     "device": {"records", "actions", "errors", "config"},
     "weights": {"errors"},
@@ -71,7 +73,7 @@ LAYERS: dict[str, set[str]] = {
     "__init__": {"*"},
 }
 STDLIB_ONLY = {"errors", "records", "config", "actions", "build"}
-NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks"}
+NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks", "episodes"}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively
 THIRD_PARTY = {"wire": {"orjson", "anyio"}}

@@ -102,6 +102,12 @@ class RunSettings:
     it bounds the work lost to a crash when updates are slow."""
     keep_checkpoints: int = _num(3, gt=0)
     """How many of the latest checkpoints stay on disk; older ones are deleted."""
+    record_episodes: float = _num(1.0, ge=0, le=1)
+    """Share of the episodes written to ``<output>/episodes`` (steps as JSON lines, screens as JPEG;
+    ``distrl.episodes``): 1 for all, 0 for none, chosen by a hash of the episode id."""
+    episodes_max_gb: float = _num(2.0, ge=0)
+    """Stop writing episodes once that folder holds this many GB (0: no limit). About 1 MB an episode of
+    10 steps on a 1080×2400 phone: the default keeps a day-long run's folder bounded."""
     max_restarts: int = _num(5, ge=0)
     """A host link that fails more often than this in a row is given up; a device that does rests (10 s,
     doubling up to 5 minutes) and is tried again, and after this many rests is retired."""

@@ -196,12 +196,15 @@ class Ledger:
         version: Callable[[], int],
         trainer: MemoryObjectSendStream[Trajectory] | None = None,
         keep: bool = False,
+        record: Callable[[Trajectory], None] | None = None,
     ) -> None:
         self._stop = stop
         self._limit = limit
         self._version = version
         """The policy version now published: a step's staleness is measured against it on arrival."""
         self._trainer = trainer
+        self._record = record
+        """Where each counted trajectory goes to be written to disk (``Recorder.offer``), if anywhere."""
         self.kept: list[Trajectory] | None = [] if keep else None
         self.started = time.monotonic()
         self.completed = 0
@@ -256,6 +259,8 @@ class Ledger:
         self._staleness[trajectory.host].extend(version - step.policy_version for step in steps)
         if self.kept is not None:
             self.kept.append(trajectory)
+        if self._record is not None:
+            self._record(trajectory)
         if self._trainer is not None and not unscored:
             try:  # no wait (and so no cancellation) between counting it and handing it on
                 self._trainer.send_nowait(trajectory)

@@ -10,6 +10,7 @@ Each part owns its state and gets only what it needs (its settings, the stop eve
 - ``Trainer``: the learner's updates in a thread, the publish and checkpoint cadence;
 - ``Publisher``: each version to every worker, newest first, without holding up the trainer;
 - ``HostSupervisor``: each host's worker started, set up, caught up and restarted after a loss;
+- ``Recorder``: the episodes written to ``<output>/episodes``;
 - ``Board``: progress and TensorBoard.
 
 The run stops at its episode budget, its deadline, when every host is done or given up, or when
@@ -28,12 +29,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory, worker_settings_json
+from distrl.episodes import EpisodeWriter
 from distrl.errors import CheckpointError, ConfigError, DistrlError
 from distrl.fleet.board import Board
 from distrl.fleet.host import HostSupervisor
 from distrl.fleet.ledger import Ledger, RunStats
 from distrl.fleet.link import Link
 from distrl.fleet.publisher import Publisher, snapshot
+from distrl.fleet.recorder import Recorder
 from distrl.fleet.scoring import Judging, build_judge, run_tasks, sim_phones_only
 from distrl.fleet.session import Rounds, Sessions
 from distrl.fleet.stop import Stop
@@ -191,7 +194,14 @@ async def train(
     publisher = Publisher(learner.version, weights, push_timeout_s=inventory.timeouts.weight_push_s)
     # room for one trajectory per device and more: a session never waits for the trainer's thread
     to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
-    ledger = Ledger(stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer)
+    recorder = _recorder(inventory)
+    ledger = Ledger(
+        stop=stop,
+        limit=limit,
+        version=lambda: publisher.version,
+        trainer=to_trainer,
+        record=recorder.offer if recorder else None,
+    )
     judging = _judging(inventory, pool, ledger)
     sessions = Sessions(
         sampler=sampler,
@@ -249,6 +259,7 @@ async def train(
             rounds_then_training if rounds else trainer.run,
             deadline,
             *([judging.run] if judging else []),
+            *([recorder.run] if recorder else []),
         ]
         return await _run(inventory, stop, supervisor, board, *jobs)
     finally:
@@ -431,6 +442,19 @@ def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str 
         judge=inventory.judge.configured,
         source=inventory.source or None,
     )
+
+
+def _recorder(inventory: Inventory) -> Recorder | None:
+    """The run's episodes to ``<output>/episodes`` (``run.record_episodes`` of them), if any."""
+    run = inventory.run
+    if run.record_episodes <= 0:
+        return None
+    writer = EpisodeWriter(
+        inventory.output_dir / "episodes",
+        share=run.record_episodes,
+        budget_bytes=int(run.episodes_max_gb * 1e9),
+    )
+    return Recorder(writer)
 
 
 def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger) -> Judging | None:

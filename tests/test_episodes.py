@@ -1,0 +1,176 @@
+"""Episodes on disk (``distrl.episodes``): written as documented, read back whole, sampled and bounded;
+written by ``collect`` and by runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from distrl.episodes import EpisodeWriter, read_episode, read_episodes
+from distrl.records import Action, ActionType, EndReason, InvalidAction, Observation, Step, Task, Trajectory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _screen(colour: tuple[int, int, int], image_format: str) -> Observation:
+    out = io.BytesIO()
+    Image.new("RGB", (27, 60), colour).save(out, "PNG" if image_format == "png" else "JPEG")
+    return Observation(screenshot=out.getvalue(), width=27, height=60, image_format=image_format)
+
+
+def _trajectory(name: str, image_format: str = "png", *, success: bool | None = True) -> Trajectory:
+    task = Task(id=f"t/{name}", suite="t", goal="Turn on Wi-Fi", setup=("settings put global wifi_on 0",))
+    steps = (
+        Step(
+            index=0,
+            observation=_screen((200, 10, 10), image_format),
+            output="Action Decision: tap",
+            action=Action(type=ActionType.DUAL_POINT, touch=(0.25, 0.5), lift=(0.25, 0.5)),
+            policy_version=3,
+            behaviour_logprob=-1.5,
+            duration_s=0.2,
+        ),
+        Step(
+            index=1,
+            observation=_screen((10, 200, 10), image_format),
+            output="gibberish",
+            action=InvalidAction(text="gibberish", reason="no action type"),
+            policy_version=4,
+            behaviour_logprob=-7.25,
+            reward=1.0,
+            duration_s=0.3,
+        ),
+    )
+    return Trajectory(
+        id=f"run/abc/{name}",
+        task=task,
+        host="h",
+        device="sim-0",
+        steps=steps,
+        final_observation=_screen((10, 10, 200), image_format),
+        end_reason=EndReason.STEP_LIMIT,
+        success=success,
+        verdict="the final screen shows Wi-Fi on",
+        started_at_s=1_700_000_000.0,
+        duration_s=2.5,
+    )
+
+
+@pytest.mark.parametrize("image_format", ["png", "jpeg"])
+def test_an_episode_reads_back_as_it_was_written(tmp_path: Path, image_format: str) -> None:
+    written = _trajectory("1", image_format)
+    folder = EpisodeWriter(tmp_path).write(written)
+    assert folder == tmp_path / "run~abc~1"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "000.jpg",
+        "001.jpg",
+        "episode.json",
+        "final.jpg",
+        "steps.jsonl",
+    ]
+    lines = [json.loads(line) for line in (folder / "steps.jsonl").read_text().splitlines()]
+    assert lines[0]["action"] == {"type": "DUAL_POINT", "touch": [0.25, 0.5], "lift": [0.25, 0.5], "text": ""}
+    assert lines[1]["action"] == {"invalid": "no action type"}
+    assert [line["goal"] for line in lines] == ["Turn on Wi-Fi"] * 2
+    read = read_episode(folder)
+    for step in read.steps:  # every screen is a JPEG of the step's picture
+        with Image.open(io.BytesIO(step.observation.screenshot)) as image:
+            assert image.format == "JPEG"
+            assert image.size == (27, 60)
+    same_but_screens = [
+        (s.index, s.output, s.action, s.policy_version, s.behaviour_logprob, s.reward, s.duration_s)
+        for s in read.steps
+    ]
+    assert same_but_screens == [
+        (s.index, s.output, s.action, s.policy_version, s.behaviour_logprob, s.reward, s.duration_s)
+        for s in written.steps
+    ]
+    assert (read.id, read.task.goal, read.task.setup, read.success, read.verdict) == (
+        written.id,
+        written.task.goal,
+        written.task.setup,
+        True,
+        written.verdict,
+    )
+    assert (read.end_reason, read.started_at_s, read.duration_s) == (EndReason.STEP_LIMIT, 1.7e9, 2.5)
+    assert read.final_observation is not None
+    assert read.final_observation.width == 27
+    if image_format == "jpeg":  # JPEG screens are kept byte for byte
+        assert read.steps[0].observation.screenshot == written.steps[0].observation.screenshot
+    unscored = read_episode(EpisodeWriter(tmp_path / "u").write(_trajectory("2", success=None)))  # type: ignore[arg-type]
+    assert unscored.success is None
+
+
+def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    half = EpisodeWriter(tmp_path / "half", share=0.5)
+    for i in range(40):
+        half.write(_trajectory(str(i)))
+    assert 10 <= half.written <= 30
+    assert half.written + half.skipped == 40
+    again = EpisodeWriter(tmp_path / "again", share=0.5)
+    assert [again.wanted(f"run/abc/{i}") for i in range(40)] == [
+        half.wanted(f"run/abc/{i}") for i in range(40)
+    ]
+    one = EpisodeWriter(tmp_path / "one").write(_trajectory("x"))
+    assert one is not None
+    size = sum(p.stat().st_size for p in one.iterdir())
+    bounded = EpisodeWriter(tmp_path / "bounded", budget_bytes=int(2.5 * size))
+    with caplog.at_level(logging.WARNING):
+        for i in range(5):
+            bounded.write(_trajectory(str(i)))
+    assert bounded.written == 3  # the third goes past the budget, then no more
+    assert len(list(read_episodes(tmp_path / "bounded"))) == 3
+    assert "no more episodes are written" in caplog.text
+
+
+def test_half_written_and_foreign_folders_are_passed_over_or_named(tmp_path: Path) -> None:
+    writer = EpisodeWriter(tmp_path)
+    writer.write(_trajectory("1"))
+    (tmp_path / "run~abc~2.partial").mkdir()  # a write cut short
+    assert [t.id for t in read_episodes(tmp_path)] == ["run/abc/1"]
+    (tmp_path / "run~abc~1" / "episode.json").write_text('{"format": 99}')
+    with pytest.raises(ValueError, match=r"run~abc~1 is not an episode of this format: format 99"):
+        list(read_episodes(tmp_path))
+
+
+def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        f'[run]\noutput_dir = "{tmp_path / "runs"}"\n[sim]\nwidth = 270\nheight = 600\nlatency = "off"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+    )
+    out = tmp_path / "episodes"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "distrl",
+            "collect",
+            str(hosts),
+            "--policy",
+            "expert",
+            "--episodes",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"3 episodes written to {out}" in done.stdout
+    episodes = list(read_episodes(out))
+    assert len(episodes) == 3
+    assert all(e.task.split == "test" for e in episodes)
+    successes = [e for e in episodes if e.success]
+    assert successes  # the expert solves most tasks
+    assert all(e.steps[-1].reward == 1.0 for e in successes)  # the ledger's reward is what is written
