@@ -110,3 +110,49 @@ def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
         assert line.startswith("100 s  episodes 50 (20% success")  # what matters most comes first
     assert "left" in stats.line(80)
     assert RunStats().time_left_s is None  # no budget, no estimate
+
+
+def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) -> None:
+    import io
+
+    from PIL import Image
+
+    from distrl.fleet.board import SAMPLE_EVERY
+    from distrl.records import Action, ActionType, EndReason, Observation, Step, Task, Trajectory
+
+    png = io.BytesIO()
+    Image.new("RGB", (30, 60), (0, 128, 255)).save(png, "PNG")
+    screen = Observation(screenshot=png.getvalue(), width=30, height=60)
+    step = Step(
+        index=0,
+        observation=screen,
+        output="Action Decision: home",
+        action=Action(type=ActionType.PRESS_HOME),
+        policy_version=0,
+        behaviour_logprob=-1.0,
+        reward=1.0,
+    )
+    episode = Trajectory(
+        id="e",
+        task=Task(id="t/1", suite="t", goal="Go home"),
+        host="h",
+        device="d",
+        steps=(step,),
+        final_observation=screen,
+        end_reason=EndReason.COMPLETE,
+        success=True,
+        verdict="the launcher shows",
+    )
+    board = Board(RunStats, folder=tmp_path, devices=1)
+    for _ in range(SAMPLE_EVERY + 1):
+        board.sample(episode)
+    board.close()
+    reader = EventAccumulator(str(tmp_path))
+    reader.Reload()
+    images = reader.Images("episodes/final_screen")
+    assert [image.step for image in images] == [1, SAMPLE_EVERY + 1]  # the first, then one in SAMPLE_EVERY
+    assert (images[0].width, images[0].height) == (30, 60)
+    text = reader.Tensors("episodes/steps/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "**Go home** (t/1): success" in text
+    assert "judge: the launcher shows" in text
+    assert "| 0 | Action Decision: home | 1 |" in text

@@ -3,11 +3,13 @@
 ``Board.tick`` takes a fresh ``RunStats`` snapshot, derives the step rate since the last tick, logs the
 progress line, hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``,
 ``weights/`` and (with a judge) ``judge/`` scalars (verdicts, requests, retries, latency, tokens);
-``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update.
+``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update; ``Board.sample`` one
+episode in ``SAMPLE_EVERY`` under ``episodes/`` (its final screen, its steps as text).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import Callable
@@ -15,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from PIL import Image
 
 from distrl.fleet.ledger import RunStats
 from distrl.fleet.stop import Stop
+from distrl.records import Trajectory
 
 if TYPE_CHECKING:
     from distrl.learner.replay import ReplayStats
@@ -27,6 +31,8 @@ __all__ = ["PROGRESS_EVERY_S", "Board"]
 
 log = logging.getLogger(__name__)
 
+SAMPLE_EVERY = 50
+"""One episode in this many (the first included) goes to TensorBoard as an image and text."""
 PROGRESS_EVERY_S = 5.0
 
 _LEARNER_SCALARS = (
@@ -65,6 +71,35 @@ class Board:
             self._writer = SummaryWriter(log_dir=str(folder))
         self._last_steps = 0
         self._last_time = time.monotonic()
+        self._arrived = 0
+
+    def sample(self, trajectory: Trajectory) -> None:
+        """Every ``SAMPLE_EVERY``-th arrival (the first included): its final screen as an image and its
+        steps as text, under ``episodes/``, at the number of episodes arrived so far."""
+        self._arrived += 1
+        if self._writer is None or (self._arrived - 1) % SAMPLE_EVERY:
+            return
+        screen = trajectory.final_observation or (
+            trajectory.steps[-1].observation if trajectory.steps else None
+        )
+        outcome = {True: "success", False: "failure", None: "unscored"}[trajectory.success]
+        rows = [
+            f"**{trajectory.task.goal}** ({trajectory.task.id}): {outcome} ({trajectory.end_reason.value})"
+        ]
+        if trajectory.verdict:
+            rows.append(f"judge: {trajectory.verdict}")
+        rows += ["", "| step | output | reward |", "|---|---|---|"]
+        rows += [
+            f"| {step.index} | {' '.join(step.output.split())[:200].replace('|', '/')} | {step.reward:g} |"
+            for step in trajectory.steps
+        ]
+        self._writer.add_text("episodes/steps", "\n".join(rows), self._arrived)
+        if screen is not None:
+            import numpy
+
+            with Image.open(io.BytesIO(screen.screenshot)) as image:
+                pixels = numpy.asarray(image.convert("RGB"))
+            self._writer.add_image("episodes/final_screen", pixels, self._arrived, dataformats="HWC")
 
     def update(self, report: UpdateReport, replay: ReplayStats) -> None:
         if self._writer is None:

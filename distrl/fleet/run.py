@@ -195,12 +195,14 @@ async def train(
     # room for one trajectory per device and more: a session never waits for the trainer's thread
     to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
     recorder = _recorder(inventory)
+
+    def record(trajectory: Trajectory) -> None:
+        if recorder is not None:
+            recorder.offer(trajectory)
+        board.sample(trajectory)
+
     ledger = Ledger(
-        stop=stop,
-        limit=limit,
-        version=lambda: publisher.version,
-        trainer=to_trainer,
-        record=recorder.offer if recorder else None,
+        stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer, record=record
     )
     judging = _judging(inventory, pool, ledger)
     sessions = Sessions(
