@@ -269,6 +269,17 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
     collect.set_defaults(command=_collect)
 
+    view = commands.add_parser(
+        "view",
+        parents=[common],
+        help="write an HTML page to look at the episodes in a folder",
+        description="Write DIR/index.html: every episode in DIR (a run's episodes folder, or collect's "
+        "--out) with its goal, outcome, the judge's verdict, and its steps: each screen, where the tap "
+        "went, the model's answer and the reward. Open it in a browser; nothing else is needed.",
+    )
+    view.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    view.set_defaults(command=_view)
+
     init = commands.add_parser(
         "init",
         parents=[common],
@@ -661,6 +672,17 @@ def _collect(args: argparse.Namespace) -> int:
         return _fail(
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
         )
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from distrl.episodes.view import write_viewer
+
+    try:
+        page = write_viewer(args.folder)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    _say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
     return 0
 
 

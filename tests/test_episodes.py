@@ -174,3 +174,65 @@ def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
     successes = [e for e in episodes if e.success]
     assert successes  # the expert solves most tasks
     assert all(e.steps[-1].reward == 1.0 for e in successes)  # the ledger's reward is what is written
+
+
+def _chromium() -> str:
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    assert found, "the viewer is tested in headless Chromium: apt-get install chromium (.ci/run does)"
+    return found
+
+
+def _rendered(page: Path, tmp_path: Path) -> Image.Image:
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=900,1000",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    return Image.open(shot).convert("RGB")
+
+
+def _share(image: Image.Image, colour: tuple[int, int, int], tolerance: int = 40) -> float:
+    import numpy
+
+    pixels = numpy.asarray(image, dtype=numpy.int16)
+    near = (numpy.abs(pixels - numpy.array(colour, dtype=numpy.int16)) <= tolerance).all(axis=-1)
+    return float(near.mean())
+
+
+def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) -> None:
+    from distrl.episodes.view import write_viewer
+
+    folder = tmp_path / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    writer.write(_trajectory("2", success=False))
+    page = write_viewer(folder)
+    text = page.read_text()
+    assert "2 episodes, 1 successes" in text
+    assert text.count("<details") == 2
+    assert "judge: the final screen shows Wi-Fi on" in text
+    shown = _rendered(page, tmp_path)
+    red, green = _share(shown, (200, 10, 10)), _share(shown, (10, 200, 10))
+    assert red > 0.01  # the first step's screen, drawn from its JPEG file
+    assert green > 0.01  # the second's
+    assert _share(shown, (255, 0, 80), tolerance=60) > 0.00005  # the tap's mark over the first screen
+    for screen in folder.rglob("*.jpg"):
+        screen.unlink()
+    assert (
+        _share(_rendered(write_viewer(folder), tmp_path), (200, 10, 10)) < red / 10
+    )  # the files are what showed
+    with pytest.raises(ValueError, match="holds no episodes"):
+        write_viewer(tmp_path / "empty")

@@ -1,0 +1,115 @@
+"""``python -m distrl view DIR``: a static HTML page of the episodes in ``DIR``, to look at what the
+policy did, with nothing but a browser.
+
+One ``index.html`` beside the episode folders: a summary (episodes, successes, by task), then each
+episode (goal, outcome, the judge's verdict, end reason) with its steps in order: the screen the step
+saw, where a tap or swipe went (a mark over the screen), the model's answer and the reward. Screens are
+linked, not copied: the page and the folder travel together. No script, no network. The first episode
+is open; the others open with a click.
+"""
+
+from __future__ import annotations
+
+import collections
+import html
+import json
+from pathlib import Path
+
+from distrl.episodes.store import EPISODE_FILE, STEPS_FILE
+
+__all__ = ["write_viewer"]
+
+PAGE = "index.html"
+
+_STYLE = """
+body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; }
+details { border-top: 1px solid #ddd; padding: 6px 0; } summary { cursor: pointer; }
+.success { color: #197a3c; } .failure { color: #b3261e; } .unscored { color: #777; }
+.steps { display: flex; flex-wrap: wrap; gap: 12px; margin-top: 8px; }
+figure { margin: 0; width: 180px; } figcaption { font-size: 12px; overflow-wrap: anywhere; }
+.screen { position: relative; width: 180px; }
+.screen img { width: 180px; display: block; border: 1px solid #ccc; }
+.mark { position: absolute; width: 12px; height: 12px; margin: -6px 0 0 -6px; border-radius: 6px;
+        background: rgba(255, 0, 80, 0.7); border: 2px solid white; }
+.lift { background: rgba(0, 120, 255, 0.7); }
+"""
+
+
+def write_viewer(folder: str | Path) -> Path:
+    """Write ``index.html`` into ``folder`` for the episodes there; its path. ValueError when the folder
+    holds no episode."""
+    folder = Path(folder)
+    episodes = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.is_dir() and (path / EPISODE_FILE).is_file():
+            head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
+            lines = (path / STEPS_FILE).read_text(encoding="utf-8").splitlines()
+            episodes.append((path.name, head, [json.loads(line) for line in lines if line.strip()]))
+    if not episodes:
+        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE})")
+    by_task: collections.Counter[str] = collections.Counter()
+    won: collections.Counter[str] = collections.Counter()
+    for _, head, _ in episodes:
+        by_task[head["task"]["goal"]] += 1
+        won[head["task"]["goal"]] += bool(head["success"])
+    total_won = sum(won.values())
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>distrl episodes</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{len(episodes)} episodes, {total_won} successes</h1>",
+        "<table><tr><th>goal</th><th>episodes</th><th>successes</th></tr>",
+        *(
+            f"<tr><td>{html.escape(goal)}</td><td>{count}</td><td>{won[goal]}</td></tr>"
+            for goal, count in by_task.most_common()
+        ),
+        "</table>",
+        *(_episode(name, head, steps, first=i == 0) for i, (name, head, steps) in enumerate(episodes)),
+        "</body></html>",
+    ]
+    page = folder / PAGE
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return page
+
+
+def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]], *, first: bool) -> str:
+    success = head["success"]
+    outcome = {True: "success", False: "failure", None: "unscored"}[success]  # type: ignore[index]
+    task = head["task"]
+    assert isinstance(task, dict)
+    verdict = f" · judge: {html.escape(str(head['verdict']))}" if head.get("verdict") else ""
+    figures = [_step(name, step) for step in steps]
+    if head.get("final_screen"):
+        source = html.escape(f"{name}/{head['final_screen']}", quote=True)
+        figures.append(
+            f"<figure><div class='screen'><img src='{source}' alt='final screen'></div>"
+            "<figcaption>the final screen</figcaption></figure>"
+        )
+    return (
+        f"<details id='{html.escape(name, quote=True)}'{' open' if first else ''}>"
+        f"<summary><b>{html.escape(str(task['goal']))}</b> "
+        f"<span class='{outcome}'>{outcome}</span> · {len(steps)} steps"
+        f" · {html.escape(str(head['end_reason']))}"
+        f" · {html.escape(str(head['device']))} on {html.escape(str(head['host']))}{verdict}</summary>"
+        f"<div class='steps'>{''.join(figures)}</div></details>"
+    )
+
+
+def _step(name: str, step: dict[str, object]) -> str:
+    action = step["action"]
+    assert isinstance(action, dict)
+    marks = ""
+    if action.get("touch") is not None:  # normalised (y, x), as AitW writes them
+        (ty, tx), (ly, lx) = action["touch"], action["lift"]
+        marks = f"<span class='mark' style='top:{100 * ty:.1f}%;left:{100 * tx:.1f}%'></span>"
+        if (ty, tx) != (ly, lx):
+            marks += f"<span class='mark lift' style='top:{100 * ly:.1f}%;left:{100 * lx:.1f}%'></span>"
+    what = f"invalid: {action['invalid']}" if "invalid" in action else str(action.get("type"))
+    if action.get("text"):
+        what += f" “{action['text']}”"
+    source = html.escape(f"{name}/{step['screen']}", quote=True)
+    return (
+        f"<figure><div class='screen'><img src='{source}' alt='step {step['index']}'>{marks}</div>"
+        f"<figcaption>{step['index']}. {html.escape(what)} · reward {step['reward']}<br>"
+        f"<code>{html.escape(str(step['output'])[:300])}</code></figcaption></figure>"
+    )
