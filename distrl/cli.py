@@ -280,6 +280,16 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
     view.set_defaults(command=_view)
 
+    export = commands.add_parser(
+        "export",
+        parents=[common],
+        help="make a folder of episodes a dataset that Hugging Face datasets loads",
+        description="Write DIR/metadata.jsonl, a row per step beside its screen, so that "
+        'datasets.load_dataset("imagefolder", data_dir=DIR) reads the episodes as a dataset.',
+    )
+    export.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    export.set_defaults(command=_export)
+
     init = commands.add_parser(
         "init",
         parents=[common],
@@ -683,6 +693,18 @@ def _view(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     _say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from distrl.episodes.export import write_metadata
+
+    try:
+        target, rows = write_metadata(args.folder)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    _say(f"wrote {target}: {rows} steps; load them with")
+    _say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
     return 0
 
 

@@ -236,3 +236,34 @@ def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) 
     )  # the files are what showed
     with pytest.raises(ValueError, match="holds no episodes"):
         write_viewer(tmp_path / "empty")
+
+
+def test_export_is_a_dataset_that_datasets_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets
+
+    from distrl.episodes.export import write_metadata
+
+    folder = tmp_path / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    writer.write(_trajectory("2", success=None))
+    _, rows = write_metadata(folder)
+    assert rows == 4
+    loaded = datasets.load_dataset(
+        "imagefolder", data_dir=str(folder), split="train", cache_dir=str(tmp_path / "cache")
+    )
+    assert loaded.num_rows == 4
+    first = sorted(loaded, key=lambda row: (row["episode_id"], row["step"]))
+    assert [(row["episode_id"], row["step"]) for row in first] == [
+        ("run/abc/1", 0),
+        ("run/abc/1", 1),
+        ("run/abc/2", 0),
+        ("run/abc/2", 1),
+    ]
+    assert first[0]["image"].size == (27, 60)
+    assert first[0]["image"].getpixel((13, 30))[0] > 150  # the red screen the first step saw
+    assert json.loads(first[0]["action"])["type"] == "DUAL_POINT"
+    assert (first[1]["reward"], first[1]["success"], first[2]["success"]) == (1.0, True, None)
+    assert first[0]["goal"] == "Turn on Wi-Fi"
