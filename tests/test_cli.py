@@ -33,9 +33,9 @@ def assert_one_sentence_error(result: subprocess.CompletedProcess[str], status: 
 def test_help_lists_the_commands() -> None:
     result = distrl("--help")
     assert result.returncode == 0
-    for command in ("run", "probe", "check", "action", "worker"):
+    for command in ("run", "collect", "probe", "check", "init", "view", "export", "judge-eval", "worker"):
         assert f"    {command} " in result.stdout
-    assert "python -m distrl run hosts.example.toml" in result.stdout
+    assert "python -m distrl init" in result.stdout  # where a new user (a wheel install too) starts
 
 
 def test_probe_the_example_inventory() -> None:

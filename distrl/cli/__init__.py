@@ -1,0 +1,340 @@
+"""``python -m distrl``: the command line (the parser here; the commands in ``distrl.cli.fleet``, those on
+an inventory's fleet, and ``distrl.cli.local``, those on this machine).
+
+A user's mistake (bad inventory, unreachable host, bad argument) ends in one sentence on stderr and a
+non-zero exit status: 2 for usage and inventory errors, 1 when something failed while running.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from distrl import __version__
+from distrl.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    _fail,
+    _fault_rates,
+    _integer,
+    _logging,
+    _port,
+    _positive_float,
+    _positive_int,
+    _rate,
+    _scale,
+    _screen,
+    _seconds,
+)
+from distrl.cli.fleet import _check, _collect, _init, _probe, _run
+from distrl.cli.local import _action, _eval, _export, _judge_eval, _pretrain, _sim, _view, _worker
+from distrl.errors import ConfigError, DistrlError, TaskFileError
+
+__all__ = ["main"]
+
+DESCRIPTION = """\
+distrl trains phone-control agents with asynchronous distributed reinforcement learning.
+
+Start with:  python -m distrl init         (writes hosts.toml, every key documented)
+             python -m distrl run hosts.toml
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _logging(args.verbose)
+    try:
+        status: int = args.command(args)
+    except (ConfigError, TaskFileError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except DistrlError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m distrl", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"distrl {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output (-vv: debug)"
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    run = commands.add_parser(
+        "run",
+        parents=[common],
+        help="train: start the fleet, collect episodes and train the policy",
+        description="Start a worker on every host of the inventory, run episodes on every device and train "
+        "the policy with the inventory's algorithm until run.max_trajectories or run.duration_s (Ctrl-C "
+        "stops it cleanly, with a checkpoint). Progress goes to stderr; checkpoints and TensorBoard logs to "
+        "<run.output_dir>/<run.name>.",
+    )
+    run.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
+    start = run.add_mutually_exclusive_group()
+    start.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    start.add_argument(
+        "--new", action="store_true", help="start over where a run is: move the earlier run's folder aside"
+    )
+    run.set_defaults(command=_run)
+
+    probe = commands.add_parser(
+        "probe",
+        parents=[common],
+        help="start every host's worker, shake hands, time heartbeats, stop",
+        description="Start a worker on every host of the inventory, shake hands with each, time heartbeat "
+        "round trips and shut the workers down: the cheapest end-to-end check of an inventory.",
+    )
+    probe.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
+    probe.add_argument(
+        "--heartbeats",
+        type=_positive_int,
+        default=5,
+        metavar="N",
+        help="round trips to time per host (default 5)",
+    )
+    probe.set_defaults(command=_probe)
+
+    check = commands.add_parser(
+        "check",
+        parents=[common],
+        help="check an inventory without running anything",
+        description="Load and check the inventory, then print its hosts and devices.",
+    )
+    check.add_argument("inventory", help="the hosts file")
+    check.set_defaults(command=_check)
+
+    action = commands.add_parser(
+        "action",
+        parents=[common],
+        help="parse a model's text action and show the gesture it makes",
+        description='Parse an AitW/AutoUI action, e.g. \'Action Decision: "action_type": "DUAL_POINT", '
+        '"touch_point": "[0.5, 0.5]", "lift_point": "[0.5, 0.5]", "typed_text": ""\'. '
+        "Exits 1 if the text is not a valid action.",
+    )
+    action.add_argument("text", help="the model output")
+    action.add_argument(
+        "--screen", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
+    )
+    action.set_defaults(command=_action)
+
+    worker = commands.add_parser(
+        "worker",
+        parents=[common],
+        help="the worker agent (started by the learner on each host)",
+        description="Speak the worker protocol on stdin/stdout until shutdown or end of input. The learner "
+        "starts this on every host; running it by hand is for debugging.",
+    )
+    worker.add_argument("--host", required=True, help="this host's name in the inventory")
+    worker.add_argument(
+        "--handshake-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the learner",
+    )
+    worker.add_argument(
+        "--silence-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds without a byte from the learner before leaving (its heartbeat_timeout_s)",
+    )
+    worker.set_defaults(command=_worker)
+
+    sim = commands.add_parser(
+        "sim",
+        parents=[common],
+        help="serve simulated phones that the real adb server lists as emulators",
+        description="Serve simulated phones as emulators: phone k's console on BASE+2k and its adbd on "
+        "BASE+2k+1 (loopback only), so `adb devices` lists emulator-BASE, emulator-BASE+2, ... and adb, "
+        "adbutils and the emulator console drive them like real ones. Each phone announces itself to the "
+        "adb server, as an emulator does. Runs until Ctrl-C.",
+    )
+    sim.add_argument(
+        "--devices", type=_positive_int, default=1, metavar="N", help="phones to serve (default 1)"
+    )
+    sim.add_argument(
+        "--base-port", type=_port, default=5554, metavar="PORT", help="first console port (default 5554)"
+    )
+    sim.add_argument("--size", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)")
+    sim.add_argument("--seed", type=_integer, default=0, help="phone k is seeded with SEED+k (default 0)")
+    sim.add_argument(
+        "--time-scale",
+        type=_scale,
+        default=1.0,
+        metavar="F",
+        help="wall seconds per simulated second of latency (default 1; 0: no waiting)",
+    )
+    sim.add_argument(
+        "--latency",
+        choices=["off", "calibrated"],
+        default="off",
+        help="device latency: none, or a real emulator's (default off)",
+    )
+    sim.add_argument(
+        "--faults",
+        type=_fault_rates,
+        default="",
+        metavar="RATES",
+        help="fault probabilities per operation, e.g. hang=0.01,crash=0.001,offline=0.001,white_frame=0.02",
+    )
+    sim.add_argument(
+        "--token-file",
+        default="~/.emulator_console_auth_token",
+        metavar="PATH",
+        help="console auth token (created if missing; an empty file turns auth off)",
+    )
+    sim.add_argument(
+        "--adb-server-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="the adb server to announce the phones to (default $ANDROID_ADB_SERVER_PORT or 5037)",
+    )
+    sim.add_argument("--no-register", action="store_true", help="do not announce the phones to an adb server")
+    sim.set_defaults(command=_sim)
+
+    pretrain = commands.add_parser(
+        "pretrain",
+        parents=[common],
+        help="train the built-in tiny policy by behaviour cloning on the sim's expert",
+        description="Build a fresh tiny policy and train all its weights to imitate the simulated phone's "
+        "expert (with a share of plausible mistakes), within a time budget, then save it as a model folder "
+        "that policy.model can name. Nothing is written until training has finished.",
+    )
+    pretrain.add_argument("--out", required=True, metavar="FOLDER", help="the model folder to create")
+    pretrain.add_argument(
+        "--suite",
+        action="append",
+        metavar="NAME",
+        help="task suite to learn from, general or web_shopping; repeat for both (default general)",
+    )
+    pretrain.add_argument(
+        "--minutes", type=_positive_float, default=10.0, metavar="M", help="time budget (default 10)"
+    )
+    pretrain.add_argument(
+        "--steps", type=_positive_int, default=None, metavar="N", help="most optimiser steps"
+    )
+    pretrain.add_argument(
+        "--episodes",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="demonstration episodes (default 1000)",
+    )
+    pretrain.add_argument(
+        "--mistake-rate", type=_rate, default=0.1, metavar="P", help="share of mistaken actions (default 0.1)"
+    )
+    pretrain.add_argument(
+        "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
+    )
+    pretrain.add_argument(
+        "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"
+    )
+    pretrain.set_defaults(command=_pretrain)
+
+    collect = commands.add_parser(
+        "collect",
+        parents=[common],
+        help="play a policy on the fleet without training, and write the episodes",
+        description="Start a worker on every host, play --episodes episodes of the inventory's tasks (its "
+        "task files or sim suite, of --split) with --policy, without training, and write them to --out in "
+        "the episodes format (steps as JSON lines, screens as JPEG; distrl.episodes).",
+    )
+    collect.add_argument("inventory", metavar="HOSTS_TOML", help="the hosts file")
+    collect.add_argument(
+        "--policy",
+        default="",
+        metavar="MODEL",
+        help="tiny, tiny-bc, expert (sim devices only) or a model folder (default: the inventory's [policy])",
+    )
+    collect.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    collect.add_argument(
+        "--episodes", type=_positive_int, required=True, metavar="N", help="episodes to bring back"
+    )
+    collect.add_argument("--split", default="test", help="which split of the tasks (default test)")
+    collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
+    collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
+    collect.set_defaults(command=_collect)
+
+    view = commands.add_parser(
+        "view",
+        parents=[common],
+        help="write an HTML page to look at the episodes in a folder",
+        description="Write DIR/index.html: every episode in DIR (a run's episodes folder, or collect's "
+        "--out) with its goal, outcome, the judge's verdict, and its steps: each screen, where the tap "
+        "went, the model's answer and the reward. Open it in a browser; nothing else is needed.",
+    )
+    view.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    view.set_defaults(command=_view)
+
+    export = commands.add_parser(
+        "export",
+        parents=[common],
+        help="make a folder of episodes a dataset that Hugging Face datasets loads",
+        description="Write DIR/metadata.jsonl, a row per step beside its screen, so that "
+        'datasets.load_dataset("imagefolder", data_dir=DIR) reads the episodes as a dataset.',
+    )
+    export.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    export.set_defaults(command=_export)
+
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="write a documented inventory to start from",
+        description="Write the documented example inventory (one local worker, 32 simulated phones, every "
+        "key with its default) to HOSTS_TOML, to edit and run.",
+    )
+    init.add_argument(
+        "inventory", metavar="HOSTS_TOML", nargs="?", default="hosts.toml", help="(default hosts.toml)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite HOSTS_TOML if it exists")
+    init.set_defaults(command=_init)
+
+    evaluate = commands.add_parser(
+        "eval",
+        parents=[common],
+        help="measure a policy's success rate on simulated tasks",
+        description="Load a model folder (e.g. one pretrain wrote) and let it play tasks of a suite on "
+        "simulated phones, greedily unless --temperature is given; prints the success rate.",
+    )
+    evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
+    evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
+    evaluate.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    evaluate.add_argument(
+        "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
+    )
+    evaluate.add_argument("--temperature", type=_scale, default=0.0, help="0 is greedy (default 0)")
+    evaluate.add_argument("--seed", type=_integer, default=0, help="task order and sampling seed (default 0)")
+    evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
+    evaluate.set_defaults(command=_eval)
+
+    judge_eval = commands.add_parser(
+        "judge-eval",
+        parents=[common],
+        help="measure the inventory's judge against the sim's truth before a run",
+        description="Play simulated episodes (half by the expert with mistakes, half by the inventory's "
+        "policy, so that both outcomes occur), ask the inventory's [judge] about each as a run would, and "
+        "report its agreement with the sim's own success checks (accuracy, precision, recall, the confusion "
+        "table), its cost per episode and how long an episode waits for its score.",
+    )
+    judge_eval.add_argument("inventory", metavar="HOSTS_TOML", help="an inventory with a [judge] table")
+    judge_eval.add_argument(
+        "--episodes", type=_positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
+    )
+    judge_eval.add_argument("--suite", default=None, help="general or web_shopping (default: run.suite)")
+    judge_eval.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    judge_eval.add_argument("--seed", type=_integer, default=0, help="task order and play seed (default 0)")
+    judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    judge_eval.set_defaults(command=_judge_eval)
+    return parser

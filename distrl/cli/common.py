@@ -1,0 +1,121 @@
+"""What every command shares: exit statuses, argument types, output and logging."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from distrl import __version__
+from distrl.config import Inventory
+
+if TYPE_CHECKING:
+    pass
+from distrl.sim.latency import FaultRates
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _unknown_suite(name: str) -> str | None:
+    from distrl.sim.suites import SUITES
+
+    if name in SUITES:
+        return None
+    return f"unknown task suite {name!r}: use one of {', '.join(sorted(SUITES))}"
+
+
+def _headline(inventory: Inventory) -> str:
+    hosts = len(inventory.hosts)
+    return (
+        f"distrl {__version__}: {inventory.source}: {_count(hosts, 'host')}, "
+        f"{_count(inventory.device_count, 'device')}, mode {inventory.run.mode}"
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
+def _integer(text: str) -> int:
+    """``int(text)``, or argparse's own error in words (not the name of a function of this module)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _integer(text)
+    if not 1024 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 1024 to 65535, got {value}")
+    return value
+
+
+def _number(allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
+    """An argparse type for a finite number that ``ok`` accepts; ``allowed`` says which, in words."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+        if not (math.isfinite(value) and ok(value)):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _fault_rates(text: str) -> FaultRates:
+    try:
+        return FaultRates.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _screen(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1080x2400, got {text!r}") from None
+    if width < 1 or height < 1:
+        raise argparse.ArgumentTypeError(f"screen sides must be positive, got {text!r}")
+    return width, height
+
+
+def _logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+
+
+def _say(text: str) -> None:
+    """Print a line of output; if the reader has gone (``| head``), drop the rest and carry on."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"distrl: error: {message}", file=sys.stderr)
+    return status
+
+
+_seconds = _number("a positive number of seconds", lambda value: value > 0)
+_scale = _number("a number ≥ 0", lambda value: value >= 0)
+_positive_float = _number("a positive number", lambda value: value > 0)
+_rate = _number("a number from 0 to 1", lambda value: 0 <= value <= 1)

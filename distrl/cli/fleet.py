@@ -1,0 +1,213 @@
+"""The commands that work on an inventory's fleet: run, collect, probe, check, init."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from distrl.config import BUILT_IN_MODELS, Inventory, load_inventory
+from distrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _headline, _say
+
+
+def _run(args: argparse.Namespace) -> int:
+    from distrl.fleet import RunStats, train
+
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+    output = inventory.output_dir
+    _say(f"output: {output} (curves: tensorboard --logdir {output / 'tensorboard'})")
+    live = sys.stderr.isatty()
+
+    def show(stats: RunStats) -> None:
+        if live:  # one line, redrawn in place: it must not wrap
+            width = shutil.get_terminal_size().columns - 1
+            print(f"\r\x1b[2K{stats.line(width)}", end="", file=sys.stderr, flush=True)
+        else:
+            print(stats.line(), file=sys.stderr, flush=True)
+
+    try:
+        stats = anyio.run(lambda: train(inventory, resume=args.resume, new=args.new, on_progress=show))
+    except KeyboardInterrupt:
+        # the run wrote its checkpoint on the way out: a stop, not a failure
+        if live:
+            print(file=sys.stderr)
+        _say(
+            f"stopped (Ctrl-C); checkpoints in {output / 'checkpoints'}; to go on: "
+            f"python -m distrl run {args.inventory} --resume"
+        )
+        return 130
+    if live:
+        print(file=sys.stderr)
+    failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"
+    _say(
+        f"{stats.completed} episodes ({stats.success_rate:.0%} success) in {stats.elapsed_s:.0f} s; "
+        f"{stats.updates} updates; failed episodes: {failed} (all re-queued); "
+        f"{stats.device_errors} cut short by a device; {stats.retired} device(s) retired; "
+        f"{stats.weight_pushes} weight pushes, {stats.weight_bytes / 1e6:.1f} MB."
+    )
+    if stats.judge:
+        judge = stats.judge
+        _say(
+            f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached),"
+            f" {judge['requests']:.0f} requests, p50 {judge['latency_p50_s']:.1f} s to a verdict,"
+            f" {judge['prompt_tokens']:.0f} +"
+            f" {judge['completion_tokens']:.0f} tokens; {stats.judging} episode(s) left unjudged at the stop."
+        )
+    if stats.unscored:
+        _say(f"{stats.unscored} episode(s) came back with no score and were not trained on (see the log).")
+    problem = stats.achieved_nothing
+    if problem:
+        return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from distrl.fleet import HostReport, probe_fleet
+
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+
+    def show(report: HostReport) -> None:
+        if report.ok:
+            cpus = report.compute.get("cpus", "?")
+            python = report.compute.get("python", "?")
+            devices = _count(len(report.devices), "device")
+            _say(
+                f"  {report.host:<16} ok    {devices}, worker up in {report.startup_s:.2f} s, "
+                f"heartbeat p50 {report.rtt_p50_ms:.2f} ms (python {python}, {cpus} cpus)",
+            )
+        else:
+            _say(f"  {report.host:<16} FAIL  {report.error}")
+
+    reports = anyio.run(lambda: probe_fleet(inventory, heartbeats=args.heartbeats, on_report=show))
+    failed = [r.host for r in reports if not r.ok]
+    if failed:
+        return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
+    _say(f"{_count(len(reports), 'host')} answered and shut down cleanly.")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+    problem = _missing_local_path(inventory)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
+    for host in inventory.hosts:
+        where = (
+            "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
+        )
+        _say(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
+        _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
+    _say(_tasks_line(inventory))
+    _say(f"inventory ok; output goes to {inventory.output_dir}")
+    return 0
+
+
+def _tasks_line(inventory: Inventory) -> str:
+    """What ``run`` will train on and how it is scored; ``ConfigError`` or ``TaskFileError`` when the
+    task files are bad or some task cannot be scored."""
+    from distrl.fleet.scoring import run_tasks
+
+    tasks = run_tasks(inventory)
+    scored = collections.Counter(task.evaluator for task in tasks)
+    source = (
+        f"{len(inventory.tasks.files)} task file(s)"
+        if inventory.tasks.files
+        else f"the sim's {inventory.run.suite}"
+    )
+    line = f"tasks: {len(tasks)} of split {inventory.tasks.split} from {source}; scored by " + ", ".join(
+        f"{name} ({count})" for name, count in sorted(scored.items())
+    )
+    if scored["judge"]:
+        judge = inventory.judge
+        judge.api_key(inventory.source or None)
+        key = f"key from ${judge.api_key_env}" if judge.api_key_env else "no key"
+        line += f"\njudge: {judge.model} at {judge.base_url} ({key})"
+    return line
+
+
+def _missing_local_path(inventory: Inventory) -> str:
+    """The first path this machine must have and does not, as ``file: toml.path: problem`` (empty: none).
+
+    The learner loads the policy here (``run``), and SSH reads its keys here; a remote host's paths are
+    the remote host's business (``probe``)."""
+
+    wanted = []
+    if inventory.policy.model not in BUILT_IN_MODELS:
+        wanted.append(("policy.model", inventory.policy.model))
+    if inventory.policy.adapter:
+        wanted.append(("policy.adapter", inventory.policy.adapter))
+    for index, host in enumerate(inventory.hosts):
+        for key in ("identity_file", "known_hosts_file"):
+            if not host.is_local and getattr(host, key):
+                wanted.append((f"hosts[{index}].{key}", getattr(host, key)))
+    for where, path in wanted:
+        if not Path(path).exists():
+            return str(
+                ConfigError.at(where, f"{path!r} does not exist on this machine", inventory.source or None)
+            )
+    return ""
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from distrl.episodes import EpisodeWriter
+    from distrl.fleet import collect
+
+    inventory = load_inventory(args.inventory)
+    _say(_headline(inventory))
+    policy = inventory.policy
+    if args.policy:
+        model = args.policy if args.policy in BUILT_IN_MODELS else str(Path(args.policy).resolve())
+        policy = dataclasses.replace(policy, model=model, adapter="")
+    if args.adapter:
+        policy = dataclasses.replace(policy, adapter=str(Path(args.adapter).resolve()))
+    if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
+        return _fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
+    writer = EpisodeWriter(args.out)
+    if writer.bytes:
+        _say(f"{args.out} already holds episodes: the new ones go beside them")
+    result = anyio.run(
+        lambda: collect(inventory, policy=policy, split=args.split, episodes=args.episodes, seed=args.seed)
+    )
+    for trajectory in result.trajectories:
+        writer.write(trajectory)
+    stats = result.stats
+    scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
+    _say(
+        f"{writer.written} episodes written to {args.out} ({scored}, {stats.unscored} unscored,"
+        f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s; read them with"
+        " distrl.episodes.read_episodes"
+    )
+    if stats.completed < args.episodes:
+        return _fail(
+            f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
+        )
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    target = Path(args.inventory)
+    if target.exists() and not args.force:
+        return _fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
+    example = files("distrl").joinpath("hosts.example.toml").read_text(encoding="utf-8")
+    try:
+        target.write_text(example, encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
+    _say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
+    _say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
+    return 0

@@ -1,0 +1,246 @@
+"""The commands that work on this machine alone: action, worker, sim, pretrain, eval, judge-eval, view,
+export."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from distrl.actions import format_action, parse_action, to_gesture
+from distrl.config import load_inventory
+from distrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from distrl.judge_eval import Calibration
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
+from distrl.records import InvalidAction
+
+
+def _action(args: argparse.Namespace) -> int:
+    width, height = args.screen
+    parsed = parse_action(args.text)
+    if isinstance(parsed, InvalidAction):
+        return _fail(f"not a valid action: {parsed.reason}", EXIT_FAILED)
+    _say(f"action:  {format_action(parsed)}")
+    _say(f"gesture: {to_gesture(parsed, width, height)} on a {width}x{height} screen")
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from distrl.worker import main as worker_main
+
+    worker_main(args.host, handshake_s=args.handshake_timeout, silence_s=args.silence_timeout)
+
+
+def _sim(args: argparse.Namespace) -> int:
+    import socket
+
+    from distrl.sim.latency import LatencyProfile
+    from distrl.sim.phone import PhoneConfig
+    from distrl.sim.server import ServedPhone, serve_phones
+
+    width, height = args.size
+    try:
+        config = PhoneConfig(width=width, height=height, seed=args.seed)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    adb_port = args.adb_server_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+    register: int | None = None
+    if not args.no_register:
+        try:
+            socket.create_connection(("127.0.0.1", adb_port), timeout=2).close()
+            register = adb_port
+        except OSError:
+            _say(
+                f"no adb server on port {adb_port}; one started later finds phones whose adbd port is in "
+                "5555-5585 by itself (others: adb connect 127.0.0.1:PORT)"
+            )
+    profile = LatencyProfile.calibrated() if args.latency == "calibrated" else LatencyProfile.off()
+
+    class Report:
+        """Where ``serve_phones`` reports readiness: one line per phone."""
+
+        def started(self, value: list[ServedPhone] | None = None) -> None:
+            for item in value or []:
+                _say(f"{item.serial}  adbd 127.0.0.1:{item.adb_port}  console {item.console_port}")
+
+    serve = functools.partial(
+        serve_phones,
+        args.devices,
+        base_port=args.base_port,
+        phone_config=config,
+        latency=profile,
+        time_scale=args.time_scale,
+        faults=args.faults,
+        token_file=Path(args.token_file),
+        register_with=register,
+        task_status=Report(),
+    )
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        _say("stopped")
+    except OSError as exc:
+        return _fail(f"cannot serve the phones: {exc.strerror or exc}", EXIT_FAILED)
+    except ValueError as exc:  # serve_phones checks the ports before it starts anything
+        return _fail(str(exc), EXIT_USAGE)
+    return 0
+
+
+def _pretrain(args: argparse.Namespace) -> int:
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.pretrain import Progress, pretrain
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
+
+    suites = args.suite or ["general"]
+    for name in suites:
+        if problem := _unknown_suite(name):
+            return _fail(problem, EXIT_USAGE)
+    if os.path.lexists(args.out):
+        return _fail(f"{args.out!r} already exists; choose another output folder", EXIT_USAGE)
+
+    def show(p: Progress) -> None:
+        _say(
+            f"step {p.step:5d}  loss {p.loss:.4f}  {p.examples_per_s:5.1f} examples/s  lr {p.lr:.2e}  "
+            f"{p.elapsed_s:5.0f} s"
+        )
+
+    _say(f"pretraining tiny on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
+    try:
+        report = pretrain(
+            args.out,
+            suites=tuple(suites),
+            episodes=args.episodes,
+            mistake_rate=args.mistake_rate,
+            lr=args.lr,
+            seed=args.seed,
+            minutes=args.minutes,
+            max_steps=args.steps,
+            on_progress=show,
+            progress_every=25,
+        )
+    except OSError as exc:
+        return _fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
+    _say(
+        f"saved {report.out} after {report.steps} steps on {report.demonstrations} demonstration steps "
+        f"({report.wall_s:.0f} s, final loss {report.final_loss:.4f})"
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    if problem := _unknown_suite(args.suite):
+        return _fail(problem, EXIT_USAGE)
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.config import PolicySettings
+    from distrl.errors import PolicyError
+    from distrl.play import evaluate
+    from distrl.policy import Policy
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+
+    settings = PolicySettings(model=args.model, adapter=args.adapter, temperature=args.temperature)
+    try:
+        policy = Policy.load(settings, seed=args.seed)
+    except PolicyError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    live = sys.stderr.isatty()
+    shown = [time.monotonic()]
+
+    def progress(done: int, total: int, won: int) -> None:
+        now = time.monotonic()
+        if done < total and now - shown[0] < (1.0 if live else 15.0):
+            return
+        shown[0] = now
+        line = f"eval: {done}/{total} episodes, {won} successes so far"
+        print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
+
+    result = evaluate(
+        policy,
+        args.suite,
+        args.split,
+        episodes=args.episodes,
+        seed=args.seed,
+        temperature=args.temperature,
+        on_episode=progress,
+    )
+    if live:
+        print(file=sys.stderr)
+    if args.per_task:
+        for outcome in result.outcomes:
+            verdict = "ok  " if outcome.success else "fail"
+            _say(f"  {verdict} {outcome.task.id:<40} {outcome.steps:2d} steps  {outcome.task.goal}")
+    won = sum(outcome.success for outcome in result.outcomes)
+    _say(
+        f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
+        f" in {result.wall_s:.0f} s"
+    )
+    return 0
+
+
+def _judge_eval(args: argparse.Namespace) -> int:
+    from distrl.config import EXPERT
+    from distrl.fleet.scoring import build_judge
+    from distrl.judge_eval import calibrate, calibration_episodes
+    from distrl.policy import Policy
+
+    inventory = load_inventory(args.inventory)
+    suite = args.suite or inventory.run.suite
+    if problem := _unknown_suite(suite):
+        return _fail(problem, EXIT_USAGE)
+    if not inventory.judge.configured:
+        raise ConfigError.at(
+            "judge", "judge-eval needs a [judge] (base_url and model)", inventory.source or None
+        )
+    judge = build_judge(inventory)
+    policy = None if inventory.policy.model == EXPERT else Policy.load(inventory.policy, seed=args.seed)
+    _say(f"playing {args.episodes} episodes of {suite} {args.split} on simulated phones ...")
+    episodes = calibration_episodes(
+        policy, suite=suite, split=args.split, episodes=args.episodes, seed=args.seed
+    )
+    _say(f"asking {inventory.judge.model} at {inventory.judge.base_url} about each ...")
+
+    async def judged() -> Calibration:
+        async with judge:
+            return await calibrate(judge, episodes)
+
+    result = anyio.run(judged)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        _say(result.report())
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from distrl.episodes.view import write_viewer
+
+    try:
+        page = write_viewer(args.folder)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    _say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from distrl.episodes.export import write_metadata
+
+    try:
+        target, rows = write_metadata(args.folder)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    _say(f"wrote {target}: {rows} steps; load them with")
+    _say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
+    return 0
