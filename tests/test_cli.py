@@ -231,7 +231,8 @@ def test_a_bad_number_argument_is_named_in_words() -> None:
 
 
 def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path) -> None:
-    from distrl.fleet.run import _earlier_run
+    from distrl.config import load_inventory
+    from distrl.fleet.run import _fresh_folder
     from distrl.learner.checkpoint import MANIFEST
 
     inventory = tmp_path / "hosts.toml"
@@ -248,9 +249,12 @@ def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path)
     assert "--new" in result.stderr
     assert earlier.is_dir()  # untouched
     assert distrl("run", str(inventory), "--resume", "--new").returncode == 2  # one or the other
-    _earlier_run(tmp_path / "runs" / "t", resume=False, new=True, source="")
-    assert (tmp_path / "runs" / "t.1" / "checkpoints" / "step-000000028" / MANIFEST).is_file()
-    assert not (tmp_path / "runs" / "t").exists()
+    loaded = load_inventory(inventory)
+    (tmp_path / "runs" / "t.1").mkdir()  # taken
+    fresh = _fresh_folder(loaded, resume=False, new=True)
+    assert fresh.output_dir == tmp_path / "runs" / "t.2"
+    assert (earlier / MANIFEST).is_file()  # the earlier run stays where it is
+    assert _fresh_folder(loaded, resume=True, new=False) == loaded
 
 
 def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Path) -> None:

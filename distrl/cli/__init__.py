@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     start = run.add_mutually_exclusive_group()
     start.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     start.add_argument(
-        "--new", action="store_true", help="start over where a run is: move the earlier run's folder aside"
+        "--new", action="store_true", help="a new run beside an earlier one there, as <name>.1 (.2, ...)"
     )
     run.set_defaults(command=_run)
 

@@ -142,8 +142,8 @@ async def train(
     final checkpoint. With ``resume``, start from the latest checkpoint in ``<output>/checkpoints``.
 
     A run folder that holds an earlier run's checkpoints is never mixed with a new run: without
-    ``resume`` it is refused (``ConfigError``), unless ``new``, which first moves it aside to
-    ``<output>.1`` (or the first free number).
+    ``resume`` it is refused (``ConfigError``), unless ``new``, which starts the run beside it under
+    ``<name>.1`` (or the first free number).
     """
     from distrl.learner.checkpoint import Checkpoints
     from distrl.learner.trainer import Learner
@@ -161,10 +161,11 @@ async def train(
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)
-    output = inventory.output_dir
     if resume and new:
         raise ValueError("resume and new exclude each other")
-    _earlier_run(output, resume=resume, new=new, source=inventory.source)
+    inventory = _fresh_folder(inventory, resume=resume, new=new)
+    run = inventory.run
+    output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
     policy = await anyio.to_thread.run_sync(
         lambda: Policy.load(inventory.policy, device=inventory.learner.device, seed=run.seed)
@@ -268,30 +269,30 @@ async def train(
         await trainer.finish()
 
 
-def _earlier_run(output: Path, *, resume: bool, new: bool, source: str) -> None:
-    """Refuse to start a new run over an earlier one's checkpoints (``new``: move that run aside)."""
+def _fresh_folder(inventory: Inventory, *, resume: bool, new: bool) -> Inventory:
+    """``inventory``, or with ``new`` where its run folder holds an earlier run's checkpoints, the same
+    under the first free name ``<name>.1``, ``<name>.2``...; without ``resume`` or ``new`` such a folder
+    is refused (``ConfigError``). Another run's checkpoints are never touched."""
     from distrl.learner.checkpoint import Checkpoints
 
-    if resume or not (output / "checkpoints").is_dir():
-        return
-    latest = Checkpoints(output / "checkpoints").latest()
-    if latest is None:
-        return
-    if new:
-        number = 1
-        while output.with_name(f"{output.name}.{number}").exists():
-            number += 1
-        aside = output.with_name(f"{output.name}.{number}")
-        output.rename(aside)
-        log.warning("the earlier run in %s was moved to %s", output, aside)
-        return
-    raise ConfigError.at(
-        "run.name",
-        f"{output} holds an earlier run (its latest checkpoint: {latest.name}): add --resume to go on"
-        " with it, or --new to start over (the earlier run is moved aside), or give this run another"
-        " run.name",
-        source or None,
-    )
+    output = inventory.output_dir
+    latest = Checkpoints(output / "checkpoints").latest() if (output / "checkpoints").is_dir() else None
+    if resume or latest is None:
+        return inventory
+    if not new:
+        raise ConfigError.at(
+            "run.name",
+            f"{output} holds an earlier run (its latest checkpoint: {latest.name}): add --resume to go on"
+            " with it, or --new to start a new run beside it (as <name>.1, .2, ...), or give this run"
+            " another run.name",
+            inventory.source or None,
+        )
+    number = 1
+    while output.with_name(f"{output.name}.{number}").exists():
+        number += 1
+    name = f"{inventory.run.name}.{number}"
+    log.warning("%s holds an earlier run: this one goes to %s", output, output.with_name(name))
+    return dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, name=name))
 
 
 def _verify(checkpoints: Checkpoints, folder: Path) -> None:
