@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +268,38 @@ def test_export_is_a_dataset_that_datasets_loads(tmp_path: Path, monkeypatch: py
     assert json.loads(first[0]["action"])["type"] == "DUAL_POINT"
     assert (first[1]["reward"], first[1]["success"], first[2]["success"]) == (1.0, True, None)
     assert first[0]["goal"] == "Turn on Wi-Fi"
+
+
+def test_the_viewers_filters_narrow_the_list(tmp_path: Path) -> None:
+    from distrl.episodes.view import write_viewer
+
+    folder = tmp_path / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    writer.write(_trajectory("2", success=False))
+    page = write_viewer(folder)
+
+    def shown(address: str) -> list[str]:
+        dom = subprocess.run(
+            [
+                _chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--dump-dom",
+                page.as_uri() + address,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        episodes = re.findall(r"<details id=\"([^\"]+)\"[^>]*?(style=\"display: none;\")?>", dom)
+        assert len(episodes) == 2, dom[:2000]
+        return [name for name, hidden in episodes if not hidden]
+
+    assert shown("") == ["run~abc~1", "run~abc~2"]
+    assert shown("#outcome=failure") == ["run~abc~2"]
+    assert shown("#outcome=success&task=Turn+on+Wi-Fi") == ["run~abc~1"]
+    assert shown("#version=4") == ["run~abc~1", "run~abc~2"]  # both have steps of version 4
+    assert shown("#task=Something+else") == ["run~abc~1", "run~abc~2"]  # no such task: no filter

@@ -4,8 +4,9 @@ policy did, with nothing but a browser.
 One ``index.html`` beside the episode folders: a summary (episodes, successes, by task), then each
 episode (goal, outcome, the judge's verdict, end reason) with its steps in order: the screen the step
 saw, where a tap or swipe went (a mark over the screen), the model's answer and the reward. Screens are
-linked, not copied: the page and the folder travel together. No script, no network. The first episode
-is open; the others open with a click.
+linked, not copied: the page and the folder travel together; no server, no network. Filters (outcome,
+task, policy version; a few lines of script) narrow the list, and the page's address keeps them. The
+first episode shown is open; the others open with a click.
 """
 
 from __future__ import annotations
@@ -14,12 +15,38 @@ import collections
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 from distrl.episodes.store import EPISODE_FILE, STEPS_FILE
 
 __all__ = ["write_viewer"]
 
 PAGE = "index.html"
+
+_SCRIPT = """
+const keys = ["outcome", "task", "version"];
+function apply() {
+  const want = Object.fromEntries(keys.map(k => [k, document.getElementById(k).value]));
+  let shown = 0, opened = false;
+  for (const episode of document.querySelectorAll("details[data-outcome]")) {
+    const ok = (!want.outcome || episode.dataset.outcome === want.outcome)
+      && (!want.task || episode.dataset.task === want.task)
+      && (!want.version || episode.dataset.versions.includes(" " + want.version + " "));
+    episode.style.display = ok ? "" : "none";
+    if (ok && !opened) { episode.open = true; opened = true; }
+    shown += ok;
+  }
+  document.getElementById("shown").textContent = shown + " shown";
+  location.hash = new URLSearchParams(Object.entries(want).filter(([, v]) => v)).toString();
+}
+const asked = new URLSearchParams(location.hash.slice(1));
+for (const k of keys) {
+  const select = document.getElementById(k);
+  if (asked.get(k)) select.value = asked.get(k);
+  select.addEventListener("change", apply);
+}
+apply();
+"""
 
 _STYLE = """
 body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -64,12 +91,33 @@ def write_viewer(folder: str | Path) -> Path:
             for goal, count in by_task.most_common()
         ),
         "</table>",
+        _filters(episodes),
         *(_episode(name, head, steps, first=i == 0) for i, (name, head, steps) in enumerate(episodes)),
+        f"<script>{_SCRIPT}</script>",
         "</body></html>",
     ]
     page = folder / PAGE
     page.write_text("\n".join(parts), encoding="utf-8")
     return page
+
+
+def _filters(episodes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]) -> str:
+    """The filter bar: outcome, task and policy version (the page's address keeps the choice:
+    ``index.html#outcome=failure&version=3``)."""
+    goals = sorted({head["task"]["goal"] for _, head, _ in episodes})
+    versions = sorted({int(step["policy_version"]) for _, _, steps in episodes for step in steps})
+
+    def select(key: str, label: str, options: list[str]) -> str:
+        choices = "".join(f"<option>{html.escape(o)}</option>" for o in options)
+        return f"<label>{label} <select id='{key}'><option value=''>all</option>{choices}</select></label> "
+
+    return (
+        "<p class='filters'>"
+        + select("outcome", "outcome", ["success", "failure", "unscored"])
+        + select("task", "task", goals)
+        + select("version", "policy version", [str(v) for v in versions])
+        + "<span id='shown'></span></p>"
+    )
 
 
 def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]], *, first: bool) -> str:
@@ -79,6 +127,11 @@ def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]],
     assert isinstance(task, dict)
     verdict = f" · judge: {html.escape(str(head['verdict']))}" if head.get("verdict") else ""
     figures = [_step(name, step) for step in steps]
+    versions = " ".join(sorted({str(step["policy_version"]) for step in steps}))
+    data = (
+        f" data-outcome='{outcome}' data-task='{html.escape(str(task['goal']), quote=True)}'"
+        f" data-versions=' {versions} '"
+    )
     if head.get("final_screen"):
         source = html.escape(f"{name}/{head['final_screen']}", quote=True)
         figures.append(
@@ -86,7 +139,7 @@ def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]],
             "<figcaption>the final screen</figcaption></figure>"
         )
     return (
-        f"<details id='{html.escape(name, quote=True)}'{' open' if first else ''}>"
+        f"<details id='{html.escape(name, quote=True)}'{data}{' open' if first else ''}>"
         f"<summary><b>{html.escape(str(task['goal']))}</b> "
         f"<span class='{outcome}'>{outcome}</span> · {len(steps)} steps"
         f" · {html.escape(str(head['end_reason']))}"
