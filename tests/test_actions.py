@@ -445,3 +445,18 @@ def test_swipe_action_lands_on_its_pixels(width: int, height: int, data: st.Data
         assert isinstance(gesture, Swipe)
         assert near((gesture.x1, gesture.y1), (x1, y1))
         assert near((gesture.x2, gesture.y2), (x2, y2))
+
+
+def test_typed_text_keeps_raw_control_characters_beside_its_escapes() -> None:
+    """A model writes a tab or a newline inside typed_text as it is, next to JSON escapes: both read as
+    meant (a strict JSON decoder would refuse the whole string and keep the escapes as written)."""
+    parsed = parse_action('"action_type": "TYPE", "typed_text": "caf\\u00e9\tbar\nbaz"')
+    assert parsed == Action(type=ActionType.TYPE, text="café\tbar\nbaz")
+
+
+def test_a_point_with_garbage_around_its_numbers_is_invalid() -> None:
+    for point in ("[0.5X, 0.3]", "[X0.5, 0.3]", "[0.5, 0.3X]"):
+        parsed = parse_action(
+            f'"action_type": "DUAL_POINT", "touch_point": "{point}", "lift_point": "{point}"'
+        )
+        assert isinstance(parsed, InvalidAction), point

@@ -125,3 +125,12 @@ def test_actor_advantages_keep_the_positive_part_scaled_to_mean_one() -> None:
     assert torch.equal(actor_advantages(advantages, weights, "normalised"), normalise(advantages, weights))
     with pytest.raises(ValueError, match="advantages mode"):
         actor_advantages(advantages, weights, "clipped")
+
+
+def test_normalise_stays_finite_when_the_spread_is_as_small_as_its_eps() -> None:
+    """eps is added to the spread: advantages that differ by about eps scale by about 1 / (2 eps), never by
+    1 / 0 (eps taken away instead would divide by nothing)."""
+    advantages = torch.tensor([0.0, 2e-6], dtype=torch.float64)  # weighted std 1e-6, the default eps
+    out = normalise(advantages, torch.ones(2, dtype=torch.float64))
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, torch.tensor([-0.5, 0.5], dtype=torch.float64))

@@ -286,3 +286,22 @@ def test_bad_judge_settings_name_their_toml_path(judge: str, path: str, problem:
     with pytest.raises(ConfigError, match=problem) as caught:
         parse_inventory(PHONES + "[judge]\n" + judge + "\n", source="hosts.toml")
     assert caught.value.path == path
+
+
+def test_check_values_are_read_as_their_op_wants() -> None:
+    numeric = check_from_json({"command": "settings get system screen_brightness", "gt": "128"}, "check[0]")
+    assert numeric == Check(command="settings get system screen_brightness", op="gt", value="128.0")
+    assert check_from_json({"command": "x", "equals": 1}, "c").value == "1"  # TOML-ish numbers as text
+    assert check_from_json({"command": "x", "equals": ""}, "c").value == ""  # an empty answer is a fine one
+    for bad, problem in [
+        ({"command": "x", "gt": True}, "must be a number"),
+        ({"command": "x", "gt": [1]}, "must be a number"),
+        ({"command": "x", "ge": "inf"}, "must be a finite number"),
+        ({"command": "x", "equals": True}, "must be a string"),
+        ({"command": "x", "equals": [1]}, "must be a string"),
+        ({"command": "x", "contains": ""}, "contains must not be empty"),
+        ({"command": " ", "equals": "1"}, "command must be a non-empty string"),
+        ("settings get", "must be an object"),
+    ]:
+        with pytest.raises(ValueError, match=problem):
+            check_from_json(bad, "c")

@@ -394,3 +394,13 @@ def test_encoding_refuses_what_it_cannot_encode() -> None:
         assert caught.value.reason == "metadata"
     with pytest.raises(WeightsError):
         encode_full({"__metadata__": torch.zeros(1)}, 0)
+
+
+def test_a_full_snapshot_refuses_a_bad_version_or_a_tensor_with_no_name() -> None:
+    tensors = {"a": torch.ones(2)}
+    with pytest.raises(WeightsError, match=r"^version must be an integer >= 0, not -1$"):
+        encode_full(tensors, -1)
+    with pytest.raises(WeightsError, match="'' cannot name a tensor"):
+        encode_full({"": torch.ones(2)}, 1)
+    with pytest.raises(WeightsError, match="'__metadata__' cannot name a tensor"):
+        encode_full({"__metadata__": torch.ones(2)}, 1)

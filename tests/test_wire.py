@@ -14,9 +14,9 @@ from typing import Any, cast
 import anyio
 import orjson
 import pytest
-from anyio.abc import ByteSendStream, ByteStream, SocketListener
+from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream, SocketListener
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from anyio.streams.stapled import StapledByteStream
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -943,6 +943,8 @@ async def test_a_stream_that_ends_inside_a_frame_is_truncated(transport: str, cu
                 await ours.receive()
     expected = PREFIX_BYTES if cut < PREFIX_BYTES else len(frame)
     assert (caught.value.expected, caught.value.received) == (expected, cut)
+    said = f"the stream ended {cut} bytes into a frame of {expected} bytes"
+    assert (str(caught.value), caught.value.reason) == (said, said)
 
 
 @pytest.mark.anyio
@@ -1085,3 +1087,51 @@ def test_an_error_report_with_a_field_its_class_lacks_is_refused() -> None:
     report = decode(_frame(header))
     assert isinstance(report, ErrorReport)
     assert isinstance(report.error, ConfigError)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("limit", ["frame", "header"])
+async def test_a_stream_from_a_pair_keeps_the_limits_it_was_given(limit: str) -> None:
+    """A worker reads the learner from a pipe pair: the limits given to ``from_pair`` are the ones it
+    enforces, whatever the defaults."""
+    to_ours, from_peer = anyio.create_memory_object_stream[bytes](16)
+    to_peer, _unused = anyio.create_memory_object_stream[bytes](16)
+    frame = encode(StepReport(episode_id="e" * 500, step=_trajectory().steps[0]))
+    header_bytes = struct.unpack(">BII", frame[len(MAGIC) : PREFIX_BYTES])[1]
+    limits = (
+        {"max_frame_bytes": len(frame) - 1} if limit == "frame" else {"max_header_bytes": header_bytes - 1}
+    )
+    ours = FrameStream.from_pair(receive=_BytesFrom(from_peer), send=_BytesTo(to_peer), **limits)
+    await to_ours.send(frame)
+    with anyio.fail_after(TIMEOUT_S), pytest.raises(FrameTooLarge):
+        await ours.receive()
+
+
+class _BytesFrom(ByteReceiveStream):
+    """A byte stream over a memory object stream of chunks, at most ``max_bytes`` a read."""
+
+    def __init__(self, source: MemoryObjectReceiveStream[bytes]) -> None:
+        self._source = source
+        self._left = b""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._left:
+            self._left = await self._source.receive()
+        chunk, self._left = self._left[:max_bytes], self._left[max_bytes:]
+        return chunk
+
+    async def aclose(self) -> None:
+        await self._source.aclose()
+
+
+class _BytesTo(ByteSendStream):
+    """A byte stream into a memory object stream, a chunk a send."""
+
+    def __init__(self, sink: MemoryObjectSendStream[bytes]) -> None:
+        self._sink = sink
+
+    async def send(self, item: bytes) -> None:
+        await self._sink.send(item)
+
+    async def aclose(self) -> None:
+        await self._sink.aclose()
