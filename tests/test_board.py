@@ -126,8 +126,8 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
     step = Step(
         index=0,
         observation=screen,
-        output="Action Decision: home",
-        action=Action(type=ActionType.PRESS_HOME),
+        output="Action Decision: tap",
+        action=Action(type=ActionType.DUAL_POINT, touch=(0.5, 0.5), lift=(0.5, 0.5)),
         policy_version=0,
         behaviour_logprob=-1.0,
         reward=1.0,
@@ -155,4 +155,11 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
     text = reader.Tensors("episodes/steps/text_summary")[0].tensor_proto.string_val[0].decode()
     assert "**Go home** (t/1): success" in text
     assert "judge: the launcher shows" in text
-    assert "| 0 | Action Decision: home | 1 |" in text
+    assert "| 0 | Action Decision: tap | 1 |" in text
+    (strip,) = reader.Images("episodes/steps")[:1]
+    with Image.open(io.BytesIO(strip.encoded_image_string)) as drawn:
+        assert drawn.width == 160 + 4  # one screen, scaled to the strip's width
+        red, green, blue = drawn.convert("RGB").getpixel((80, 160))  # the tap, drawn where it went
+    assert red > 200, (red, green, blue)
+    assert blue < 150, (red, green, blue)
+    assert drawn.height == 320

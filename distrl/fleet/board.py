@@ -48,6 +48,37 @@ _LEARNER_SCALARS = (
 )
 
 
+STRIP_WIDTH = 160
+"""Width in pixels of each screen in a sample episode's strip."""
+
+
+def _strip(trajectory: Trajectory, most: int = 8) -> Image.Image:
+    """The episode's first ``most`` screens side by side, each with its step's tap or swipe drawn (a red
+    dot where the finger went down, a blue one where it came up)."""
+    from PIL import ImageDraw
+
+    from distrl.records import Action
+
+    tiles = []
+    for step in trajectory.steps[:most]:
+        with Image.open(io.BytesIO(step.observation.screenshot)) as image:
+            scale = STRIP_WIDTH / image.width
+            tile = image.convert("RGB").resize((STRIP_WIDTH, max(1, round(image.height * scale))))
+        action = step.action
+        if isinstance(action, Action) and action.touch is not None and action.lift is not None:
+            draw = ImageDraw.Draw(tile)
+            for (y, x), colour in ((action.lift, (0, 120, 255)), (action.touch, (255, 0, 80))):
+                cx, cy = x * tile.width, y * tile.height
+                draw.ellipse((cx - 6, cy - 6, cx + 6, cy + 6), fill=colour, outline=(255, 255, 255), width=2)
+        tiles.append(tile)
+    strip = Image.new("RGB", (sum(t.width + 4 for t in tiles), max(t.height for t in tiles)), (255, 255, 255))
+    left = 0
+    for tile in tiles:
+        strip.paste(tile, (left, 0))
+        left += tile.width + 4
+    return strip
+
+
 class Board:
     """Progress lines on stderr and TensorBoard scalars (``None`` folder: progress only)."""
 
@@ -74,8 +105,9 @@ class Board:
         self._arrived = 0
 
     def sample(self, trajectory: Trajectory) -> None:
-        """Every ``SAMPLE_EVERY``-th arrival (the first included): its final screen as an image and its
-        steps as text, under ``episodes/``, at the number of episodes arrived so far."""
+        """Every ``SAMPLE_EVERY``-th arrival (the first included), under ``episodes/`` at the number of
+        episodes arrived so far: its steps as text, its screens as a strip with each tap drawn, and its
+        final screen."""
         self._arrived += 1
         if self._writer is None or (self._arrived - 1) % SAMPLE_EVERY:
             return
@@ -100,6 +132,11 @@ class Board:
             with Image.open(io.BytesIO(screen.screenshot)) as image:
                 pixels = numpy.asarray(image.convert("RGB"))
             self._writer.add_image("episodes/final_screen", pixels, self._arrived, dataformats="HWC")
+        if trajectory.steps:
+            import numpy
+
+            strip = numpy.asarray(_strip(trajectory))
+            self._writer.add_image("episodes/steps", strip, self._arrived, dataformats="HWC")
 
     def update(self, report: UpdateReport, replay: ReplayStats) -> None:
         if self._writer is None:
