@@ -159,7 +159,9 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
     (strip,) = reader.Images("episodes/steps")[:1]
     with Image.open(io.BytesIO(strip.encoded_image_string)) as drawn:
         assert drawn.width == 160 + 4  # one screen, scaled to the strip's width
-        red, green, blue = drawn.convert("RGB").getpixel((80, 160))  # the tap, drawn where it went
+        pixel = drawn.convert("RGB").getpixel((80, 160))  # the tap, drawn where it went
+        assert isinstance(pixel, tuple)
+        red, green, blue = pixel
     assert red > 200, (red, green, blue)
     assert blue < 150, (red, green, blue)
     assert drawn.height == 320
