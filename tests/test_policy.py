@@ -325,7 +325,7 @@ def test_saved_adapter_loads_with_plain_peft(tiny_folder: Path, tmp_path: Path) 
     assert _same(reloaded.adapter_state(), policy.adapter_state())
 
     # the adapter names its base: from the adapter folder alone, the model folder is found, nothing downloaded
-    named = peft.PeftConfig.from_pretrained(tmp_path / "adapter").base_model_name_or_path
+    named = peft.PeftConfig.from_pretrained(str(tmp_path / "adapter")).base_model_name_or_path
     assert named == str(tiny_folder.resolve())
     alone = peft.PeftModel.from_pretrained(
         AutoModelForImageTextToText.from_pretrained(named), tmp_path / "adapter"
@@ -481,3 +481,30 @@ def test_remembered_screens_are_processed_once_and_encode_the_same() -> None:
         assert torch.equal(got.grid_thw, want.grid_thw)
     prompter.encode(inputs, history=0)
     assert len(decoded) == 4  # outside the block nothing is kept
+
+
+def test_save_model_writes_tiny_bc_as_a_plain_model_folder(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from distrl.policy.tiny import build_tiny_bc
+
+    folder = tmp_path / "tiny-bc"
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "save-model", "tiny-bc", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Writing model shards" not in done.stderr
+    loaded = AutoModelForImageTextToText.from_pretrained(folder)
+    built, _ = build_tiny_bc()
+    ours = dict(built.named_parameters())
+    assert all(torch.equal(tensor, ours[name]) for name, tensor in loaded.named_parameters())
+    assert Prompter.from_pretrained(folder).tokenizer.vocab_size > 0
+    again = subprocess.run(
+        [sys.executable, "-m", "distrl", "save-model", "tiny-bc", str(folder)], capture_output=True, text=True
+    )
+    assert again.returncode == 2
+    assert "is not empty" in again.stderr

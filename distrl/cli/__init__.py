@@ -28,7 +28,17 @@ from distrl.cli.common import (
     _seconds,
 )
 from distrl.cli.fleet import _check, _collect, _init, _probe, _run
-from distrl.cli.local import _action, _eval, _export, _judge_eval, _pretrain, _sim, _view, _worker
+from distrl.cli.local import (
+    _action,
+    _eval,
+    _export,
+    _judge_eval,
+    _pretrain,
+    _save_model,
+    _sim,
+    _view,
+    _worker,
+)
 from distrl.errors import ConfigError, DistrlError, TaskFileError
 
 __all__ = ["main"]
@@ -286,6 +296,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
     export.set_defaults(command=_export)
+
+    save_model = commands.add_parser(
+        "save-model",
+        parents=[common],
+        help="write a built-in model (tiny, tiny-bc) to a folder, as any Hugging Face model",
+        description="Write the built-in tiny or tiny-bc model, with its tokenizer and image processor, to "
+        "DIR as an ordinary Qwen2-VL model folder: the base of adapters trained from it (their config "
+        "names tiny-bc), for transformers and peft without distrl.",
+    )
+    save_model.add_argument("model", choices=["tiny", "tiny-bc"], help="which built-in model")
+    save_model.add_argument("out", metavar="DIR", help="an empty or new folder")
+    save_model.add_argument("--seed", type=_integer, default=0, help="tiny's weights seed (default 0)")
+    save_model.set_defaults(command=_save_model)
 
     init = commands.add_parser(
         "init",

@@ -244,3 +244,24 @@ def _export(args: argparse.Namespace) -> int:
     _say(f"wrote {target}: {rows} steps; load them with")
     _say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
     return 0
+
+
+def _save_model(args: argparse.Namespace) -> int:
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.policy.tiny import build_tiny, build_tiny_bc
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+
+    target = Path(args.out)
+    if target.exists() and any(target.iterdir()):
+        return _fail(f"{target} is not empty", EXIT_USAGE)
+    model, prompter = build_tiny_bc() if args.model == "tiny-bc" else build_tiny(seed=args.seed)
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(target))
+    prompter.save_pretrained(target)
+    _say(
+        f"wrote {args.model} to {target}: a Qwen2-VL model folder that transformers loads"
+        f" (AutoModelForImageTextToText.from_pretrained), and [policy] model = {str(target)!r} runs"
+    )
+    return 0
