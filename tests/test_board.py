@@ -70,6 +70,7 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
         handed_out=8,
         completed=4,
         successes=1,
+        steps_streamed=30,
         recent=collections.deque([True, False] * 2),
     )
     board.tick()
@@ -77,7 +78,7 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     now[0] = dataclasses.replace(now[0], hosts_up=0, failed=collections.Counter(stopped=4, timeout=1))
     board.close()
     scalars = _scalars(tmp_path)
-    assert set(scalars["collect/success_rate"]) == {(4, 0.25)}  # not a 0 before the first episode
+    assert set(scalars["collect/success_rate"]) == {(30, 0.25)}  # not a 0 before the first episode
     assert [step for step, _ in scalars["learner/actor_loss"]] == [2]  # not during the warm-up
     assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
     assert [value for _, value in scalars["fleet/hosts_up"]] == [2, 2]  # the shutdown's 0 is not written
@@ -165,3 +166,18 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
     assert red > 200, (red, green, blue)
     assert blue < 150, (red, green, blue)
     assert drawn.height == 320
+
+
+def test_a_resumed_runs_curves_go_on_where_the_last_run_stopped(tmp_path: Path) -> None:
+    board = Board(
+        lambda: RunStats(completed=3, steps_streamed=20, successes=1),
+        folder=tmp_path,
+        devices=1,
+        env_steps_before=500,
+        episodes_before=40,
+    )
+    board.tick()
+    board.close()
+    scalars = _scalars(tmp_path)
+    assert scalars["collect/trajectories"][0] == (520, 43)  # x: environment steps; y: all episodes
+    assert {step for step, _ in scalars["collect/success_rate"]} == {520}

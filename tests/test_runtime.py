@@ -148,10 +148,18 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     expected = {"learner/critic_loss", "learner/entropy", "collect/success_rate", "weights/bytes"}
     assert expected <= scalars, scalars
     assert "learner/staleness" in board.Tags()["histograms"]
-    assert [event.value for event in board.Scalars("collect/trajectories")][-1] == 10
+    first = board.Scalars("collect/trajectories")
+    assert first[-1].value == 10
 
     again = await train(inventory, resume=True)
     assert again.completed == 10
+    # TensorBoard's curves go on where the first run's stopped: environment steps, episodes, updates
+    board = EventAccumulator(str(tmp_path / "runs" / "t" / "tensorboard"))
+    board.Reload()
+    both = board.Scalars("collect/trajectories")
+    assert both[-1].value == 20
+    assert both[-1].step > first[-1].step
+    assert min(e.step for e in both if e.wall_time > first[-1].wall_time) >= first[-1].step
     latest = sorted((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))[-1]
     # the update count goes on from the checkpoint: the learner resumed, it did not start over
     assert again.updates > stats.updates

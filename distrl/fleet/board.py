@@ -90,8 +90,13 @@ class Board:
         devices: int,
         push_s: Callable[[], float | None] = lambda: None,
         on_progress: Callable[[RunStats], None] | None = None,
+        env_steps_before: int = 0,
+        episodes_before: int = 0,
     ) -> None:
         self._snapshot = snapshot
+        self._env_steps_before = env_steps_before
+        """Environment steps of the runs this one resumes: the collection scalars' x-axis goes on from it."""
+        self._episodes_before = episodes_before
         self._devices = max(1, devices)
         self._push_s = push_s
         self._on_progress = on_progress
@@ -125,18 +130,19 @@ class Board:
             f"| {step.index} | {' '.join(step.output.split())[:200].replace('|', '/')} | {step.reward:g} |"
             for step in trajectory.steps
         ]
-        self._writer.add_text("episodes/steps", "\n".join(rows), self._arrived)
+        step = self._episodes_before + self._arrived
+        self._writer.add_text("episodes/steps", "\n".join(rows), step)
         if screen is not None:
             import numpy
 
             with Image.open(io.BytesIO(screen.screenshot)) as image:
                 pixels = numpy.asarray(image.convert("RGB"))
-            self._writer.add_image("episodes/final_screen", pixels, self._arrived, dataformats="HWC")
+            self._writer.add_image("episodes/final_screen", pixels, step, dataformats="HWC")
         if trajectory.steps:
             import numpy
 
             strip = numpy.asarray(_strip(trajectory))
-            self._writer.add_image("episodes/steps", strip, self._arrived, dataformats="HWC")
+            self._writer.add_image("episodes/steps", strip, step, dataformats="HWC")
 
     def update(self, report: UpdateReport, replay: ReplayStats) -> None:
         if self._writer is None:
@@ -176,34 +182,34 @@ class Board:
         return stats
 
     def _scalars(self, stats: RunStats, *, final: bool) -> None:
-        writer, elapsed = self._writer, int(stats.elapsed_s)
+        # one x-axis for everything collected: environment steps, going on across --resume (the learner's
+        # scalars use the update number, which a resumed learner goes on from too)
+        writer, x = self._writer, self._env_steps_before + stats.steps_streamed
         if stats.scored:  # no rate before the first scored episode
-            writer.add_scalar("collect/success_rate", stats.success_rate, stats.completed)
+            writer.add_scalar("collect/success_rate", stats.success_rate, x)
         if stats.recent:
-            writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, stats.completed)
-        writer.add_scalar("collect/trajectories", stats.completed, elapsed)
+            writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, x)
+        writer.add_scalar("collect/trajectories", self._episodes_before + stats.completed, x)
         # episodes the stop cut off are not failures
-        writer.add_scalar(
-            "collect/failed", sum(n for why, n in stats.failed.items() if why != "stopped"), elapsed
-        )
-        writer.add_scalar("collect/stale", stats.stale, elapsed)
+        writer.add_scalar("collect/failed", sum(n for why, n in stats.failed.items() if why != "stopped"), x)
+        writer.add_scalar("collect/stale", stats.stale, x)
         if stats.unscored:
-            writer.add_scalar("collect/unscored", stats.unscored, elapsed)
+            writer.add_scalar("collect/unscored", stats.unscored, x)
         if stats.judge:
-            writer.add_scalar("judge/waiting", stats.judging, elapsed)
+            writer.add_scalar("judge/waiting", stats.judging, x)
             for name, value in stats.judge.items():
-                writer.add_scalar(f"judge/{name}", value, elapsed)
+                writer.add_scalar(f"judge/{name}", value, x)
         if final:
             writer.flush()
             return
-        writer.add_scalar("collect/steps_per_s", stats.steps_per_s, elapsed)
-        writer.add_scalar("fleet/hosts_up", stats.hosts_up, elapsed)
-        writer.add_scalar("fleet/device_utilisation", stats.in_flight / self._devices, elapsed)
-        writer.add_scalar("fleet/restarts", stats.restarts, elapsed)
-        writer.add_scalar("weights/bytes", stats.weight_bytes, elapsed)
+        writer.add_scalar("collect/steps_per_s", stats.steps_per_s, x)
+        writer.add_scalar("fleet/hosts_up", stats.hosts_up, x)
+        writer.add_scalar("fleet/device_utilisation", stats.in_flight / self._devices, x)
+        writer.add_scalar("fleet/restarts", stats.restarts, x)
+        writer.add_scalar("weights/bytes", stats.weight_bytes, x)
         push_s = self._push_s()
         if push_s is not None:
-            writer.add_scalar("weights/push_s", push_s, elapsed)
+            writer.add_scalar("weights/push_s", push_s, x)
         writer.flush()
 
     def close(self) -> RunStats:

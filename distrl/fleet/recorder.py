@@ -44,7 +44,9 @@ class Recorder:
         """Write what is offered until cancelled; then what is still queued."""
         try:
             async for trajectory in self._receive:
-                await anyio.to_thread.run_sync(self._write, trajectory)
+                # taken off the queue, it is written whatever happens: a stop now must not lose it
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._write, trajectory)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(DRAIN_S):
                 while True:

@@ -215,6 +215,7 @@ async def train(
     )
     rounds = Rounds(sessions, stop) if run.mode == "sync" else None
     supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
+    before = dict(learner.progress)  # where the resumed run's counters, and TensorBoard's axes, go on from
     board = Board(
         lambda: _stats(
             inventory,
@@ -232,6 +233,8 @@ async def train(
         devices=inventory.device_count,
         push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
         on_progress=on_progress,
+        env_steps_before=before.get("env_steps", 0),
+        episodes_before=before.get("episodes", 0),
     )
     trainer = Trainer(
         learner,
@@ -241,6 +244,10 @@ async def train(
         publisher=publisher,
         checkpoints=checkpoints,
         on_update=board.update,
+        progress=lambda: {
+            "episodes": before.get("episodes", 0) + ledger.completed,
+            "env_steps": before.get("env_steps", 0) + ledger.steps_streamed,
+        },
     )
 
     async def rounds_then_training() -> None:

@@ -47,8 +47,11 @@ class Trainer:
         publisher: Publisher,
         checkpoints: Checkpoints,
         on_update: Callable[[UpdateReport, ReplayStats], None],
+        progress: Callable[[], dict[str, int]] = dict,
     ) -> None:
         self._learner = learner
+        self._progress = progress
+        """The run's counters a checkpoint keeps (``Learner.progress``)."""
         self._arrivals = arrivals
         self._settings = settings
         self._run = run
@@ -185,5 +188,6 @@ class Trainer:
             # the new one is in place, the checkpoint before it is the latest
             await anyio.to_thread.run_sync(shutil.rmtree, latest)
         self._checkpointed_added, self._checkpointed_at = added, time.monotonic()
+        learner.progress = self._progress()
         folder = await anyio.to_thread.run_sync(lambda: checkpoints.write(learner.updates, learner.save))
         log.info("checkpoint: %s", folder)

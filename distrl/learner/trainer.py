@@ -156,6 +156,9 @@ class Learner:
         self.policy = policy
         self.settings = settings
         self.updates = 0
+        self.progress: dict[str, int] = {}
+        """The run's own counters that a checkpoint keeps for its resumption (``episodes``, ``env_steps``:
+        where TensorBoard's x-axes go on from); set by the run before each checkpoint."""
         """Updates done: the version of the weights the learner holds."""
         hidden = int(policy.model.get_input_embeddings().weight.shape[1])
         with torch.random.fork_rng(devices=[]):
@@ -467,6 +470,7 @@ class Learner:
             "format": 1,
             "algorithm": self.settings.algorithm,
             "updates": self.updates,
+            "progress": dict(self.progress),
             "actor_optimiser": actor_meta,
             "critic_optimiser": critic_meta,
             "rng": rng_meta,
@@ -497,10 +501,13 @@ class Learner:
             rng_state(self.rng),
             self.replay,
             self.updates,
+            dict(self.progress),
         )
 
     def _recall(self, memory: tuple[Any, ...]) -> None:
-        critics, adapter, actor, critic, (rng_tensors, rng_meta), self.replay, self.updates = memory
+        critics, adapter, actor, critic, (rng_tensors, rng_meta), self.replay, self.updates, self.progress = (
+            memory
+        )
         self.critics.load_state_dict(critics)
         self.policy.load_adapter_state(adapter)
         self.actor_optimiser.load_state_dict(actor)
@@ -548,6 +555,16 @@ class Learner:
         restore_rng_state(tensors, rng, self.rng)
         self.replay = replay
         self.updates = updates
+        progress = meta.get("progress", {})
+        self.progress = (
+            {
+                str(k): int(v)
+                for k, v in progress.items()
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            }
+            if isinstance(progress, dict)
+            else {}
+        )
 
 
 @contextlib.contextmanager
