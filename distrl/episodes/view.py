@@ -85,12 +85,13 @@ def write_viewer(folder: str | Path) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'><title>distrl episodes</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>{len(episodes)} episodes, {total_won} successes</h1>",
+        f"<details class='tasks'><summary>by task ({len(by_task)})</summary>",
         "<table><tr><th>goal</th><th>episodes</th><th>successes</th></tr>",
         *(
             f"<tr><td>{html.escape(goal)}</td><td>{count}</td><td>{won[goal]}</td></tr>"
             for goal, count in by_task.most_common()
         ),
-        "</table>",
+        "</table></details>",
         _filters(episodes),
         *(_episode(name, head, steps, first=i == 0) for i, (name, head, steps) in enumerate(episodes)),
         f"<script>{_SCRIPT}</script>",
