@@ -179,5 +179,6 @@ def test_a_resumed_runs_curves_go_on_where_the_last_run_stopped(tmp_path: Path) 
     board.tick()
     board.close()
     scalars = _scalars(tmp_path)
-    assert scalars["collect/trajectories"][0] == (520, 43)  # x: environment steps; y: all episodes
+    step, episodes = scalars["collect/trajectories"][0]
+    assert (step, episodes) == (520, 43.0)  # x: environment steps; y: every episode, the earlier runs' too
     assert {step for step, _ in scalars["collect/success_rate"]} == {520}
