@@ -777,7 +777,14 @@ def _edits(header: dict[str, Any]) -> list[_Edit]:
                     edits.append(_Edit("set", path, other, True))
         for new in _ONE_OF_EACH_KIND:
             if type(new) is not type(value) or new == [1, 2]:
-                refused = in_schema and new is not None and not (type(value) is float and type(new) is int)
+                # a null field is an optional one, whose type the header does not show: a value there is
+                # checked for consistency only (``success`` may be true, ``final_observation`` an object)
+                refused = (
+                    in_schema
+                    and new is not None
+                    and value is not None
+                    and not (type(value) is float and type(new) is int)
+                )
                 edits.append(_Edit("set", path, new, refused))
     for index, _ in enumerate(header["att"]):
         edits.append(_Edit("set", ("att", index), header["att"][index] + 1, True))
