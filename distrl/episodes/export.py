@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from distrl.episodes.store import EPISODE_FILE, STEPS_FILE
+from distrl.episodes.store import raw_episodes
 
 __all__ = ["METADATA", "write_metadata"]
 
@@ -25,34 +25,25 @@ def write_metadata(folder: str | Path) -> tuple[Path, int]:
     """Write ``folder/metadata.jsonl`` for its episodes; the file and its number of rows. ValueError when
     the folder holds no episode."""
     folder = Path(folder)
-    rows = []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if not (path.is_dir() and (path / EPISODE_FILE).is_file()):
-            continue
-        head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
-        for line in (path / STEPS_FILE).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            step = json.loads(line)
-            rows.append(
-                {
-                    "file_name": f"{path.name}/{step['screen']}",
-                    "episode_id": head["id"],
-                    "step": step["index"],
-                    "goal": step["goal"],
-                    "output": step["output"],
-                    "action": json.dumps(step["action"]),
-                    "logprob": step["logprob"],
-                    "policy_version": step["policy_version"],
-                    "reward": step["reward"],
-                    "success": head["success"],
-                    "verdict": head["verdict"],
-                    "task_id": head["task"]["id"],
-                    "split": head["task"]["split"],
-                }
-            )
-    if not rows:
-        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE})")
+    rows = [
+        {
+            "file_name": f"{name}/{step['screen']}",
+            "episode_id": head["id"],
+            "step": step["index"],
+            "goal": step["goal"],
+            "output": step["output"],
+            "action": json.dumps(step["action"]),
+            "logprob": step["logprob"],
+            "policy_version": step["policy_version"],
+            "reward": step["reward"],
+            "success": head["success"],
+            "verdict": head["verdict"],
+            "task_id": head["task"]["id"],
+            "split": head["task"]["split"],
+        }
+        for name, head, steps in raw_episodes(folder)
+        for step in steps
+    ]
     target = folder / METADATA
     target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return target, len(rows)

@@ -132,22 +132,45 @@ class EpisodeWriter:
             image.convert("RGB").save(path, "JPEG", quality=self.quality)
 
 
+def episode_folders(folder: str | Path) -> list[Path]:
+    """The episodes' folders in ``folder``, in the order of their ids (half-written ones skipped)."""
+    return [
+        path for path in sorted(Path(folder).iterdir()) if path.is_dir() and (path / EPISODE_FILE).is_file()
+    ]
+
+
+def read_raw(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An episode's ``episode.json`` and its ``steps.jsonl`` lines, as JSON, as written."""
+    head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
+    lines = (path / STEPS_FILE).read_text(encoding="utf-8").splitlines()
+    return head, [json.loads(line) for line in lines if line.strip()]
+
+
+def raw_episodes(folder: str | Path) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """``(folder name, episode.json, step lines)`` for each episode in ``folder`` (for the viewer and the
+    export, which read the format as it is); ValueError when it holds none."""
+    found = (
+        [(path.name, *read_raw(path)) for path in episode_folders(folder)] if Path(folder).is_dir() else []
+    )
+    if not found:
+        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE})")
+    return found
+
+
 def read_episodes(folder: str | Path) -> Iterator[Trajectory]:
     """Every episode of ``folder``, in the order of their ids (half-written ones skipped)."""
-    for path in sorted(Path(folder).iterdir()):
-        if path.is_dir() and (path / EPISODE_FILE).is_file():
-            yield read_episode(path)
+    for path in episode_folders(folder):
+        yield read_episode(path)
 
 
 def read_episode(path: str | Path) -> Trajectory:
     """The episode in ``path``; ValueError naming the file when it is not one."""
     path = Path(path)
     try:
-        head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
+        head, lines = read_raw(path)
         if head.get("format") != FORMAT_VERSION:
             raise ValueError(f"format {head.get('format')!r}, not {FORMAT_VERSION}")  # noqa: TRY301
-        lines = (path / STEPS_FILE).read_text(encoding="utf-8").splitlines()
-        steps = tuple(_step_from_json(json.loads(line), path) for line in lines if line.strip())
+        steps = tuple(_step_from_json(line, path) for line in lines)
         final = head["final_screen"]
         task = head["task"]
         return Trajectory(

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import collections
 import html
-import json
 from pathlib import Path
 from typing import Any
 
-from distrl.episodes.store import EPISODE_FILE, STEPS_FILE
+from distrl.episodes.store import raw_episodes
 
 __all__ = ["write_viewer"]
 
@@ -67,14 +66,7 @@ def write_viewer(folder: str | Path) -> Path:
     """Write ``index.html`` into ``folder`` for the episodes there; its path. ValueError when the folder
     holds no episode."""
     folder = Path(folder)
-    episodes = []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if path.is_dir() and (path / EPISODE_FILE).is_file():
-            head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
-            lines = (path / STEPS_FILE).read_text(encoding="utf-8").splitlines()
-            episodes.append((path.name, head, [json.loads(line) for line in lines if line.strip()]))
-    if not episodes:
-        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE})")
+    episodes = raw_episodes(folder)
     by_task: collections.Counter[str] = collections.Counter()
     won: collections.Counter[str] = collections.Counter()
     for _, head, _ in episodes:

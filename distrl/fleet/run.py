@@ -37,12 +37,12 @@ from distrl.fleet.ledger import Ledger, RunStats
 from distrl.fleet.link import Link
 from distrl.fleet.publisher import Publisher, snapshot
 from distrl.fleet.recorder import Recorder
-from distrl.fleet.scoring import Judging, build_judge, run_tasks, sim_phones_only
+from distrl.fleet.scoring import Judging, build_judge, run_tasks
 from distrl.fleet.session import Rounds, Sessions
 from distrl.fleet.stop import Stop
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
-from distrl.tasks import TaskSampler, resolve_evaluators
+from distrl.tasks import TaskSampler
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
@@ -385,20 +385,6 @@ def _stats(
 ) -> RunStats:
     """The run's numbers now, each read from the part that owns it (``goal``: the episode budget)."""
     lag_p50, host_lag_p50 = ledger.lag_p50()
-    judge: dict[str, float] = {}
-    if judging is not None:
-        counts = judging.judge.stats
-        latencies = sorted(counts.latency_s)
-        judge = {
-            "verdicts": counts.verdicts,
-            "requests": counts.requests,
-            "cache_hits": counts.cache_hits,
-            "retries": counts.retries,
-            "errors": sum(counts.errors.values()),
-            "latency_p50_s": latencies[len(latencies) // 2] if latencies else 0.0,
-            "prompt_tokens": counts.prompt_tokens,
-            "completion_tokens": counts.completion_tokens,
-        }
     return RunStats(
         handed_out=sampler.handed_out,
         completed=ledger.completed,
@@ -411,7 +397,7 @@ def _stats(
         cut_short=ledger.cut_short,
         unscored=ledger.unscored,
         judging=judging.waiting if judging else 0,
-        judge=judge,
+        judge=judging.judge.stats.scalars() if judging else {},
         actor_loss=trainer.last.actor_loss
         if trainer and trainer.last and trainer.last.trained_steps
         else None,
@@ -445,13 +431,7 @@ def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str 
     ``split``), a sim suite's, or the caller's own."""
     if tasks is None or isinstance(tasks, str):
         return run_tasks(inventory, split, tasks)
-    return resolve_evaluators(
-        tasks,
-        default=inventory.tasks.evaluator,
-        sim_phones_only=sim_phones_only(inventory),
-        judge=inventory.judge.configured,
-        source=inventory.source or None,
-    )
+    return run_tasks(inventory, given=tasks)
 
 
 def _recorder(inventory: Inventory) -> Recorder | None:

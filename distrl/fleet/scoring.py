@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -41,10 +41,18 @@ def sim_phones_only(inventory: Inventory) -> bool:
     return all(not h.devices.adb_serials and not h.devices.emulator_ports for h in inventory.hosts)
 
 
-def run_tasks(inventory: Inventory, split: str | None = None, suite: str | None = None) -> list[Task]:
+def run_tasks(
+    inventory: Inventory,
+    split: str | None = None,
+    suite: str | None = None,
+    *,
+    given: Sequence[Task] | None = None,
+) -> list[Task]:
     """The tasks of ``split`` (default ``[tasks] split``): from the task files, else from the sim's suite
-    (``suite``, default ``run.suite``), each with its evaluator. ``ConfigError`` or ``TaskFileError``
-    when there are none, or when some cannot be scored."""
+    (``suite``, default ``run.suite``), or the caller's own (``given``); each with its evaluator.
+    ``ConfigError`` or ``TaskFileError`` when there are none, or when some cannot be scored."""
+    if given is not None:
+        return _resolved(inventory, given)
     settings = inventory.tasks
     split = split or settings.split
     source: TaskSource
@@ -63,9 +71,13 @@ def run_tasks(inventory: Inventory, split: str | None = None, suite: str | None 
             f"no task of split {split!r} in {where} (their splits: {', '.join(splits)})",
             inventory.source or None,
         )
+    return _resolved(inventory, pool)
+
+
+def _resolved(inventory: Inventory, tasks: Sequence[Task]) -> list[Task]:
     return resolve_evaluators(
-        pool,
-        default=settings.evaluator,
+        tasks,
+        default=inventory.tasks.evaluator,
         sim_phones_only=sim_phones_only(inventory),
         judge=inventory.judge.configured,
         source=inventory.source or None,

@@ -103,6 +103,20 @@ class JudgeStats:
     """Seconds from asking to the verdict (building the prompt, the calls, their retries; not the wait
     for a free call), of the last 1,000 verdicts not from the cache."""
 
+    def scalars(self) -> dict[str, float]:
+        """These counts by name, as the run reports them (``RunStats.judge``, TensorBoard's ``judge/``)."""
+        latencies = sorted(self.latency_s)
+        return {
+            "verdicts": self.verdicts,
+            "requests": self.requests,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "errors": sum(self.errors.values()),
+            "latency_p50_s": latencies[len(latencies) // 2] if latencies else 0.0,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
 
 def parse_verdict(text: str) -> Verdict | None:
     """The verdict in a judge's answer (its last ``Status:``), or None when there is none."""
