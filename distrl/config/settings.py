@@ -207,6 +207,9 @@ class Timeouts:
     """One whole episode, from request to trajectory."""
     cleanup_s: float = _num(10.0, gt=0)
     """Closing anything (links, devices, processes) on shutdown or error."""
+    deploy_step_s: float = _num(1800.0, gt=0)
+    """One step of ``python -m distrl deploy`` on a host: pushing the wheel, making the virtualenv,
+    installing torch and distrl (downloads included)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -402,7 +405,8 @@ class Host:
     proxy_jump: str = _text("", r"([^\s@:]+@)?[^\s@:/]+(:[0-9]{1,5})?", "[user@]host[:port]")
     """Jump host as ``[user@]host[:port]``; empty to connect directly."""
     python: str = ""
-    """Python on the host that has distrl installed; empty for this interpreter (local) or ``python3``."""
+    """Python on the host that has distrl installed; empty for this interpreter (local), or over SSH
+    ``~/.distrl/venv/bin/python`` where ``python -m distrl deploy`` made it, else ``python3``."""
     workdir: str = ""
     """Working folder of the worker; empty for the home folder (SSH) or the current folder (local)."""
     env: Mapping[str, str] = field(default_factory=dict)
