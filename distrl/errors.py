@@ -23,6 +23,8 @@ The tree::
     ├── CheckpointError                 a checkpoint that cannot be written or read back: ``path``, ``reason``
     ├── LearnerError (ArithmeticError)  an update that met non-finite numbers, refused whole: ``quantity``,
     │                                   ``update``
+    ├── DeployError (RuntimeError)      installing distrl on a host failed: ``host``, ``stage``,
+    │                                   ``exit_status``, ``output`` (the last lines of its stderr)
     ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
     │                                   ``last_error``
     └── RemoteError                     from the other side, of a type unknown here: ``remote_type``
@@ -247,6 +249,19 @@ class LearnerError(DistrlError, ArithmeticError):
     ``actor_loss``."""
     update: int | None
     """The update that was refused (1 for the first)."""
+
+
+class DeployError(DistrlError, RuntimeError):
+    """``python -m distrl deploy`` could not install distrl on a host; the others go on."""
+
+    fields: ClassVar[tuple[str, ...]] = ("host", "stage", "exit_status", "output")
+    host: str | None
+    stage: str | None
+    """``settings``, ``connect``, ``wheel``, ``venv``, ``install`` or ``done`` (the marker)."""
+    exit_status: int | None
+    """The remote command's exit status, where one ran."""
+    output: str | None
+    """The last lines of the remote command's stderr (empty when it printed none)."""
 
 
 def error_class(name: str) -> type[DistrlError] | None:

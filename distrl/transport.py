@@ -16,8 +16,10 @@ process group, ``cleanup_s`` apart.
   user defaults to ``user``), and the connection to the host is tunnelled through it. The worker runs
   without a PTY (frames are binary) under a POSIX shell command line,
   ``cd <workdir> && env K=V ... <python> -m distrl worker ...``, every value quoted (``~/`` at the
-  start of ``workdir`` or ``python`` means the remote home). Its stderr arrives here line by line,
-  each prefixed with the host's name.
+  start of ``workdir`` or ``python`` means the remote home); an empty ``python`` is
+  ``~/.distrl/venv/bin/python`` where ``python -m distrl deploy`` made it, else ``python3``. Its
+  stderr arrives here line by line, each prefixed with the host's name. ``connect_ssh`` makes the same
+  connection for others (``distrl.deploy``).
 
 No worker outlives its learner: a worker exits when its stdin closes, and a dead learner or a dropped
 link closes it (the kernel closes a local pipe; sshd closes the session's pipes when the connection
@@ -57,6 +59,10 @@ _SESSION = re.compile(rb"distrl-session ([0-9]+)\r?\n\Z")
 _JUMP = re.compile(r"(?:(?P<user>[^\s@:]+)@)?(?P<address>[^\s@:/]+)(?::(?P<port>[0-9]{1,5}))?")
 
 
+DEPLOYED_PYTHON = "~/.distrl/venv/bin/python"
+"""The interpreter ``python -m distrl deploy`` installs on an SSH host (``~/`` is the remote home)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostLink:
     """A running worker on a host, and the framed stream to it."""
@@ -70,7 +76,8 @@ def worker_command(host: Host, timeouts: Timeouts) -> list[str]:
 
     The worker logs as verbosely as this process does, waits for the learner's hello as long as
     ``timeouts.handshake_s``, and leaves a learner silent past ``timeouts.heartbeat_timeout_s``. An
-    empty ``host.python`` is this interpreter locally, ``python3`` over SSH."""
+    empty ``host.python`` is this interpreter locally; over SSH, ``DEPLOYED_PYTHON`` where ``deploy``
+    made it, else ``python3`` (``remote_command`` decides on the host)."""
     verbosity = (
         ["-vv"] if log.isEnabledFor(logging.DEBUG) else ["-v"] if log.isEnabledFor(logging.INFO) else []
     )
@@ -80,7 +87,7 @@ def worker_command(host: Host, timeouts: Timeouts) -> list[str]:
         "--handshake-timeout",
         f"{timeouts.handshake_s:g}",
     ]
-    python = host.python or (sys.executable if host.is_local else "python3")
+    python = host.python or (sys.executable if host.is_local else DEPLOYED_PYTHON)
     return [python, "-m", "distrl", *verbosity, "worker", "--host", host.name, *handshake]
 
 
@@ -98,13 +105,17 @@ def remote_command(host: Host, timeouts: Timeouts) -> str:
             )
     python, *args = worker_command(host, timeouts)
     assignments = [shlex.quote(f"{key}={value}") for key, value in host.env.items()]
-    run = " ".join([*(["env", *assignments] if assignments else []), _remote_path(python), shlex.join(args)])
+    choose = ""
+    if not host.python:  # the deployed interpreter where there is one, else python3
+        choose = f'p={_remote_path(DEPLOYED_PYTHON)}; [ -x "$p" ] || p=python3; '
+    interpreter = '"$p"' if choose else _remote_path(python)
+    run = " ".join([*(["env", *assignments] if assignments else []), interpreter, shlex.join(args)])
     if host.workdir:
         problem = shlex.quote(f"distrl: the workdir {host.workdir} is not a folder on this host")
         enter = f"cd -- {_remote_path(host.workdir)} 2>/dev/null || {{ echo {problem} >&2; exit 3; }}"
         run = f"{{ {enter}; }} && {run}"
     return (
-        f"echo distrl-session $$; {run}; "
+        f"echo distrl-session $$; {choose}{run}; "
         "status=$?; trap '' TERM; kill -s TERM -- -$$ 2>/dev/null; exit $status"
     )
 
@@ -442,9 +453,11 @@ class _ChannelSendStream(ByteSendStream):
 
 
 @contextlib.asynccontextmanager
-async def _ssh_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
+async def connect_ssh(host: Host, timeouts: Timeouts) -> AsyncIterator[asyncssh.SSHClientConnection]:
+    """An SSH connection to ``host`` as ``run`` makes it (host keys checked, through ``proxy_jump``,
+    ``identity_file`` or the agent, keepalives), closed within ``cleanup_s`` on exit. Failures are
+    ``TransportError`` with phase ``connect``, ``host_key`` or ``login``."""
     jump, target = _endpoints(host)
-    command = remote_command(host, timeouts)
     credentials = await _credentials(host)
     async with contextlib.AsyncExitStack() as connections:
         tunnel = None
@@ -453,6 +466,13 @@ async def _ssh_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]
             connections.push_async_callback(_disconnect, tunnel, timeouts.cleanup_s)
         connection = await _connect(host, target, credentials, timeouts, tunnel)
         connections.push_async_callback(_disconnect, connection, timeouts.cleanup_s)
+        yield connection
+
+
+@contextlib.asynccontextmanager
+async def _ssh_worker(host: Host, timeouts: Timeouts) -> AsyncIterator[HostLink]:
+    command = remote_command(host, timeouts)
+    async with connect_ssh(host, timeouts) as connection:
         process, session = await _start_remote(connection, command, host, timeouts.ssh_login_s)
         stream = FrameStream.from_pair(
             receive=_ChannelReceiveStream(process.stdout), send=_ChannelSendStream(process.stdin)
@@ -561,7 +581,10 @@ async def _stop_remote(
     process.close()
     status = process.exit_status
     if status and not signalled:
-        hints = {127: " (command not found: is its python installed there?)", 3: " (its workdir is missing)"}
+        hints = {
+            127: " (command not found: is its python installed there? 'python -m distrl deploy' installs one)",
+            3: " (its workdir is missing)",
+        }
         hint = hints.get(status, "")
         log.warning("host %s: the worker exited with status %d%s", host.name, status, hint)
 

@@ -272,13 +272,16 @@ async def test_an_empty_workdir_is_the_login_folder(sshd: Sshd, tmp_path: Path) 
     assert await anyio.Path(record.read_text().strip()).samefile(Path.home())
 
 
-def test_the_remote_command_defaults_to_python3_and_quotes_everything() -> None:
+def test_the_remote_command_defaults_to_the_deployed_python_or_python3_and_quotes_everything() -> None:
     host = Host(name="h", address="example.org", transport="ssh", workdir="~/runs/a b", env={"X": "$(id)"})
     command = remote_command(host, TIMEOUTS)
     assert command.startswith(
-        "echo distrl-session $$; { cd -- \"$HOME\"/'runs/a b' 2>/dev/null || { echo 'distrl: the workdir"
-        " ~/runs/a b is not a folder on this host' >&2; exit 3; }; } && env 'X=$(id)' python3 -m distrl "
+        'echo distrl-session $$; p="$HOME"/.distrl/venv/bin/python; [ -x "$p" ] || p=python3; '
+        "{ cd -- \"$HOME\"/'runs/a b' 2>/dev/null || { echo 'distrl: the workdir"
+        " ~/runs/a b is not a folder on this host' >&2; exit 3; }; } && env 'X=$(id)' \"$p\" -m distrl "
     )
+    named = remote_command(dataclasses.replace(host, python="~/py/bin/python3", workdir=""), TIMEOUTS)
+    assert named.startswith("echo distrl-session $$; env 'X=$(id)' \"$HOME\"/py/bin/python3 -m distrl ")
     with pytest.raises(TransportError, match="not an environment variable name"):
         remote_command(dataclasses.replace(host, env={"A;B": "1"}), TIMEOUTS)
 
