@@ -11,7 +11,9 @@ The tree::
     │   ├── DeviceTimeout (TimeoutError)    ``timeout_s``
     │   ├── DeviceOffline (ConnectionError)
     │   │   └── DeviceCrashed               the device died; down until it is reset (rebooted)
-    │   └── BadScreenshot (ValueError)      unusable screen capture: ``reason``, ``attempts``
+    │   ├── BadScreenshot (ValueError)      unusable screen capture: ``reason``, ``attempts``
+    │   └── EmulatorError                   emulators cannot be launched here (no SDK, AVD or KVM), or
+    │                                       one did not boot
     ├── WireError (ValueError)          a frame that cannot be decoded: ``reason``
     │   ├── FrameTooLarge               ``size``, ``limit``
     │   ├── TruncatedFrame              ``expected``, ``received``
@@ -145,6 +147,11 @@ class BadScreenshot(DeviceError, ValueError):
     """``corrupt`` (cannot be decoded) or ``white`` (every pixel the same)."""
     attempts: int | None
     """Captures taken before giving up."""
+
+
+class EmulatorError(DeviceError):
+    """Emulators cannot be launched on this host (no SDK, no such AVD, no acceleration), or one failed to
+    start or boot."""
 
 
 class WireError(DistrlError, ValueError):

@@ -53,8 +53,18 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from distrl import __version__
 from distrl.build import build_id
-from distrl.config import EXPERT, WorkerSettings, parse_worker_settings
-from distrl.errors import DistrlError, PolicyError, ProtocolMismatch, WeightsError, WireError
+from distrl.config import EXPERT, Devices, WorkerSettings, parse_devices, parse_worker_settings
+from distrl.errors import (
+    ConfigError,
+    DeviceError,
+    DistrlError,
+    PolicyError,
+    ProtocolMismatch,
+    WeightsError,
+    WireError,
+    error_from_wire,
+    error_to_wire,
+)
 from distrl.records import Action, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.wire import (
     PROTOCOL_VERSION,
@@ -75,6 +85,7 @@ from distrl.wire import (
 if TYPE_CHECKING:
     import torch
 
+    from distrl.device.host import HostDevices
     from distrl.device.protocol import Device
     from distrl.policy import Policy, PolicyInput, Sample
     from distrl.policy.batching import Batcher
@@ -103,6 +114,13 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
         )
         await stream.send(ErrorReport(ref=first.id, error=mismatch))
         return 2
+    try:
+        devices = _host_devices(first, host)
+        not_working = await devices.check()
+    except (ConfigError, DeviceError) as exc:
+        log.error("worker %s: %s", host, exc)
+        await stream.send(ErrorReport(ref=first.id, error=_on_host(exc, host)))
+        return 2
     await stream.send(
         Hello(
             id=first.id,
@@ -117,12 +135,12 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
                 "platform": platform.platform(terse=True),
                 "pid": os.getpid(),
                 "build": build_id(),
-                "devices_not_ready": await _devices_not_ready(first.devices),
+                "devices_not_ready": "; ".join(f"{name}: {why}" for name, why in not_working.items()),
             },
         )
     )
     log.info("worker %s: serving %d device(s)", host, len(first.devices))
-    agent = _Agent(stream, host, first.devices, silence_s)
+    agent = _Agent(stream, host, first.devices, silence_s, devices)
     try:
         async with anyio.create_task_group() as tg:
             status = await agent.serve(tg)
@@ -136,8 +154,12 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
 class _Agent:
     """The worker's state: its devices, its policy replica and the episodes running."""
 
-    def __init__(self, stream: FrameStream, host: str, devices: Sequence[str], silence_s: float) -> None:
+    def __init__(
+        self, stream: FrameStream, host: str, devices: Sequence[str], silence_s: float, adb: HostDevices
+    ) -> None:
         self.stream = stream
+        self.adb = adb
+        """The host's adb devices, attached and launched."""
         self.silence_s = silence_s
         """How long the learner may be silent before ``Setup`` gives its ``heartbeat_timeout_s``."""
         self.host = host
@@ -243,8 +265,9 @@ class _Agent:
             self.policy, self.batcher = policy, batcher
             self.weights = policy.adapter_state()
             self.dtypes = {name: tensor.dtype for name, tensor in self.weights.items()}
+        opened = await self.adb.open(settings.timeouts, settings.sim, tg)
         for name in self.names:
-            self.devices[name] = await self._open(name, settings, sim_device)
+            self.devices[name] = opened[name] if name in opened else self._sim(name, settings, sim_device)
         self.heard = time.monotonic()
         self.settings = settings
         self.ready.set()
@@ -260,14 +283,10 @@ class _Agent:
         await self.stream.send(Ack(ref=message.id, ok=True, detail=runs_on))
         self.heard = time.monotonic()  # the silence that counts starts now, not while loading
 
-    async def _open(self, name: str, settings: WorkerSettings, sim_device: Any) -> Device:
-        if name.startswith("sim-"):
-            seed = zlib.crc32(f"{settings.seed}/{self.host}/{name}".encode())
-            device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
-            return device
-        from distrl.device.adb import AdbDevice
-
-        return AdbDevice(name, timeouts=settings.timeouts, host=self.host)
+    def _sim(self, name: str, settings: WorkerSettings, sim_device: Any) -> Device:
+        seed = zlib.crc32(f"{settings.seed}/{self.host}/{name}".encode())
+        device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
+        return device
 
     def _infer(self, batch: list[PolicyInput]) -> list[tuple[Sample, int]]:
         """One inference batch, in the batcher's thread; each answer with the version that gave it."""
@@ -407,15 +426,20 @@ class _Agent:
                 await device.aclose()
 
 
-async def _devices_not_ready(devices: Sequence[str]) -> str:
-    """The adb devices the adb server does not list as ready, each with its state (empty: all are)."""
-    serials = [name for name in devices if not name.startswith("sim-")]
-    if not serials:
-        return ""
-    from distrl.device.adb import not_ready
+def _host_devices(hello: Hello, host: str) -> HostDevices:
+    """The host's adb devices as the learner's hello names and sets them (``ConfigError`` when its
+    settings are bad)."""
+    from distrl.device.host import HostDevices
 
-    missing = await anyio.to_thread.run_sync(not_ready, serials)
-    return "; ".join(f"{serial}: {why}" for serial, why in missing.items())
+    settings = parse_devices(hello.device_settings) if hello.device_settings else Devices()
+    return HostDevices(hello.devices, settings, host=host)
+
+
+def _on_host(exc: DistrlError, host: str) -> DistrlError:
+    """``exc``, of its own type, with the host named first, as the learner shows it."""
+    if str(exc).startswith(f"host {host!r}"):
+        return exc
+    return error_from_wire({**error_to_wire(exc), "message": f"host {host!r}: {exc}"})
 
 
 async def _score(task: Task, device: Device) -> bool | None:

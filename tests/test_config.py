@@ -21,7 +21,9 @@ from distrl.config import (
     SimSettings,
     TaskSettings,
     Timeouts,
+    devices_json,
     load_inventory,
+    parse_devices,
     parse_inventory,
 )
 from distrl.errors import ConfigError
@@ -86,6 +88,54 @@ def test_example_ssh_host_block_loads_when_uncommented() -> None:
     assert remote.max_episodes == 4  # concurrency 16 is capped by the 4 devices
     # env merges key by key with [defaults.env]
     assert remote.env == {"PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": "0"}
+
+
+def test_example_emulator_host_block_loads_when_uncommented() -> None:
+    text = EXAMPLE.read_text()
+    start = text.index("# --- example emulator host ---")
+    end = text.index("# --- end ---", start)
+    block = "\n".join(line.removeprefix("#").removeprefix(" ") for line in text[start:end].splitlines()[1:])
+    inventory = parse_inventory(text[:start] + block)
+    box = inventory.hosts[-1]
+    assert box.name == "kvm-box-1"
+    assert box.devices.avd == "Pixel_7_API_34"
+    assert box.devices.serials == tuple(f"emulator-{5554 + 2 * k}" for k in range(8))
+    assert box.devices.launched == box.devices.serials
+    assert box.env["ANDROID_SDK_ROOT"] == "/opt/android-sdk"
+
+
+@pytest.mark.parametrize(
+    ("devices", "where", "problem"),
+    [
+        ("count = 3", "hosts[0].devices.count", "set avd too"),
+        ("sim = 1\nmemory_mb = 2048", "hosts[0].devices.memory_mb", "set avd too"),
+        ('avd = "P"\ncount = 65', "hosts[0].devices.count", "at most 64"),
+        ('avd = "P"\nfirst_port = 5681', "hosts[0].devices.first_port", "odd"),
+        ('avd = "P"\nfirst_port = 5680\ncount = 3', "hosts[0].devices.count", "past the last console port"),
+        (
+            'avd = "P"\nemulator_flags = ["-read-only"]',
+            "hosts[0].devices.emulator_flags[0]",
+            "set by the launcher",
+        ),
+        ('avd = "P"\nemulator_ports = [5554]', "hosts[0].devices", "listed twice"),
+        ('avd = "my avd"', "hosts[0].devices.avd", "AVD name"),
+    ],
+)
+def test_launched_emulator_settings_are_checked(devices: str, where: str, problem: str) -> None:
+    text = f'[[hosts]]\nname = "h"\naddress = "localhost"\n[hosts.devices]\n{devices}\n'
+    with pytest.raises(ConfigError) as caught:
+        parse_inventory(text)
+    assert caught.value.path == where
+    assert problem in str(caught.value)
+
+
+def test_launched_emulators_are_named_after_their_ports_and_travel_to_the_worker() -> None:
+    text = '[[hosts]]\nname = "h"\naddress = "localhost"\n[hosts.devices]\nsim = 1\navd = "P"\ncount = 2\nfirst_port = 5600\n'
+    devices = parse_inventory(text).hosts[0].devices
+    assert devices.serials == ("sim-0", "emulator-5600", "emulator-5602")
+    assert parse_devices(devices_json(devices)) == devices
+    with pytest.raises(ConfigError, match="count"):
+        parse_devices(devices_json(devices).replace('"count": 2', '"count": 0'))
 
 
 def test_defaults_cascade_and_host_overrides() -> None:

@@ -569,6 +569,7 @@ def test_the_hand_built_frames_below_are_valid() -> None:
                     "host": "h",
                     "devices": [],
                     "compute": {},
+                    "device_settings": "",
                 }
             ),
             "role",

@@ -27,7 +27,7 @@ from distrl.cli.common import (
     _screen,
     _seconds,
 )
-from distrl.cli.fleet import _check, _collect, _init, _probe, _run
+from distrl.cli.fleet import _check, _collect, _deploy, _init, _probe, _run
 from distrl.cli.local import (
     _action,
     _eval,
@@ -112,6 +112,24 @@ def _parser() -> argparse.ArgumentParser:
         help="round trips to time per host (default 5)",
     )
     probe.set_defaults(command=_probe)
+
+    deploy = commands.add_parser(
+        "deploy",
+        parents=[common],
+        help="install this machine's distrl on every SSH host, in a private virtualenv",
+        description="Build this machine's distrl as a wheel and install it, with its dependencies, on every "
+        "SSH host of the inventory, in parallel: pushed by SFTP into ~/.distrl, installed into the "
+        "virtualenv ~/.distrl/venv (uv where the host has it, else python3 -m venv), which hosts that leave "
+        "python empty then run. A host whose installed wheel is this one is skipped. Per-host choices "
+        "(torch build, index, wheelhouse) are DISTRL_* variables in its env table (README: 'Remote hosts "
+        "from scratch'). Exits 1 if any host failed.",
+    )
+    deploy.add_argument("inventory", help="the hosts file")
+    deploy.add_argument(
+        "--hosts", default="", metavar="NAME,...", help="only these hosts (default: every SSH host)"
+    )
+    deploy.add_argument("--force", action="store_true", help="install again where it is up to date")
+    deploy.set_defaults(command=_deploy)
 
     check = commands.add_parser(
         "check",
@@ -211,6 +229,29 @@ def _parser() -> argparse.ArgumentParser:
         help="the adb server to announce the phones to (default $ANDROID_ADB_SERVER_PORT or 5037)",
     )
     sim.add_argument("--no-register", action="store_true", help="do not announce the phones to an adb server")
+    sim.add_argument(
+        "--boot-s",
+        type=_scale,
+        default=0.0,
+        metavar="S",
+        help="seconds each phone boots, listed by adb but sys.boot_completed not yet 1 (default 0)",
+    )
+    sim.add_argument(
+        "--snapshots",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep console snapshots in DIR, one folder each, as an AVD keeps them (default: memory only)",
+    )
+    sim.add_argument(
+        "--snapshot",
+        default="",
+        metavar="NAME",
+        help="boot into this snapshot of --snapshots, if there",
+    )
+    sim.add_argument(
+        "--read-only", action="store_true", help="as emulator -read-only: snapshots load but are never saved"
+    )
     sim.set_defaults(command=_sim)
 
     pretrain = commands.add_parser(

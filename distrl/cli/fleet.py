@@ -1,10 +1,11 @@
-"""The commands that work on an inventory's fleet: run, collect, probe, check, init."""
+"""The commands that work on an inventory's fleet: run, collect, probe, deploy, check, init."""
 
 from __future__ import annotations
 
 import argparse
 import collections
 import dataclasses
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import BUILT_IN_MODELS, Inventory, load_inventory
-from distrl.errors import ConfigError
+from distrl.config import BUILT_IN_MODELS, Host, Inventory, load_inventory
+from distrl.errors import ConfigError, EmulatorError
 
 if TYPE_CHECKING:
     pass
@@ -98,6 +99,38 @@ def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deploy(args: argparse.Namespace) -> int:
+    from distrl.deploy import deploy_fleet
+
+    inventory = load_inventory(args.inventory)
+    names = [name.strip() for name in args.hosts.split(",") if name.strip()]
+    unknown = sorted(set(names) - {host.name for host in inventory.hosts})
+    if unknown:
+        known = ", ".join(host.name for host in inventory.hosts)
+        return _fail(
+            f"--hosts: no host {', '.join(unknown)} in {args.inventory} (it has {known})", EXIT_USAGE
+        )
+    _say(_headline(inventory))
+
+    def show(host: str, stage: str, text: str) -> None:
+        print(f"[{host}] {stage}: {text}", file=sys.stderr, flush=True)
+
+    outcomes = anyio.run(lambda: deploy_fleet(inventory, names=names, force=args.force, progress=show))
+    for outcome in outcomes:
+        status = outcome.status.upper() if outcome.error else outcome.status
+        _say(f"  {outcome.host:<16} {status:<7} {outcome.detail}")
+        if outcome.error is not None and outcome.error.output:
+            for line in outcome.error.output.splitlines():
+                _say(f"  {'':<16} | {line}")
+    failed = [outcome.host for outcome in outcomes if outcome.status == "failed"]
+    if failed:
+        return _fail(f"{len(failed)} of {len(outcomes)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
+    _say(
+        f"{_count(len(outcomes), 'host')} ready; hosts that leave python empty run ~/.distrl/venv/bin/python."
+    )
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     _say(_headline(inventory))
@@ -110,9 +143,31 @@ def _check(args: argparse.Namespace) -> int:
         )
         _say(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
         _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
+        if host.devices.avd:
+            problem = _emulator_problem(host)
+            if problem:
+                return _fail(problem, EXIT_USAGE)
     _say(_tasks_line(inventory))
     _say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
+
+
+def _emulator_problem(host: Host) -> str:
+    """Why ``host``'s emulators cannot be launched, as far as this machine can tell (empty: they can).
+    Only a local host's SDK, AVD and KVM are here to check; ``probe`` checks a remote one's there."""
+    from distrl.device.emulator import preflight
+
+    d = host.devices
+    where = f"{d.count} × AVD {d.avd} on ports {d.first_port}-{d.first_port + 2 * d.count - 1}"
+    if not host.is_local:
+        _say(f"  {'':<16} emulators: {where} (`python -m distrl probe` checks the SDK, AVD and KVM there)")
+        return ""
+    try:
+        binary = anyio.run(preflight, d, {**os.environ, **host.env})
+    except EmulatorError as exc:
+        return f"host {host.name!r}: {exc}"
+    _say(f"  {'':<16} emulators: {where}, with {binary}")
+    return ""
 
 
 def _tasks_line(inventory: Inventory) -> str:

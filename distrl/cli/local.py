@@ -82,6 +82,10 @@ def _sim(args: argparse.Namespace) -> int:
         faults=args.faults,
         token_file=Path(args.token_file),
         register_with=register,
+        boot_s=args.boot_s,
+        snapshot_dir=args.snapshots,
+        read_only=args.read_only,
+        start_snapshot=args.snapshot,
         task_status=Report(),
     )
     try:

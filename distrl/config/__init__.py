@@ -17,11 +17,14 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 
 - ``distrl.config.settings``: the dataclasses, one per table, with every default and bound;
 - ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``), and the
-  worker's share of them on the wire (``worker_settings_json``, ``parse_worker_settings``).
+  worker's share of them on the wire (``worker_settings_json``, ``parse_worker_settings``; a host's
+  devices: ``devices_json``, ``parse_devices``).
 """
 
 from distrl.config.reader import (
+    devices_json,
     load_inventory,
+    parse_devices,
     parse_inventory,
     parse_worker_settings,
     worker_settings_json,
@@ -62,7 +65,9 @@ __all__ = [
     "Timeouts",
     "WorkerSettings",
     "address_problem",
+    "devices_json",
     "load_inventory",
+    "parse_devices",
     "parse_inventory",
     "parse_worker_settings",
     "worker_settings_json",

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 from distrl.config.settings import (
     BUILT_IN_MODELS,
     LOCAL_ADDRESS,
+    Devices,
     Host,
     Inventory,
     JudgeSettings,
@@ -46,6 +47,27 @@ def worker_settings_json(inventory: Inventory) -> str:
         "seed": inventory.run.seed,
     }
     return json.dumps(document, allow_nan=True)
+
+
+def devices_json(devices: Devices) -> str:
+    """A host's ``Devices`` as a JSON document (``parse_devices`` reads it): the learner's hello carries
+    it to the worker, which launches and checks them."""
+    return json.dumps(dataclasses.asdict(devices))
+
+
+def parse_devices(text: str) -> Devices:
+    """Check a ``devices_json`` document as the inventory's ``[hosts.devices]`` is checked.
+
+    Raises ``ConfigError`` naming the setting at fault."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError.at("", f"the device settings are not JSON: {exc}", "hello") from exc
+    reader = _Reader("hello")
+    table = reader.table(data, "devices")
+    devices = reader.section(Devices, table, "devices")
+    reader.launch(devices, "devices")
+    return devices
 
 
 def parse_worker_settings(text: str) -> WorkerSettings:
@@ -80,6 +102,11 @@ _SECTIONS: dict[str, type[Any]] = {
     "sim": SimSettings,
 }
 _HOST_ONLY = ("name", "address")
+_LAUNCH_KEYS = ("count", "first_port", "sdk_root", "emulator_flags", "memory_mb", "cores", "max_relaunches")
+"""Keys of ``[hosts.devices]`` that only launched emulators (``avd``) use."""
+_NO_DEVICES = Devices()
+_LAUNCHER_FLAGS = ("-avd", "-port", "-ports", "-read-only", "-snapshot", "-no-snapshot-save", "-list-avds")
+"""Emulator flags the launcher sets itself."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -257,13 +284,37 @@ class _Reader:
         for i, serial in enumerate(host.devices.adb_serials):
             if not serial.strip() or any(c.isspace() for c in serial):
                 raise self.fail(f"{where}.adb_serials[{i}]", f"{serial!r} is not an adb serial")
+        self.launch(host.devices, where)
         serials = host.devices.serials
         if not serials:
-            raise self.fail(where, "no devices: set sim, adb_serials or emulator_ports")
+            raise self.fail(where, "no devices: set sim, adb_serials, emulator_ports or avd")
         duplicates = sorted(serial for serial, n in Counter(serials).items() if n > 1)
         if duplicates:
             raise self.fail(where, f"device {duplicates[0]!r} is listed twice")
         return host
+
+    def launch(self, devices: Devices, where: str) -> None:
+        """Check the keys of emulators the worker launches: they need ``avd``, and their ports fit."""
+        if not devices.avd:
+            for key in _LAUNCH_KEYS:
+                if getattr(devices, key) != getattr(_NO_DEVICES, key):
+                    raise self.fail(f"{where}.{key}", "is a setting of launched emulators: set avd too")
+            return
+        last = devices.first_port + 2 * (devices.count - 1)
+        if devices.first_port % 2:
+            raise self.fail(f"{where}.first_port", f"{devices.first_port} is odd: console ports are even")
+        if last > 5682:
+            raise self.fail(
+                f"{where}.count",
+                f"{devices.count} emulators from port {devices.first_port} end at {last}, past the last"
+                " console port an emulator takes (5682)",
+            )
+        for i, flag in enumerate(devices.emulator_flags):
+            if flag in _LAUNCHER_FLAGS:
+                raise self.fail(
+                    f"{where}.emulator_flags[{i}]",
+                    f"{flag} is set by the launcher",
+                )
 
     def fields(self, cls: type[Any], table: dict[str, Any], path: str) -> dict[str, Any]:
         """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""

@@ -361,6 +361,10 @@ class SimSettings:
     """Chance per screenshot of an all-white frame."""
 
 
+EMULATOR_FLAGS = ("-no-window", "-no-audio", "-no-boot-anim", "-gpu", "swiftshader_indirect")
+"""The default flags of a launched emulator: headless, silent, software GPU (runs on any host)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Devices:
     """The devices one host drives."""
@@ -371,14 +375,44 @@ class Devices:
     """Devices by adb serial (``emulator-5554``, a USB serial, ``host:port``)."""
     emulator_ports: tuple[int, ...] = ()
     """Emulators by console port (even, 5554–5682); the serial is ``emulator-<port>``."""
+    snapshot: str = _text(
+        "default_boot", r"[A-Za-z0-9._-]+", "a snapshot name (letters, digits, '.', '_', '-')"
+    )
+    """The emulator snapshot every reset loads (of attached and launched emulators alike)."""
+    avd: str = _text("", r"[A-Za-z0-9._-]+", "an AVD name (letters, digits, '.', '_', '-')")
+    """An Android Virtual Device the worker launches ``count`` emulators of; empty for none."""
+    count: int = _num(1, ge=1, le=64)
+    """How many emulators of ``avd`` the worker launches (all read-only instances of the one AVD)."""
+    first_port: int = _num(5554, ge=5554, le=5682)
+    """Console port of the first launched emulator; the k-th gets ``first_port + 2k`` (adb: one more)."""
+    sdk_root: str = ""
+    """The Android SDK on the host; empty for ``$ANDROID_SDK_ROOT``, else ``$ANDROID_HOME``."""
+    emulator_flags: tuple[str, ...] = EMULATOR_FLAGS
+    """Flags for every launched emulator, besides ``-avd``, ``-port``, ``-read-only``, ``-snapshot``."""
+    memory_mb: int = _num(0, ge=0)
+    """RAM of each launched emulator (``-memory``); 0 for the AVD's own setting."""
+    cores: int = _num(0, ge=0)
+    """CPU cores of each launched emulator (``-cores``); 0 for the AVD's own setting."""
+    max_relaunches: int = _num(5, ge=0)
+    """Launches in a row that may fail (no boot, or dead before its next reset) before an emulator is
+    given up; each waits longer than the last."""
+
+    @property
+    def launched(self) -> tuple[str, ...]:
+        """The serials of the emulators the worker launches: ``emulator-<first_port + 2k>``."""
+        if not self.avd:
+            return ()
+        return tuple(f"emulator-{self.first_port + 2 * k}" for k in range(self.count))
 
     @property
     def serials(self) -> tuple[str, ...]:
-        """Every device's name on its host: ``sim-0``…, then adb serials, then emulators."""
+        """Every device's name on its host: ``sim-0``…, then adb serials, then emulators (attached, then
+        launched)."""
         return (
             tuple(f"sim-{i}" for i in range(self.sim))
             + self.adb_serials
             + tuple(f"emulator-{port}" for port in self.emulator_ports)
+            + self.launched
         )
 
 

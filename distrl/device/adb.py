@@ -71,6 +71,7 @@ from distrl.device.screen import (
     capture,
     decode,
     encode,
+    fit,
     image_limiter,
     is_blank,
 )
@@ -140,7 +141,9 @@ class AdbDevice:
         host: str = "local",
         image_format: str = "png",
         jpeg_quality: int = 85,
+        max_pixels: int = 0,
         white_frame_retries: int = WHITE_FRAME_RETRIES,
+        reboot: bool = True,
     ) -> None:
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
@@ -162,8 +165,13 @@ class AdbDevice:
         """``png`` (as captured) or ``jpeg`` (re-encoded): the encoding of observations."""
         self.jpeg_quality = jpeg_quality
         """JPEG quality when ``image_format`` is ``jpeg``."""
+        self.max_pixels = max_pixels
+        """Screens larger than this many pixels are scaled down to it, keeping their shape; 0: never."""
         self.white_frame_retries = white_frame_retries
         """Captures retried after a white frame before ``observe`` gives up."""
+        self.reboot = reboot
+        """Whether a failed snapshot load reboots the device; False where its owner relaunches it
+        instead (``distrl.device.emulator``), and the failure is raised."""
         self._limiter = limiter
         # The client's socket timeout bounds the reads adbutils does on its own (server version).
         self._client = adbutils.AdbClient(
@@ -205,6 +213,8 @@ class AdbDevice:
                     async with self._gate.deadline("reset (snapshot load)", t.device_reset_s):
                         await self._load_snapshot()
             except DeviceError as exc:
+                if not self.reboot:
+                    raise
                 log.warning("%s: %s; rebooting", self._serial, exc)
                 async with self._gate.deadline("reset (reboot)", t.device_boot_s):
                     await self._reboot()
@@ -258,6 +268,25 @@ class AdbDevice:
             output = await self._run("shell", command, timeout_s)
         return CommandOutput(output.exit_code, output.stdout.decode("utf-8", "replace"))
 
+    async def booted(self, timeout_s: float) -> str:
+        """Why the device is not up yet (empty when it is): listed by the adb server as ``device``,
+        ``sys.boot_completed`` = 1, and the package manager answering (``pm path android``). What an
+        emulator that has just started goes through; each question under ``timeout_s``."""
+        async with self._gate.operation("boot", timeout_s * 3):
+            missing = await anyio.to_thread.run_sync(lambda: not_ready([self._serial], timeout_s=timeout_s))
+            if missing:
+                return missing[self._serial]
+            self._shell_v2 = None  # a new system may speak otherwise
+            try:
+                if (await self._run("boot", "getprop sys.boot_completed", timeout_s)).stdout.strip() != b"1":
+                    return "still booting (sys.boot_completed is not 1)"
+                answer = await self._run("boot", "pm path android", timeout_s)
+            except (DeviceOffline, DeviceTimeout) as exc:
+                return f"not answering ({exc})"
+            if not answer.stdout.startswith(b"package:"):
+                return "booted, but its package manager does not answer yet"
+            return ""
+
     async def aclose(self) -> None:
         """Close the device (adbutils keeps no connections open); later operations raise ``DeviceOffline``."""
         self._gate.close()
@@ -286,7 +315,10 @@ class AdbDevice:
         image: Image.Image = decode(data)
         if is_blank(image):
             return None
-        if self.image_format == "jpeg":
+        if self.max_pixels and image.width * image.height > self.max_pixels:
+            image = fit(image, self.max_pixels)
+            data = encode(image, self.image_format, self.jpeg_quality)
+        elif self.image_format == "jpeg":
             data = encode(image, "jpeg", self.jpeg_quality)
         return data, image.width, image.height
 
@@ -369,7 +401,7 @@ class AdbDevice:
             text = (output.stdout + output.stderr).decode("utf-8", "replace").strip()
             raise self._gate.error(
                 DeviceError,
-                "reset",
+                "setup",
                 f"setup command {command!r} failed with exit status {output.exit_code}: {text:.200}",
             )
 

@@ -29,6 +29,7 @@ __all__ = [
     "capture",
     "decode",
     "encode",
+    "fit",
     "image_limiter",
     "is_blank",
 ]
@@ -55,6 +56,16 @@ def encode(image: Image.Image, image_format: str, quality: int = 85) -> bytes:
     else:
         raise ValueError(f"image format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
     return out.getvalue()
+
+
+def fit(image: Image.Image, max_pixels: int) -> Image.Image:
+    """``image`` scaled down, keeping its shape, to at most ``max_pixels`` pixels (as it is if it fits)."""
+    width, height = image.size
+    if width * height <= max_pixels:
+        return image
+    scale = (max_pixels / (width * height)) ** 0.5
+    size = (max(1, int(width * scale)), max(1, int(height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

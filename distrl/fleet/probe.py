@@ -18,7 +18,7 @@ import anyio
 
 from distrl import __version__
 from distrl.build import build_id
-from distrl.config import Host, Inventory, Timeouts
+from distrl.config import Host, Inventory, Timeouts, devices_json
 from distrl.errors import DistrlError, ProtocolMismatch, TransportError, TransportTimeout, WireError
 from distrl.transport import HostLink, open_host
 from distrl.wire import PROTOCOL_VERSION, Ack, ErrorReport, Heartbeat, Hello, Message, Shutdown
@@ -89,6 +89,7 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
         host=host.name,
         devices=host.devices.serials,
         compute={},
+        device_settings=devices_json(host.devices),
     )
     await _send(link, hello, phase="hello")
     reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")

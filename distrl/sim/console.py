@@ -8,7 +8,9 @@ authentication off). Every command's output ends with ``OK``, every error is one
 and lines end in CRLF.
 
 Commands: ``help``, ``ping``, ``avd status``, ``avd name``, ``avd snapshot list|save|load|delete``,
-``crash``, ``kill``, ``quit``/``exit``. Snapshots are ``Phone.snapshot()`` blobs in memory;
+``crash``, ``kill``, ``quit``/``exit``. Snapshots are ``Phone.snapshot()`` blobs in memory, and
+with a ``snapshot_dir`` on disk too, one folder each as in an AVD's ``snapshots/`` (so a phone served
+again finds them); ``read_only`` refuses saves and deletes, as ``emulator -read-only`` does.
 ``default_boot`` (the phone as it booted) is there from the start; at most ``MAX_SNAPSHOTS`` are kept
 (a save past them is ``KO``, replacing one is fine). Loading one takes the latency
 model's reset time and brings an ``offline`` adbd back. Only loopback clients are served.
@@ -21,6 +23,7 @@ import ipaddress
 import logging
 import os
 import secrets
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +43,8 @@ BOOT_SNAPSHOT = "default_boot"
 IDLE_S = 600.0
 """A console client silent this long is disconnected, seconds."""
 MAX_LINE_BYTES = 4096
+SNAPSHOT_FILE = "phone.snapshot"
+"""A snapshot's file in its folder, when snapshots live on disk."""
 MAX_SNAPSHOTS = 32
 """Most snapshots a console keeps, ``default_boot`` included (each is a copy of the phone's state)."""
 
@@ -77,7 +82,14 @@ class Console:
     """One phone's console. ``serve`` runs it on a listener until cancelled."""
 
     def __init__(
-        self, adbd: Adbd, *, name: str, token_file: Path = DEFAULT_TOKEN_FILE, on_kill: Callable[[], None]
+        self,
+        adbd: Adbd,
+        *,
+        name: str,
+        token_file: Path = DEFAULT_TOKEN_FILE,
+        on_kill: Callable[[], None],
+        snapshot_dir: Path | None = None,
+        read_only: bool = False,
     ) -> None:
         self.adbd = adbd
         self.name = name
@@ -86,6 +98,13 @@ class Console:
         self.token = read_token(self.token_file)
         self.snapshots: dict[str, bytes] = {BOOT_SNAPSHOT: adbd.phone.snapshot()}
         """Named snapshots, as ``Phone.snapshot()`` blobs."""
+        self.snapshot_dir = snapshot_dir
+        """Where snapshots live on disk, one folder each (an AVD's ``snapshots/``); None: memory only."""
+        self.read_only = read_only
+        """As an emulator started with ``-read-only``: snapshots load, but none is saved or deleted."""
+        if snapshot_dir is not None:
+            for blob in sorted(snapshot_dir.glob(f"*/{SNAPSHOT_FILE}")):
+                self.snapshots[blob.parent.name] = blob.read_bytes()
         self._on_kill = on_kill
 
     async def serve(
@@ -179,10 +198,16 @@ class Console:
             case ["list"]:
                 rows = [f"{tag:<20} {len(blob) // 1024:>6}K" for tag, blob in sorted(self.snapshots.items())]
                 return ["List of snapshots present on all disks:", "TAG                    SIZE", *rows, "OK"]
+            case ["save" | "delete", _] if self.read_only:
+                return ["KO: this emulator is read-only (-read-only): snapshots cannot be changed"]
             case ["save", name] if name not in self.snapshots and len(self.snapshots) >= MAX_SNAPSHOTS:
                 return [f"KO: too many snapshots (at most {MAX_SNAPSHOTS}); delete one first"]
             case ["save", name]:
-                self.snapshots[name] = await self.adbd.call(phone.snapshot)
+                blob = await self.adbd.call(phone.snapshot)
+                if self.snapshot_dir is not None:
+                    folder = self.snapshot_dir / name
+                    await anyio.to_thread.run_sync(lambda: _write(folder / SNAPSHOT_FILE, blob))
+                self.snapshots[name] = blob
                 return ["OK"]
             case ["load", name] if name in self.snapshots:
                 blob = self.snapshots[name]
@@ -192,9 +217,19 @@ class Console:
                 return ["OK"]
             case ["delete", name] if name in self.snapshots:
                 del self.snapshots[name]
+                if self.snapshot_dir is not None:
+                    shutil.rmtree(self.snapshot_dir / name, ignore_errors=True)
                 return ["OK"]
             case ["load" | "delete", name]:
                 return [f"KO: snapshot '{name}' does not exist"]
         return [
             "KO: bad sub-command, try 'help avd snapshot' (list, save <name>, load <name>, delete <name>)"
         ]
+
+
+def _write(path: Path, blob: bytes) -> None:
+    """``blob`` into ``path`` whole or not at all (an emulator killed mid-save leaves no half snapshot)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(blob)
+    partial.replace(path)

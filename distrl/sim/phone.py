@@ -131,6 +131,9 @@ class Phone:
             chosen.insert(0, Launcher())
         self.apps: dict[str, App] = {app.package: app for app in chosen}
         self.white = False
+        self.booted = True
+        """False while the phone boots: ``sys.boot_completed`` is empty and the package manager does
+        not answer (``serve_phones(boot_s=...)``, as an emulator that has just started)."""
         self._version = 0
         self._rendered: tuple[int, Image.Image] | None = None
         self.data: Json = self._boot_data()
@@ -155,7 +158,7 @@ class Phone:
             "ro.build.version.release": "13",
             "ro.serialno": f"SIM{self.config.seed:08d}",
             "ro.kernel.qemu": "1",
-            "sys.boot_completed": "1",
+            "sys.boot_completed": "1" if self.booted else "",
             "ro.sf.lcd_density": str(round(self.scale * 160)),
         }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from anyio.abc import Listener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from distrl.sim.adbd import Adbd
-from distrl.sim.console import DEFAULT_TOKEN_FILE, Console
+from distrl.sim.console import DEFAULT_TOKEN_FILE, SNAPSHOT_FILE, Console
 from distrl.sim.latency import FaultModel, FaultRates, LatencyModel, LatencyProfile
 from distrl.sim.phone import Phone, PhoneConfig
 
@@ -104,12 +105,21 @@ async def serve_phones(
     faults: FaultRates | None = None,
     token_file: Path = DEFAULT_TOKEN_FILE,
     register_with: int | None = None,
+    boot_s: float = 0.0,
+    snapshot_dir: Path | None = None,
+    read_only: bool = False,
+    start_snapshot: str = "",
     task_status: anyio.abc.TaskStatus[list[ServedPhone]] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``count`` phones as emulators until cancelled.
 
     Phone ``k`` gets ``phone_config`` with seed ``seed + k``, and latency and fault models seeded from
     the same. ``latency`` (default: off) is scaled by ``time_scale``; ``faults`` default to none.
+
+    As an emulator that has just started: for ``boot_s`` seconds each phone is listed by adb but still
+    booting (``sys.boot_completed`` empty, no package manager). Snapshots live in ``snapshot_dir`` when
+    given (``read_only``: none is saved); ``start_snapshot``, when it is there, is the state each phone
+    boots into.
     """
     if count < 1:
         raise ValueError(f"serve at least one phone, not {count}")
@@ -133,7 +143,20 @@ async def serve_phones(
                     register=_registrar(register_with, base_port + 2 * k + 1),
                 )
                 pair = (listeners[2 * k], listeners[2 * k + 1])
-                served.append(await tg.start(_serve_one, adbd, pair, base_port + 2 * k, token_file))
+                start = (
+                    snapshot_dir / start_snapshot / SNAPSHOT_FILE if snapshot_dir and start_snapshot else None
+                )
+                if start is not None and start.is_file():
+                    phone_k.restore(start.read_bytes())
+                elif start_snapshot:
+                    logger.info("sim: no snapshot %r to start from: a cold boot", start_snapshot)
+                if boot_s > 0:
+                    phone_k.booted = False
+                    tg.start_soon(_finish_boot, phone_k, boot_s)
+                console = functools.partial(
+                    Console, adbd, token_file=token_file, snapshot_dir=snapshot_dir, read_only=read_only
+                )
+                served.append(await tg.start(_serve_one, adbd, console, pair, base_port + 2 * k))
             try:
                 for item in served:
                     await item.adbd.announce()
@@ -152,18 +175,22 @@ async def serve_phones(
         raise unregistered
 
 
+async def _finish_boot(phone: Phone, boot_s: float) -> None:
+    await anyio.sleep(boot_s)
+    phone.booted = True
+
+
 async def _serve_one(
     adbd: Adbd,
+    make_console: Callable[..., Console],
     listeners: tuple[Listener[SocketStream], Listener[SocketStream]],
     console_port: int,
-    token_file: Path,
     *,
     task_status: anyio.abc.TaskStatus[ServedPhone],
 ) -> None:
     """One phone's adbd and console, until cancelled or killed from its console."""
     async with anyio.create_task_group() as tg:
-        name = f"distrl_sim_{console_port}"
-        console = Console(adbd, name=name, token_file=token_file, on_kill=tg.cancel_scope.cancel)
+        console = make_console(name=f"distrl_sim_{console_port}", on_kill=tg.cancel_scope.cancel)
         await tg.start(adbd.serve, listeners[1])
         await tg.start(console.serve, listeners[0])
         serial = f"emulator-{console_port}"

@@ -524,6 +524,10 @@ def _monkey(phone: Phone, args: list[str]) -> ShellResult:
 
 
 def _pm(phone: Phone, args: list[str]) -> ShellResult:
+    if not phone.booted:
+        return _out("Error: Could not access the Package Manager.  Is the system running?\n", 1)
+    if args == ["path", "android"]:  # the framework: how boot checks ask whether the system is up
+        return _out("package:/system/framework/framework-res.apk\n")
     if args[:1] == ["clear"] and len(args) == 2:
         try:
             phone.clear_data(args[1])

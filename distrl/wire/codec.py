@@ -495,6 +495,7 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
                 "host": _str(message.host, f"{where}.host"),
                 "devices": [_str(device, f"{where}.devices[{i}]") for i, device in enumerate(devices)],
                 "compute": _scalars(message.compute, f"{where}.compute"),
+                "device_settings": _str(message.device_settings, f"{where}.device_settings"),
             }
         case Heartbeat():
             return {
@@ -561,6 +562,7 @@ def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox)
                 host=obj.string("host"),
                 devices=tuple(_str(device, f"{obj.at('devices')}[{i}]") for i, device in enumerate(devices)),
                 compute=_wire_scalars(obj.take("compute"), obj.at("compute")),
+                device_settings=obj.string("device_settings"),
                 id=message_id,
             )
         except WireError:

@@ -30,6 +30,9 @@ class Hello:
     """Serials or sim names of the devices a worker drives; empty for the learner."""
     compute: Mapping[str, ParamValue]
     """What the sender can run, e.g. ``{"gpu": "H100", "gpu_memory_bytes": 85899345920}``."""
+    device_settings: str = ""
+    """The learner's: the host's ``[hosts.devices]`` table as JSON (``config.devices_json``), so that the
+    worker launches and checks its devices before ``Setup``; empty from a worker."""
     id: int = 0
 
     def __post_init__(self) -> None:

@@ -1,0 +1,357 @@
+"""Emulators distrl launches: the launcher against a fake ``emulator`` that takes the real command line
+and serves a simulated phone, every step seen through the real adb server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import AdbServer
+from fake_emulator import install, make_avd
+
+from distrl.cli import main
+from distrl.config import Devices, Timeouts, parse_inventory
+from distrl.device.emulator import Launcher, preflight
+from distrl.errors import DeviceOffline, EmulatorError
+from distrl.fleet import probe_fleet
+from distrl.records import Task
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+AVD = "Pixel_Test"
+TIMEOUTS = Timeouts(device_boot_s=60, device_reset_s=20, device_observe_s=20, device_act_s=20)
+TASK = Task(id="t", suite="file", goal="look at the home screen", max_steps=1, evaluator="adb")
+
+
+@dataclass
+class Sdk:
+    """A fake SDK and AVD home, with what the fake emulator logs of each call."""
+
+    root: Path
+    avd_home: Path
+    home: Path
+    log: Path
+    env: dict[str, str]
+
+    def calls(self) -> list[list[str]]:
+        """The argument lists of every launch (not ``-list-avds`` or ``-accel-check``)."""
+        if not self.log.exists():
+            return []
+        lines = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [line["argv"] for line in lines if "-avd" in line["argv"]]
+
+    def pids(self) -> list[int]:
+        lines = [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
+        return [line["pid"] for line in lines if "-avd" in line["argv"]]
+
+
+@pytest.fixture
+def sdk(tmp_path: Path, adb_server: AdbServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sdk]:
+    root, avd_home, home = tmp_path / "sdk", tmp_path / "avd", tmp_path / "home"
+    install(root)
+    make_avd(avd_home, AVD)
+    home.mkdir()
+    (home / ".emulator_console_auth_token").write_text("fake-emulator-token\n")
+    env = {
+        "ANDROID_SDK_ROOT": str(root),
+        "ANDROID_AVD_HOME": str(avd_home),
+        "HOME": str(home),
+        "DISTRL_FAKE_KVM": "present",
+        "DISTRL_FAKE_EMULATOR_LOG": str(tmp_path / "emulator.jsonl"),
+        "DISTRL_FAKE_BOOT_S": "1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("ANDROID_HOME", raising=False)
+    made = Sdk(root, avd_home, home, tmp_path / "emulator.jsonl", env)
+    yield made
+    alive = [pid for pid in made.pids() if _alive(pid)]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"emulators left running: {alive}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead; its parent has not reaped it yet
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+def _free_ports(count: int) -> int:
+    """A console port in 5600-5680 whose ``2 * count`` ports from it are free."""
+    for first in range(5600, 5682 - 2 * count, 2 * count):
+        try:
+            for port in range(first, first + 2 * count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    pytest.fail("no free emulator ports in 5600-5680")
+
+
+def _devices(count: int = 1, **settings: object) -> Devices:
+    return Devices(avd=AVD, count=count, first_port=_free_ports(count), **settings)  # type: ignore[arg-type]
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Until ``condition()`` holds: what the test watches (adb's list, a process) sends no event."""
+    with anyio.fail_after(timeout_s):
+        while not condition():  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
+# -- what is known before launching ----------------------------------------------------------------------
+
+
+async def test_preflight_names_what_is_missing(sdk: Sdk) -> None:
+    devices = Devices(avd=AVD)
+    assert await preflight(devices, sdk.env) == sdk.root / "emulator" / "emulator"
+    no_sdk = {k: v for k, v in sdk.env.items() if k != "ANDROID_SDK_ROOT"}
+    with pytest.raises(EmulatorError, match="no Android SDK: set ANDROID_SDK_ROOT"):
+        await preflight(devices, no_sdk)
+    assert await preflight(replace(devices, sdk_root=str(sdk.root)), no_sdk)  # the inventory's own
+    with pytest.raises(EmulatorError, match="has no emulator"):
+        await preflight(devices, {**sdk.env, "ANDROID_SDK_ROOT": str(sdk.home)})
+    with pytest.raises(EmulatorError, match=rf"no AVD named 'Pixel_9' \(emulator -list-avds: {AVD}\)"):
+        await preflight(Devices(avd="Pixel_9"), sdk.env)
+    no_kvm = {**sdk.env, "DISTRL_FAKE_KVM": "absent"}
+    with pytest.raises(EmulatorError, match=r"no hardware acceleration .*/dev/kvm is not found"):
+        await preflight(devices, no_kvm)
+    assert await preflight(replace(devices, emulator_flags=("-accel", "off")), no_kvm)
+
+
+def _no_kvm_host(tmp_path: Path) -> str:
+    text = f"""
+[[hosts]]
+name = "kvm-box"
+address = "localhost"
+workdir = "{tmp_path}"
+env = {{ DISTRL_FAKE_KVM = "absent" }}
+devices = {{ avd = "{AVD}", count = 2, first_port = {_free_ports(2)} }}
+"""
+    (tmp_path / "hosts.toml").write_text(text)
+    return text
+
+
+async def test_probe_names_the_host_whose_emulators_cannot_start(sdk: Sdk, tmp_path: Path) -> None:
+    (report,) = await probe_fleet(parse_inventory(_no_kvm_host(tmp_path)))
+    assert report.error.startswith("host 'kvm-box': no hardware acceleration"), report.error
+    assert "/dev/kvm is not found" in report.error
+    assert sdk.calls() == []  # nothing was launched
+
+
+def test_check_names_the_local_host_whose_emulators_cannot_start(
+    sdk: Sdk, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_kvm_host(tmp_path)
+    assert main(["check", str(tmp_path / "hosts.toml")]) == 2
+    assert "host 'kvm-box': no hardware acceleration" in capsys.readouterr().err
+    assert sdk.calls() == []  # nothing was launched
+
+
+# -- launching, booting, snapshots ---------------------------------------------------------------------
+
+
+async def test_an_emulator_counts_as_booted_once_its_system_is_up(
+    sdk: Sdk, adb_server: AdbServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISTRL_FAKE_BOOT_S", "3")
+    devices = _devices(snapshot="clean")
+    (serial,) = devices.launched
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    async with anyio.create_task_group() as tg:
+        await tg.start(launcher.run)
+        instance = launcher.instances[serial]
+        await _until(lambda: adb_server.devices().get(serial) == "device")
+        listed = time.monotonic()
+        booting = adb_server.run("-s", serial, "shell", "getprop", "sys.boot_completed").stdout.strip()
+        await instance.up.wait()
+        booted = time.monotonic() - listed
+        assert adb_server.run("-s", serial, "shell", "getprop", "sys.boot_completed").stdout.strip() == b"1"
+        tg.cancel_scope.cancel()
+    assert booting == b""  # listed by adb, and still booting then
+    assert booted > 1.0
+    writable, shared = sdk.calls()
+    # the AVD had no snapshot "clean": one writable cold boot saved it, then the read-only instance
+    assert writable[:4] == ["-avd", AVD, "-port", str(devices.first_port)]
+    assert "-no-snapshot-load" in writable
+    assert "-read-only" not in writable
+    assert shared[4:9] == ["-read-only", "-no-snapshot-save", "-snapshot", "clean", "-no-window"]
+    assert (sdk.avd_home / f"{AVD}.avd" / "snapshots" / "clean" / "phone.snapshot").is_file()
+    assert not any(_alive(pid) for pid in sdk.pids())  # stopped with the launcher
+    assert (
+        (sdk.home / "distrl-emulators" / f"{serial}.log").read_text().startswith("INFO    | Android emulator")
+    )
+
+
+async def test_resets_load_the_saved_snapshot_and_a_second_launch_saves_none(sdk: Sdk) -> None:
+    devices = _devices(count=2, snapshot="clean", memory_mb=2048, cores=2)
+    for run in range(2):
+        launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+        async with anyio.create_task_group() as tg:
+            await tg.start(launcher.run)
+            for serial in devices.launched:
+                device = launcher.emulators[serial]
+                observation = await device.reset(TASK)
+                assert observation.image_format == "png"
+                await device.shell("settings put global distrl_mark 7")
+                assert (await device.shell("settings get global distrl_mark")).output.strip() == "7"
+                await device.reset(TASK)
+                assert (await device.shell("settings get global distrl_mark")).output.strip() == "null"
+            tg.cancel_scope.cancel()
+        writable = [call for call in sdk.calls() if "-read-only" not in call]
+        assert len(writable) == 1, f"run {run}: {writable}"  # the snapshot is saved once, ever
+    for call in sdk.calls():
+        assert call[call.index("-memory") + 1] == "2048"
+        assert call[call.index("-cores") + 1] == "2"
+    assert len(sdk.calls()) == 1 + 2 * 2
+
+
+async def test_a_killed_emulator_is_relaunched_and_plays_again(sdk: Sdk, adb_server: AdbServer) -> None:
+    devices = _devices()
+    (serial,) = devices.launched
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    async with anyio.create_task_group() as tg:
+        await tg.start(launcher.run)
+        device, instance = launcher.emulators[serial], launcher.instances[serial]
+        await device.reset(TASK)
+        assert instance.process is not None
+        first = instance.process.pid
+        os.kill(first, signal.SIGKILL)
+        await _until(lambda: instance.launches == 3)  # the snapshot's boot, the first, the relaunch
+        observation = await device.reset(TASK)  # waits for the new one to boot
+        assert observation.width == 1080
+        assert instance.process.pid != first
+        assert adb_server.devices().get(serial) == "device"
+        tg.cancel_scope.cancel()
+
+
+async def test_an_emulator_that_cannot_boot_is_given_up_after_its_budget(
+    sdk: Sdk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (sdk.avd_home / f"{AVD}.avd" / "snapshots" / "default_boot").mkdir(parents=True)  # no snapshot boot
+    monkeypatch.setenv("DISTRL_FAKE_EMULATOR_CRASH", "1")
+    devices = _devices(max_relaunches=1)
+    (serial,) = devices.launched
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    async with anyio.create_task_group() as tg:
+        await tg.start(launcher.run)
+        started = time.monotonic()
+        with pytest.raises(DeviceOffline) as caught:
+            await launcher.emulators[serial].reset(TASK)
+        tg.cancel_scope.cancel()
+    assert "given up after 2 failed launches in a row" in str(caught.value)
+    assert "the system image is corrupt" in str(caught.value)  # the emulator's own last words
+    assert time.monotonic() - started < 20  # one backoff of 1 s, not device_boot_s
+    assert len(sdk.calls()) == 2
+
+
+def test_no_emulator_outlives_a_killed_worker(sdk: Sdk, tmp_path: Path) -> None:
+    """A worker killed with SIGKILL cannot stop its emulators; the kernel does (PR_SET_PDEATHSIG)."""
+    devices = _devices(count=2)
+    script = textwrap.dedent(f"""
+        import anyio, os, pathlib, sys
+        from distrl.config import Devices, Timeouts
+        from distrl.device.emulator import Launcher
+
+        async def main():
+            devices = Devices(avd={AVD!r}, count=2, first_port={devices.first_port})
+            timeouts = Timeouts(device_boot_s=60)
+            launcher = Launcher(devices, timeouts, env=os.environ, workdir=pathlib.Path({str(tmp_path)!r}))
+            async with anyio.create_task_group() as tg:
+                await tg.start(launcher.run)
+                for instance in launcher.instances.values():
+                    await instance.up.wait()
+                print("up", flush=True)
+                await anyio.sleep_forever()
+
+        anyio.run(main)
+    """)
+    worker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=os.environ)
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline() == b"up\n"
+        running = [pid for pid in sdk.pids() if _alive(pid)]
+        assert len(running) == 2
+        worker.kill()
+        worker.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in running) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in running)
+    finally:
+        worker.kill()
+        worker.wait(timeout=10)
+
+
+# -- the whole path ------------------------------------------------------------------------------------
+
+
+def test_run_boots_the_avds_emulators_trains_and_leaves_none_behind(
+    sdk: Sdk, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first = _free_ports(2)
+    tasks = tmp_path / "tasks.jsonl"
+    check = {"command": "settings get global airplane_mode_on", "equals": "1"}
+    tasks.write_text(
+        json.dumps(
+            {
+                "goal": "Turn on airplane mode",
+                "setup": ["settings put global airplane_mode_on 1"],
+                "check": check,
+                "max_steps": 2,
+            }
+        )
+        + "\n"
+        + json.dumps({"goal": "Turn off airplane mode", "check": {**check, "equals": "0"}, "max_steps": 2})
+        + "\n"
+    )
+    env = ", ".join(f'{name} = "{value}"' for name, value in sdk.env.items())
+    (tmp_path / "hosts.toml").write_text(f"""
+[run]
+name = "avd"
+output_dir = "{tmp_path / "runs"}"
+max_trajectories = 6
+
+[tasks]
+files = ["tasks.jsonl"]
+
+[learner]
+batch_size = 2
+min_new_trajectories = 2
+micro_batch = 8
+
+[policy]
+max_new_tokens = 24
+
+[[hosts]]
+name = "kvm-box"
+address = "localhost"
+workdir = "{tmp_path}"
+env = {{ {env} }}
+devices = {{ avd = "{AVD}", count = 2, first_port = {first} }}
+""")
+    assert main(["run", str(tmp_path / "hosts.toml")]) == 0
+    out, err = capfd.readouterr()
+    assert "6 episodes (" in out, out + err
+    assert any((tmp_path / "runs" / "avd").rglob("*.safetensors"))  # trained and checkpointed
+    launched = sdk.calls()
+    ports = [call[call.index("-port") + 1] for call in launched]
+    assert ports[0] == str(first)  # the snapshot's boot
+    assert sorted(ports[1:]) == [str(first), str(first + 2)]
+    assert not any(_alive(pid) for pid in sdk.pids())
