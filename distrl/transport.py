@@ -107,12 +107,12 @@ def remote_command(host: Host, timeouts: Timeouts) -> str:
     assignments = [shlex.quote(f"{key}={value}") for key, value in host.env.items()]
     choose = ""
     if not host.python:  # the deployed interpreter where there is one, else python3
-        choose = f'p={_remote_path(DEPLOYED_PYTHON)}; [ -x "$p" ] || p=python3; '
-    interpreter = '"$p"' if choose else _remote_path(python)
+        choose = f'p={remote_path(DEPLOYED_PYTHON)}; [ -x "$p" ] || p=python3; '
+    interpreter = '"$p"' if choose else remote_path(python)
     run = " ".join([*(["env", *assignments] if assignments else []), interpreter, shlex.join(args)])
     if host.workdir:
         problem = shlex.quote(f"distrl: the workdir {host.workdir} is not a folder on this host")
-        enter = f"cd -- {_remote_path(host.workdir)} 2>/dev/null || {{ echo {problem} >&2; exit 3; }}"
+        enter = f"cd -- {remote_path(host.workdir)} 2>/dev/null || {{ echo {problem} >&2; exit 3; }}"
         run = f"{{ {enter}; }} && {run}"
     return (
         f"echo distrl-session $$; {choose}{run}; "
@@ -120,7 +120,7 @@ def remote_command(host: Host, timeouts: Timeouts) -> str:
     )
 
 
-def _remote_path(path: str) -> str:
+def remote_path(path: str) -> str:
     """``path`` quoted for the remote shell; a leading ``~/`` is the remote home."""
     if path == "~":
         return '"$HOME"'
@@ -582,7 +582,7 @@ async def _stop_remote(
     status = process.exit_status
     if status and not signalled:
         hints = {
-            127: " (command not found: is its python installed there? 'python -m distrl deploy' installs one)",
+            127: " (command not found: is its python installed there? 'python -m distrl deploy' makes one)",
             3: " (its workdir is missing)",
         }
         hint = hints.get(status, "")

@@ -99,9 +99,10 @@ def _start_sshd(
     port: int,
     address: str = "127.0.0.1",
     prefix: Sequence[str] = (),
+    extra_config: str = "",
 ) -> subprocess.Popen[bytes] | None:
-    """sshd on ``address:port`` (run as ``prefix + [sshd, ...]``), once it accepts connections from here;
-    None if the port was taken meanwhile."""
+    """sshd on ``address:port`` (run as ``prefix + [sshd, ...]``, ``extra_config`` appended to its config),
+    once it accepts connections from here; None if the port was taken meanwhile."""
     config = folder / "sshd_config"
     config.write_text(
         textwrap.dedent(
@@ -126,6 +127,7 @@ def _start_sshd(
             LogLevel INFO
             """
         )
+        + extra_config
     )
     log = folder / "sshd.log"
     with log.open("ab") as out:
@@ -156,10 +158,12 @@ def serve_sshd(
     address: str = "127.0.0.1",
     port: int | None = None,
     prefix: Sequence[str] = (),
+    extra_config: str = "",
 ) -> Iterator[Sshd]:
     """An sshd of our own with its keys, config and known_hosts in ``folder``, listening on ``address``
-    and ``port`` (None: a free one, three tries), started as ``prefix + [sshd, ...]``; stopped on exit
-    (the listener only: the sessions it serves are children of their own)."""
+    and ``port`` (None: a free one, three tries), started as ``prefix + [sshd, ...]`` with
+    ``extra_config`` added to its config (``SetEnv HOME=...``); stopped on exit (the listener only: the
+    sessions it serves are children of their own)."""
     for name in ("host_key", "client_key", "stranger_key"):
         _keygen(folder / name)
     (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
@@ -168,7 +172,7 @@ def serve_sshd(
         Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
     for _ in range(3 if port is None else 1):
         chosen = free_port() if port is None else port
-        process = _start_sshd(binary, folder, chosen, address, prefix)
+        process = _start_sshd(binary, folder, chosen, address, prefix, extra_config)
         if process is not None:
             break
     else:

@@ -33,7 +33,18 @@ def assert_one_sentence_error(result: subprocess.CompletedProcess[str], status: 
 def test_help_lists_the_commands() -> None:
     result = distrl("--help")
     assert result.returncode == 0
-    for command in ("run", "collect", "probe", "check", "init", "view", "export", "judge-eval", "worker"):
+    for command in (
+        "run",
+        "collect",
+        "probe",
+        "deploy",
+        "check",
+        "init",
+        "view",
+        "export",
+        "judge-eval",
+        "worker",
+    ):
         assert f"    {command} " in result.stdout
     assert "python -m distrl init" in result.stdout  # where a new user (a wheel install too) starts
 

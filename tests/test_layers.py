@@ -57,6 +57,7 @@ LAYERS: dict[str, set[str]] = {
         "sim",
         "tasks",
     },
+    "deploy": {"build", "config", "errors", "transport"},
     "tasks": {"records", "errors"},
     "episodes": {"records"},
     "sim": {"records", "actions", "errors", "config", "device"},
@@ -73,7 +74,18 @@ LAYERS: dict[str, set[str]] = {
     "__init__": {"*"},
 }
 STDLIB_ONLY = {"errors", "records", "config", "actions", "build"}
-NO_TORCH = {"errors", "records", "config", "actions", "wire", "transport", "sim", "tasks", "episodes"}
+NO_TORCH = {
+    "errors",
+    "records",
+    "config",
+    "actions",
+    "wire",
+    "transport",
+    "deploy",
+    "sim",
+    "tasks",
+    "episodes",
+}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively
 THIRD_PARTY = {"wire": {"orjson", "anyio"}}

@@ -141,7 +141,8 @@ def _check(args: argparse.Namespace) -> int:
         where = (
             "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
         )
-        _say(f"  {host.name:<16} {where}; python {host.python}; {host.max_episodes} episode(s) at once")
+        python = host.python or "~/.distrl/venv/bin/python (deploy's), else python3"
+        _say(f"  {host.name:<16} {where}; python {python}; {host.max_episodes} episode(s) at once")
         _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
         if host.devices.avd:
             problem = _emulator_problem(host)

@@ -266,8 +266,8 @@ class _Reader:
         if problem:
             raise self.fail(f"{path}.address", f"{own['address']!r} {problem}")
         merged["transport"] = transport
-        if not merged.get("python"):
-            merged["python"] = sys.executable if transport == "local" else "python3"
+        if not merged.get("python") and transport == "local":
+            merged["python"] = sys.executable  # over SSH, empty: the transport picks (the deployed one)
         for key in ("identity_file", "known_hosts_file") + (("workdir",) if transport == "local" else ()):
             merged[key] = self.local_path(merged.get(key, ""))
         if transport == "local" and merged.get("workdir") and not Path(merged["workdir"]).is_dir():

@@ -1,0 +1,316 @@
+"""``python -m distrl deploy`` against OpenSSH's real ``sshd``, on loopback and in a network namespace.
+
+Each sshd here gives its sessions a fresh ``HOME`` (``SetEnv HOME=...``): a new account as far as deploy
+can tell, and the test user's real home is never written. Installing from PyPI in a test would be slow
+and need the network, so every host installs offline from a wheelhouse (``DISTRL_WHEELHOUSE``) made of
+this environment's own packages: distrl's dependencies, torch included, each packed again as a wheel
+from its installed files (``distrl.deploy.repack``). pip then installs them for real, into a virtualenv
+made from this interpreter's base Python. Without sshd these tests skip; the network namespace one
+also needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from netns import free_subnets, joined_namespace, unavailable
+from packaging.requirements import Requirement
+from sshd_server import Sshd, find_sshd, serve_sshd
+
+from distrl.cli import main
+from distrl.config import Host
+from distrl.deploy import build_wheel, deploy_settings, repack
+from distrl.deploy.wheel import wheel_build
+from distrl.errors import DeployError
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE_PYTHON = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+"""The Python this environment's virtualenv was made from: the deployed one is made from it too."""
+DEPLOY_S = 300.0
+"""Limit on one deploy command in these tests, seconds (a first one takes about a minute here)."""
+
+
+def _closure(name: str) -> list[importlib.metadata.Distribution]:
+    """``name``'s installed dependencies, all the way down (extras left out)."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = [name]
+    while todo:
+        key = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if key in found:
+            continue
+        found[key] = importlib.metadata.distribution(key)
+        for text in found[key].requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return [dist for key, dist in found.items() if key != name]
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """distrl's dependencies as wheels, packed from this environment (about 1 GB, 10 s)."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    for dist in _closure("distrl"):
+        repack(dist.metadata["Name"], folder)
+    return folder
+
+
+@dataclass(frozen=True)
+class Account:
+    """An sshd whose sessions see ``home`` as their home folder."""
+
+    sshd: Sshd
+    home: Path
+
+
+@contextlib.contextmanager
+def _account(folder: Path, **serve: object) -> Iterator[Account]:
+    binary = find_sshd()
+    if binary is None:
+        pytest.skip("OpenSSH's sshd is not installed (Debian: apt-get install openssh-server)")
+    home = folder / "home"
+    home.mkdir()
+    (folder / "sshd").mkdir()
+    with serve_sshd(binary, folder / "sshd", extra_config=f"SetEnv HOME={home}\n", **serve) as sshd:  # type: ignore[arg-type]
+        yield Account(sshd, home)
+
+
+def _write_inventory(path: Path, hosts: list[str], output: Path) -> Path:
+    path.write_text(
+        f'[run]\nname = "t"\noutput_dir = "{output}"\nmax_trajectories = 4\n'
+        "[learner]\nbatch_size = 2\nmin_new_trajectories = 2\nmicro_batch = 8\n"
+        "[policy]\nmax_new_tokens = 24\nmax_wait_s = 0.05\n"
+        '[sim]\nwidth = 270\nheight = 600\nlatency = "off"\nnuisances = false\n' + "".join(hosts)
+    )
+    return path
+
+
+def _ssh_host(account: Account, name: str, wheelhouse: Path, base_python: str = BASE_PYTHON) -> str:
+    """A ``[[hosts]]`` entry for ``account`` with ``python`` left empty: the deployed one runs."""
+    sshd = account.sshd
+    return (
+        f'[[hosts]]\nname = "{name}"\naddress = "{sshd.address}"\ntransport = "ssh"\nport = {sshd.port}\n'
+        f'user = "{getpass.getuser()}"\n'
+        f'identity_file = "{sshd.client_key}"\nknown_hosts_file = "{sshd.known_hosts}"\n'
+        "devices = { sim = 2 }\n"
+        f'env = {{ DISTRL_WHEELHOUSE = "{wheelhouse}", DISTRL_BASE_PYTHON = "{base_python}" }}\n'
+    )
+
+
+def _deploy(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str, float]:
+    """``python -m distrl deploy ARGS`` in this process: status, stdout, stderr, seconds."""
+    capsys.readouterr()
+    started = time.monotonic()
+    status = main(["deploy", *args])
+    elapsed = time.monotonic() - started
+    out, err = capsys.readouterr()
+    return status, out, err, elapsed
+
+
+def _files(folder: Path) -> dict[str, float]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime for p in folder.rglob("*") if not p.is_symlink()}
+
+
+@dataclass(frozen=True)
+class Deployed:
+    account: Account
+    inventory: Path
+    out: str
+    err: str
+    elapsed_s: float
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Deployed]:
+    """A first deploy to a fresh home on a loopback sshd (done once for this module's tests)."""
+    folder = tmp_path_factory.mktemp("deployed")
+    with _account(folder) as account:
+        inventory = _write_inventory(
+            folder / "hosts.toml",
+            [_ssh_host(account, "fresh", wheelhouse)],
+            folder / "runs",
+        )
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "distrl", "deploy", str(inventory)],
+            capture_output=True,
+            text=True,
+            timeout=DEPLOY_S,
+            cwd=ROOT,
+        )
+        elapsed = time.monotonic() - started
+        assert result.returncode == 0, result.stdout + result.stderr
+        yield Deployed(account, inventory, result.stdout, result.stderr, elapsed)
+
+
+def test_a_first_deploy_installs_into_a_private_virtualenv(deployed: Deployed) -> None:
+    home = deployed.account.home
+    assert sorted(p.name for p in home.iterdir()) == [".distrl"]  # nothing else in the home folder
+    marker = json.loads((home / ".distrl" / "installed.json").read_text())
+    pushed = home / ".distrl" / "wheels" / marker["sha256"][:16] / marker["wheel"]
+    assert marker["build"] == wheel_build(pushed)
+    assert marker["installer"] == "pip"
+    venv = home / ".distrl" / "venv"
+    config = (venv / "pyvenv.cfg").read_text()
+    assert "include-system-site-packages = false" in config  # nothing of the base Python's packages
+    shown = subprocess.run(
+        [str(venv / "bin" / "python"), "-I", "-c", "import distrl, torch; print(distrl.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert shown.stdout.startswith(str(venv))  # its own copy, not this checkout
+    for stage in ("connect", "wheel", "venv", "install", "done"):
+        assert f"[fresh] {stage}: " in deployed.err
+    assert re.search(r"fresh +ok +installed distrl ", deployed.out)
+    assert "1 host ready" in deployed.out
+
+
+def test_probe_and_a_short_run_use_the_deployed_python(deployed: Deployed, tmp_path: Path) -> None:
+    venv = deployed.account.home / ".distrl" / "venv"
+    probe = subprocess.run(
+        [sys.executable, "-m", "distrl", "probe", str(deployed.inventory), "--heartbeats", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert re.search(r"fresh +ok +2 devices", probe.stdout)
+    # the worker's interpreter was the virtualenv's: its bytecode cache is there now
+    assert list(venv.rglob("distrl/__pycache__/worker*.pyc"))
+    run = subprocess.run(
+        [sys.executable, "-m", "distrl", "run", str(deployed.inventory), "--new"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    episodes = re.search(r"^(\d+) episodes", run.stderr + run.stdout, re.MULTILINE)
+    assert episodes is not None, run.stdout + run.stderr[-3000:]
+    assert int(episodes[1]) >= 4
+    assert sorted(p.name for p in deployed.account.home.iterdir()) == [".distrl"]
+
+
+def test_a_second_deploy_is_one_round_trip(deployed: Deployed, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _files(deployed.account.home)
+    status, out, err, elapsed = _deploy(capsys, str(deployed.inventory))
+    assert status == 0, out + err
+    assert re.search(r"fresh +skipped +up to date \(distrl ", out)
+    assert "[fresh] wheel" not in err
+    assert _files(deployed.account.home) == before  # nothing written
+    assert elapsed < deployed.elapsed_s / 3
+
+
+def test_a_broken_python_fails_alone_and_says_why(
+    deployed: Deployed, tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crashing = tmp_path / "python3"
+    crashing.write_text("#!/bin/sh\necho 'Fatal Python error: init_fs_encoding' >&2\nexit 1\n")
+    crashing.chmod(0o755)
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\necho distrl-python 3.9.2 3 9\n")
+    old.chmod(0o755)
+    with _account(tmp_path / "other") as other:
+        inventory = _write_inventory(
+            tmp_path / "hosts.toml",
+            [
+                _ssh_host(deployed.account, "good", wheelhouse),
+                _ssh_host(other, "crashing", wheelhouse, base_python=str(crashing)),
+                _ssh_host(other, "missing", wheelhouse, base_python="/nonexistent/python3"),
+                _ssh_host(other, "old", wheelhouse, base_python=str(old)),
+            ],
+            tmp_path / "runs",
+        )
+        status, out, err, _ = _deploy(capsys, str(inventory), "--force")
+        assert sorted(p.name for p in other.home.iterdir()) == []  # a failing host got nothing
+    assert status == 1
+    assert re.search(r"good +ok +installed distrl ", out), out + err
+    assert re.search(
+        rf"crashing +FAILED +host 'crashing': venv: {re.escape(str(crashing))} does not run \(exit 1\)", out
+    )
+    assert "| Fatal Python error: init_fs_encoding" in out  # the remote stderr's last lines
+    assert "host 'missing': venv: no /nonexistent/python3 on this host; install Python 3.11 or newer" in out
+    assert f"host 'old': venv: {old} is Python 3.9.2; distrl needs 3.11 or newer" in out
+    assert err.strip().splitlines()[-1] == "distrl: error: 3 of 4 host(s) failed: crashing, missing, old"
+
+
+def test_a_host_in_a_network_namespace(
+    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    pid = os.getpid()
+    (subnet,) = free_subnets(1)
+    with (
+        joined_namespace(f"distrl-d-{pid}", f"drd{pid}", f"drm{pid}", subnet) as namespace,
+        _account(
+            tmp_path, address=namespace.address, port=22, prefix=["ip", "netns", "exec", namespace.name]
+        ) as account,
+    ):
+        inventory = _write_inventory(
+            tmp_path / "hosts.toml", [_ssh_host(account, "ns", wheelhouse)], tmp_path
+        )
+        status, out, err, _ = _deploy(capsys, str(inventory))
+        assert status == 0, out + err
+        assert re.search(r"ns +ok +installed distrl ", out)
+        capsys.readouterr()
+        assert main(["probe", str(inventory), "--heartbeats", "1"]) == 0
+        assert re.search(r"ns +ok +2 devices", capsys.readouterr().out)
+
+
+# -- without sshd ---------------------------------------------------------------------------------------
+
+
+def test_the_wheel_is_the_same_bytes_for_the_same_code(tmp_path: Path) -> None:
+    first = build_wheel(tmp_path / "a")
+    second = build_wheel(tmp_path / "b")
+    assert first.sha256 == second.sha256
+    assert first.path.name == f"distrl-{first.version}-py3-none-any.whl"
+
+
+def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> None:
+    host = Host(
+        name="h",
+        address="example.org",
+        env={"DISTRL_TORCH_INDEX": "https://download.pytorch.org/whl/cpu", "DISTRL_TEST_X": "1", "PATH": "x"},
+    )
+    settings = deploy_settings(host, "hosts[0]")
+    assert settings.torch_requirement == "torch"
+    assert settings.base_python == "python3"
+    with pytest.raises(
+        DeployError,
+        match=r"hosts\[3\]\.env\.DISTRL_TORHC: not a deploy setting \(did you mean DISTRL_TORCH\?\)",
+    ):
+        deploy_settings(Host(name="h", address="x", env={"DISTRL_TORHC": "torch==2.5.1"}), "hosts[3]")
+    with pytest.raises(DeployError, match="installs from that folder alone"):
+        deploy_settings(
+            Host(name="h", address="x", env={"DISTRL_WHEELHOUSE": "~/w", "DISTRL_INDEX_URL": "u"}), "h"
+        )
+    with pytest.raises(DeployError, match="use 1 or 0"):
+        deploy_settings(Host(name="h", address="x", env={"DISTRL_VENV_SYSTEM_SITE": "yes"}), "h")
+
+
+def test_unknown_hosts_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
+    status, _, err, _ = _deploy(capsys, str(inventory), "--hosts", "a,b")
+    assert status == 2
+    assert "--hosts: no host b in" in err
+    status, out, _, _ = _deploy(capsys, str(inventory))
+    assert status == 0
+    assert re.search(r"a +skipped +local: runs this machine's distrl", out)
