@@ -17,6 +17,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -109,14 +110,32 @@ def _ssh_host(account: Account, name: str, wheelhouse: Path, base_python: str = 
     )
 
 
-def _deploy(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str, float]:
-    """``python -m distrl deploy ARGS`` in this process: status, stdout, stderr, seconds."""
-    capsys.readouterr()
+@pytest.fixture(scope="session")
+def code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this project (pyproject, README, the package) that the tests run as the learner and
+    deploy: the handshake compares builds, and this checkout may change while the tests run."""
+    folder = tmp_path_factory.mktemp("code")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, folder / name)
+    shutil.copytree(ROOT / "distrl", folder / "distrl", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@dataclass(frozen=True)
+class Result:
+    status: int
+    out: str
+    err: str
+    elapsed_s: float
+
+
+def _distrl(code: Path, *args: str, timeout: float = DEPLOY_S) -> Result:
+    """``python -m distrl ARGS`` run from ``code`` (``-m`` imports the package there)."""
     started = time.monotonic()
-    status = main(["deploy", *args])
-    elapsed = time.monotonic() - started
-    out, err = capsys.readouterr()
-    return status, out, err, elapsed
+    result = subprocess.run(
+        [sys.executable, "-m", "distrl", *args], capture_output=True, text=True, timeout=timeout, cwd=code
+    )
+    return Result(result.returncode, result.stdout, result.stderr, time.monotonic() - started)
 
 
 def _files(folder: Path) -> dict[str, float]:
@@ -127,35 +146,23 @@ def _files(folder: Path) -> dict[str, float]:
 class Deployed:
     account: Account
     inventory: Path
-    out: str
-    err: str
-    elapsed_s: float
+    first: Result
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Deployed]:
+def deployed(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, code: Path) -> Iterator[Deployed]:
     """A first deploy to a fresh home on a loopback sshd (done once for this module's tests)."""
     folder = tmp_path_factory.mktemp("deployed")
     with _account(folder) as account:
         inventory = _write_inventory(
-            folder / "hosts.toml",
-            [_ssh_host(account, "fresh", wheelhouse)],
-            folder / "runs",
+            folder / "hosts.toml", [_ssh_host(account, "fresh", wheelhouse)], folder / "runs"
         )
-        started = time.monotonic()
-        result = subprocess.run(
-            [sys.executable, "-m", "distrl", "deploy", str(inventory)],
-            capture_output=True,
-            text=True,
-            timeout=DEPLOY_S,
-            cwd=ROOT,
-        )
-        elapsed = time.monotonic() - started
-        assert result.returncode == 0, result.stdout + result.stderr
-        yield Deployed(account, inventory, result.stdout, result.stderr, elapsed)
+        first = _distrl(code, "deploy", str(inventory))
+        assert first.status == 0, first.out + first.err
+        yield Deployed(account, inventory, first)
 
 
-def test_a_first_deploy_installs_into_a_private_virtualenv(deployed: Deployed) -> None:
+def test_a_first_deploy_installs_into_a_private_virtualenv(deployed: Deployed, code: Path) -> None:
     home = deployed.account.home
     assert sorted(p.name for p in home.iterdir()) == [".distrl"]  # nothing else in the home folder
     marker = json.loads((home / ".distrl" / "installed.json").read_text())
@@ -174,49 +181,40 @@ def test_a_first_deploy_installs_into_a_private_virtualenv(deployed: Deployed) -
     )
     assert shown.stdout.startswith(str(venv))  # its own copy, not this checkout
     for stage in ("connect", "wheel", "venv", "install", "done"):
-        assert f"[fresh] {stage}: " in deployed.err
-    assert re.search(r"fresh +ok +installed distrl ", deployed.out)
-    assert "1 host ready" in deployed.out
+        assert f"[fresh] {stage}: " in deployed.first.err
+    assert re.search(r"fresh +ok +installed distrl ", deployed.first.out)
+    assert "1 host ready" in deployed.first.out
 
 
-def test_probe_and_a_short_run_use_the_deployed_python(deployed: Deployed, tmp_path: Path) -> None:
+def test_probe_and_a_short_run_use_the_deployed_python(
+    deployed: Deployed, code: Path, tmp_path: Path
+) -> None:
     venv = deployed.account.home / ".distrl" / "venv"
-    probe = subprocess.run(
-        [sys.executable, "-m", "distrl", "probe", str(deployed.inventory), "--heartbeats", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert probe.returncode == 0, probe.stdout + probe.stderr
-    assert re.search(r"fresh +ok +2 devices", probe.stdout)
+    probe = _distrl(code, "probe", str(deployed.inventory), "--heartbeats", "2", timeout=120)
+    assert probe.status == 0, probe.out + probe.err
+    assert re.search(r"fresh +ok +2 devices", probe.out)
     # the worker's interpreter was the virtualenv's: its bytecode cache is there now
     assert list(venv.rglob("distrl/__pycache__/worker*.pyc"))
-    run = subprocess.run(
-        [sys.executable, "-m", "distrl", "run", str(deployed.inventory), "--new"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    episodes = re.search(r"^(\d+) episodes", run.stderr + run.stdout, re.MULTILINE)
-    assert episodes is not None, run.stdout + run.stderr[-3000:]
+    run = _distrl(code, "run", str(deployed.inventory), "--new", timeout=300)
+    assert run.status == 0, run.out + run.err[-3000:]
+    episodes = re.search(r"^(\d+) episodes", run.out, re.MULTILINE)
+    assert episodes is not None, run.out + run.err[-3000:]
     assert int(episodes[1]) >= 4
     assert sorted(p.name for p in deployed.account.home.iterdir()) == [".distrl"]
 
 
-def test_a_second_deploy_is_one_round_trip(deployed: Deployed, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_deploy_is_one_round_trip(deployed: Deployed, code: Path) -> None:
     before = _files(deployed.account.home)
-    status, out, err, elapsed = _deploy(capsys, str(deployed.inventory))
-    assert status == 0, out + err
-    assert re.search(r"fresh +skipped +up to date \(distrl ", out)
-    assert "[fresh] wheel" not in err
+    second = _distrl(code, "deploy", str(deployed.inventory))
+    assert second.status == 0, second.out + second.err
+    assert re.search(r"fresh +skipped +up to date \(distrl ", second.out)
+    assert "[fresh] wheel" not in second.err
     assert _files(deployed.account.home) == before  # nothing written
-    assert elapsed < deployed.elapsed_s / 3
+    assert second.elapsed_s < deployed.first.elapsed_s / 3
 
 
 def test_a_broken_python_fails_alone_and_says_why(
-    deployed: Deployed, tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+    deployed: Deployed, code: Path, tmp_path: Path, wheelhouse: Path
 ) -> None:
     crashing = tmp_path / "python3"
     crashing.write_text("#!/bin/sh\necho 'Fatal Python error: init_fs_encoding' >&2\nexit 1\n")
@@ -224,6 +222,7 @@ def test_a_broken_python_fails_alone_and_says_why(
     old = tmp_path / "python3.9"
     old.write_text("#!/bin/sh\necho distrl-python 3.9.2 3 9\n")
     old.chmod(0o755)
+    (tmp_path / "other").mkdir()
     with _account(tmp_path / "other") as other:
         inventory = _write_inventory(
             tmp_path / "hosts.toml",
@@ -235,42 +234,40 @@ def test_a_broken_python_fails_alone_and_says_why(
             ],
             tmp_path / "runs",
         )
-        status, out, err, _ = _deploy(capsys, str(inventory), "--force")
+        result = _distrl(code, "deploy", str(inventory), "--force")
         assert sorted(p.name for p in other.home.iterdir()) == []  # a failing host got nothing
-    assert status == 1
-    assert re.search(r"good +ok +installed distrl ", out), out + err
-    assert re.search(
-        rf"crashing +FAILED +host 'crashing': venv: {re.escape(str(crashing))} does not run \(exit 1\)", out
-    )
+    out = result.out
+    assert result.status == 1
+    assert re.search(r"good +ok +installed distrl ", out), out + result.err
+    crashed = re.escape(f"host 'crashing': venv: {crashing} does not run (exit 1)")
+    assert re.search(f"crashing +FAILED +{crashed}", out), out
     assert "| Fatal Python error: init_fs_encoding" in out  # the remote stderr's last lines
     assert "host 'missing': venv: no /nonexistent/python3 on this host; install Python 3.11 or newer" in out
     assert f"host 'old': venv: {old} is Python 3.9.2; distrl needs 3.11 or newer" in out
-    assert err.strip().splitlines()[-1] == "distrl: error: 3 of 4 host(s) failed: crashing, missing, old"
+    assert (
+        result.err.strip().splitlines()[-1] == "distrl: error: 3 of 4 host(s) failed: crashing, missing, old"
+    )
 
 
-def test_a_host_in_a_network_namespace(
-    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_host_in_a_network_namespace(tmp_path: Path, wheelhouse: Path, code: Path) -> None:
     reason = unavailable()
     if reason is not None:
         pytest.skip(reason)
     pid = os.getpid()
     (subnet,) = free_subnets(1)
-    with (
-        joined_namespace(f"distrl-d-{pid}", f"drd{pid}", f"drm{pid}", subnet) as namespace,
-        _account(
-            tmp_path, address=namespace.address, port=22, prefix=["ip", "netns", "exec", namespace.name]
-        ) as account,
-    ):
-        inventory = _write_inventory(
-            tmp_path / "hosts.toml", [_ssh_host(account, "ns", wheelhouse)], tmp_path
-        )
-        status, out, err, _ = _deploy(capsys, str(inventory))
-        assert status == 0, out + err
-        assert re.search(r"ns +ok +installed distrl ", out)
-        capsys.readouterr()
-        assert main(["probe", str(inventory), "--heartbeats", "1"]) == 0
-        assert re.search(r"ns +ok +2 devices", capsys.readouterr().out)
+    namespace_cm = joined_namespace(f"distrl-d-{pid}", f"drd{pid}", f"drm{pid}", subnet)
+    with namespace_cm as namespace:
+        prefix = ["ip", "netns", "exec", namespace.name]
+        with _account(tmp_path, address=namespace.address, port=22, prefix=prefix) as account:
+            inventory = _write_inventory(
+                tmp_path / "hosts.toml", [_ssh_host(account, "ns", wheelhouse)], tmp_path
+            )
+            result = _distrl(code, "deploy", str(inventory))
+            assert result.status == 0, result.out + result.err
+            assert re.search(r"ns +ok +installed distrl ", result.out)
+            probe = _distrl(code, "probe", str(inventory), "--heartbeats", "1", timeout=120)
+            assert probe.status == 0, probe.out + probe.err
+            assert re.search(r"ns +ok +2 devices", probe.out)
 
 
 # -- without sshd ---------------------------------------------------------------------------------------
@@ -308,9 +305,7 @@ def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> Non
 def test_unknown_hosts_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     inventory = tmp_path / "hosts.toml"
     inventory.write_text('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
-    status, _, err, _ = _deploy(capsys, str(inventory), "--hosts", "a,b")
-    assert status == 2
-    assert "--hosts: no host b in" in err
-    status, out, _, _ = _deploy(capsys, str(inventory))
-    assert status == 0
-    assert re.search(r"a +skipped +local: runs this machine's distrl", out)
+    assert main(["deploy", str(inventory), "--hosts", "a,b"]) == 2
+    assert "--hosts: no host b in" in capsys.readouterr().err
+    assert main(["deploy", str(inventory)]) == 0
+    assert re.search(r"a +skipped +local: runs this machine's distrl", capsys.readouterr().out)
