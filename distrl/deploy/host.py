@@ -32,7 +32,7 @@ from distrl.config import Host, Timeouts
 from distrl.deploy.settings import DeploySettings
 from distrl.deploy.wheel import Wheel
 from distrl.errors import DeployError, TransportError
-from distrl.transport import connect_ssh, remote_path
+from distrl.transport import DEPLOYED_PYTHON, connect_ssh, remote_path
 
 __all__ = ["Outcome", "Progress", "deploy_host"]
 
@@ -69,6 +69,8 @@ async def deploy_host(
     step fails."""
     started = time.monotonic()
     name = host.name
+    if host.python and host.python != DEPLOYED_PYTHON:
+        progress(name, "connect", f"note: its python is {host.python}, which run uses, not ~/.distrl/venv")
     progress(name, "connect", f"{host.user + '@' if host.user else ''}{host.address} port {host.port}")
     with _stage(host, "connect"):
         async with connect_ssh(host, timeouts) as connection:
