@@ -273,11 +273,18 @@ def test_a_host_in_a_network_namespace(tmp_path: Path, wheelhouse: Path, code: P
 # -- without sshd ---------------------------------------------------------------------------------------
 
 
-def test_the_wheel_is_the_same_bytes_for_the_same_code(tmp_path: Path) -> None:
-    first = build_wheel(tmp_path / "a")
-    second = build_wheel(tmp_path / "b")
+def test_the_wheel_is_the_same_bytes_for_the_same_code(tmp_path: Path, code: Path) -> None:
+    project = Path(shutil.copytree(code, tmp_path / "project"))
+    first = build_wheel(tmp_path / "a", project=project)
+    second = build_wheel(tmp_path / "b", project=project)
     assert first.sha256 == second.sha256
     assert first.path.name == f"distrl-{first.version}-py3-none-any.whl"
+    assert sorted(p.name for p in project.iterdir()) == ["README.md", "distrl", "pyproject.toml"]  # no build/
+    with (project / "distrl" / "records.py").open("a") as edited:
+        edited.write("\n# an edit\n")
+    third = build_wheel(tmp_path / "c", project=project)
+    assert third.sha256 != first.sha256
+    assert third.build != first.build
 
 
 def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> None:

@@ -55,21 +55,24 @@ class Wheel:
         return self.path.stat().st_size
 
 
-def build_wheel(out: Path) -> Wheel:
-    """This machine's distrl as a wheel in the folder ``out``; ``DeployError`` (stage ``wheel``) when it
-    cannot be built."""
+def build_wheel(out: Path, *, project: Path | None = None) -> Wheel:
+    """This machine's distrl as a wheel in the folder ``out`` (or the source tree ``project``'s);
+    ``DeployError`` (stage ``wheel``) when it cannot be built."""
     import distrl
 
     package = Path(distrl.__file__).resolve().parent
-    root = package.parent
+    root = project or package.parent
     if _is_project(root / "pyproject.toml"):
         path = _build_from_source(root, out)
+    elif project is not None:
+        raise _error(f"{project} holds no pyproject.toml of distrl")
     else:
         try:
             path = repack("distrl", out)
         except importlib.metadata.PackageNotFoundError:
             raise _error(f"distrl at {package} is neither a source tree nor an installed wheel") from None
-    return Wheel(path=path, sha256=_sha256(path), version=distrl.__version__, build=wheel_build(path))
+    version = path.name.split("-")[1]
+    return Wheel(path=path, sha256=_sha256(path), version=version, build=wheel_build(path))
 
 
 def wheel_build(path: Path) -> str:
