@@ -44,6 +44,12 @@ PLAN = (
     Program("wire_throughput", limit_s=60),
     Program("weight_diff", limit_s=120),
     Program("sim_throughput", limit_s=150),
+    Program(
+        "emulator_reset",
+        ("--time-scale", "0.25", "--repeats", "3", "--figure", f"{CUT}/emulator_reset.png"),
+        90,
+        "latencies at a quarter of a real emulator's, 3 reboots and relaunches, not 5",
+    ),
     Program("inference_throughput", ("--model", "tiny-bc", "--quick"), 240, "batch sizes 1 and 4 only"),
     Program("learner_gpu", limit_s=60),
     Program(

@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import anyio
+from adb_rig import free_ports, private_adb_server, stop
 
 from distrl.config import Timeouts
 from distrl.device import AdbDevice
@@ -114,96 +114,32 @@ async def _ops(device: SimDevice | AdbDevice, task: Task, repeats: int) -> dict[
     return out
 
 
-def _free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports."""
-    for base in range(20_000, 60_000, 16):
-        if all(_free(port) for port in range(base, base + count)):
-            return base
-    raise RuntimeError("no free ports")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 @contextlib.contextmanager
 def _adb_and_sim(workdir: Path) -> Iterator[tuple[str, int, str]]:
     """A private real adb server and one phone served by ``python -m distrl sim`` that it lists."""
-    import adbutils
-
-    binary = str(adbutils.adb_path())
-    adb_port = _free_ports(1)
-    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb_port), ADB_LOCAL_TRANSPORT_MAX_PORT="0")
-    os.environ.update(ANDROID_ADB_SERVER_PORT=str(adb_port), ADBUTILS_ADB_PATH=binary)
     token = workdir / "token"
     token.write_text("")
-    adb = subprocess.Popen(
-        [binary, "nodaemon", "server"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    sim = None
-    try:
-        _wait_port(adb_port)
-        base = _free_ports(2)
+    with private_adb_server() as adb:
+        base = free_ports(2)
+        command = [sys.executable, "-m", "distrl", "sim", "--devices", "1", "--base-port", str(base)]
+        command += ["--latency", "off", "--token-file", str(token), "--adb-server-port", str(adb.port)]
         sim = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "distrl",
-                "sim",
-                "--devices",
-                "1",
-                "--base-port",
-                str(base),
-                "--latency",
-                "off",
-                "--token-file",
-                str(token),
-                "--adb-server-port",
-                str(adb_port),
-            ],
-            env=env,
+            command,
+            env=adb.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        serial = f"emulator-{base}"
-        deadline = time.monotonic() + 30
-        while (
-            f"{serial}\tdevice"
-            not in subprocess.run(
-                [binary, "devices"], env=env, capture_output=True, text=True, timeout=10
-            ).stdout
-        ):
-            if time.monotonic() > deadline or sim.poll() is not None:
-                raise RuntimeError("the adb server did not list the simulated phone")
-            time.sleep(0.1)
-        yield serial, adb_port, str(token)
-    finally:
-        for process in (sim, adb):
-            if process is not None:
-                process.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=5)
-                process.kill()
-
-
-def _wait_port(port: int) -> None:
-    deadline = time.monotonic() + 15
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"nothing listens on port {port}")
-        time.sleep(0.05)
+        try:
+            serial = f"emulator-{base}"
+            deadline = time.monotonic() + 30
+            while not adb.lists(serial):
+                if time.monotonic() > deadline or sim.poll() is not None:
+                    raise RuntimeError("the adb server did not list the simulated phone")
+                time.sleep(0.1)
+            yield serial, adb.port, str(token)
+        finally:
+            stop(sim)
 
 
 async def _compare_ops(repeats: int) -> dict[str, dict[str, dict[str, float]]]:

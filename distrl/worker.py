@@ -136,6 +136,7 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
                 "pid": os.getpid(),
                 "build": build_id(),
                 "devices_not_ready": "; ".join(f"{name}: {why}" for name, why in not_working.items()),
+                "devices_working": len(first.devices) - len(not_working),
             },
         )
     )

@@ -14,7 +14,8 @@
   the process becomes the phone (``exec``, as the real launcher execs qemu): ``python -m distrl sim``
   on console port P and adbd P+1, announced to the adb server of ``$ANDROID_ADB_SERVER_PORT``, with its
   snapshots in the AVD's ``snapshots/`` folder (read-only instances save none, as with the real flag),
-  booting for ``$DISTRL_FAKE_BOOT_S`` seconds (default 1). ``-snapshot NAME`` boots into that snapshot
+  booting for ``$DISTRL_FAKE_BOOT_S`` seconds (default 1), with the sim's latencies
+  ``$DISTRL_FAKE_LATENCY`` (``calibrated``: a real emulator's) scaled by ``$DISTRL_FAKE_TIME_SCALE``. ``-snapshot NAME`` boots into that snapshot
   unless ``-no-snapshot-load``.
 - An unknown AVD: the real ``PANIC: Unknown AVD name`` and exit status 1; an unknown flag: the real
   ``unknown option`` error. ``$DISTRL_FAKE_EMULATOR_CRASH=1`` makes every launch exit at once (a broken
@@ -141,6 +142,8 @@ def main(argv: list[str]) -> int:
         "--boot-s",
         os.environ.get("DISTRL_FAKE_BOOT_S", "1"),
     ]
+    if latency := os.environ.get("DISTRL_FAKE_LATENCY"):
+        command += ["--latency", latency, "--time-scale", os.environ.get("DISTRL_FAKE_TIME_SCALE", "1")]
     if "-read-only" in switches:
         command.append("--read-only")
     if "-snapshot" in options and "-no-snapshot-load" not in switches:

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import AdbServer
+from conftest import AdbServer, SimFleet
 from fake_emulator import install, make_avd
 
 from distrl.cli import main
-from distrl.config import Devices, Timeouts, parse_inventory
+from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
+from distrl.device.adb import AdbDevice
 from distrl.device.emulator import Launcher, preflight
+from distrl.device.host import screen_options
 from distrl.errors import DeviceOffline, EmulatorError
 from distrl.fleet import probe_fleet
 from distrl.records import Task
@@ -355,3 +357,91 @@ devices = {{ avd = "{AVD}", count = 2, first_port = {first} }}
     assert ports[0] == str(first)  # the snapshot's boot
     assert sorted(ports[1:]) == [str(first), str(first + 2)]
     assert not any(_alive(pid) for pid in sdk.pids())
+
+
+# -- attached devices: checked at the handshake, screens re-encoded ------------------------------------
+
+
+def _start_emulator(sdk: Sdk, port: int, boot_s: float) -> subprocess.Popen[bytes]:
+    """The fake emulator started by hand, as a user starts one that distrl only attaches to."""
+    binary = sdk.root / "emulator" / "emulator"
+    env = {**os.environ, "DISTRL_FAKE_BOOT_S": str(boot_s)}
+    command = [str(binary), "-avd", AVD, "-port", str(port), "-read-only", "-no-window"]
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def two_attached(sdk: Sdk, adb_server: AdbServer) -> Iterator[int]:
+    """Two emulators distrl did not launch, on console ports P and P+2: the first still booting (for a
+    minute), the second up."""
+    port = _free_ports(2)
+    started = [_start_emulator(sdk, port, 60), _start_emulator(sdk, port + 2, 0)]
+    try:
+        deadline = time.monotonic() + 30
+        while any(adb_server.devices().get(f"emulator-{p}") != "device" for p in (port, port + 2)):
+            assert time.monotonic() < deadline, adb_server.devices()
+            time.sleep(0.05)
+        yield port
+    finally:
+        for process in started:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _attached_inventory(tmp_path: Path, sdk: Sdk, ports: list[int], run: str = "") -> str:
+    text = f"""
+[run]
+output_dir = "{tmp_path / "runs"}"
+{run}
+
+[tasks]
+files = ["tasks.jsonl"]
+
+[[hosts]]
+name = "phones"
+address = "localhost"
+env = {{ HOME = "{sdk.home}" }}
+devices = {{ emulator_ports = {ports} }}
+"""
+    check = {"command": "getprop sys.boot_completed", "equals": "1"}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"goal": "Wait", "check": check, "max_steps": 1}) + "\n")
+    (tmp_path / "hosts.toml").write_text(text)
+    return text
+
+
+async def test_probe_names_the_device_that_is_still_booting(
+    sdk: Sdk, two_attached: int, tmp_path: Path
+) -> None:
+    port = two_attached
+    text = _attached_inventory(tmp_path, sdk, [port, port + 2])
+    (report,) = await probe_fleet(parse_inventory(text, source=str(tmp_path / "hosts.toml")))
+    assert f"emulator-{port}: still booting (sys.boot_completed is not 1)" in report.error
+    assert f"emulator-{port + 2}" not in report.error  # booted, and its screenshot came
+    (report,) = await probe_fleet(parse_inventory(_attached_inventory(tmp_path, sdk, [port + 2])))
+    assert report.ok, report.error
+
+
+def test_a_run_whose_host_has_no_working_device_stops_and_says_why(
+    sdk: Sdk, two_attached: int, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _attached_inventory(tmp_path, sdk, [two_attached], run="max_restarts = 0\nmax_trajectories = 2")
+    assert main(["run", str(tmp_path / "hosts.toml")]) == 1
+    err = capfd.readouterr().err
+    assert f"host 'phones' has no working device: emulator-{two_attached}: still booting" in err, err
+
+
+async def test_screens_of_adb_devices_come_in_the_sims_format_and_size(sim_fleet: SimFleet) -> None:
+    serial = sim_fleet.serials[0]
+    small = SimSettings(width=540, height=1200, image_format="jpeg", jpeg_quality=70)
+    kwargs = {"timeouts": TIMEOUTS, "console_token_file": str(sim_fleet.token_file)}
+    as_captured = await AdbDevice(serial, **kwargs).observe()  # type: ignore[arg-type]
+    observation = await AdbDevice(serial, **kwargs, **screen_options(small)).observe()  # type: ignore[arg-type]
+    assert as_captured.image_format == "png"
+    assert (as_captured.width, as_captured.height) == (1080, 2400)
+    assert observation.image_format == "jpeg"
+    assert observation.screenshot.startswith(b"\xff\xd8")
+    assert (observation.width, observation.height) == (540, 1200)
+    assert len(observation.screenshot) * 2 < len(as_captured.screenshot)
+    same_size = await AdbDevice(serial, **kwargs, **screen_options(SimSettings())).observe()  # type: ignore[arg-type]
+    assert (same_size.width, same_size.height) == (1080, 2400)  # the sim's own size: not scaled
+    assert same_size.image_format == "jpeg"

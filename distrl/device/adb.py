@@ -215,7 +215,7 @@ class AdbDevice:
             except DeviceError as exc:
                 if not self.reboot:
                     raise
-                log.warning("%s: %s; rebooting", self._serial, exc)
+                log.warning("%s; rebooting", exc)
                 async with self._gate.deadline("reset (reboot)", t.device_boot_s):
                     await self._reboot()
             async with self._gate.deadline("reset (setup)", t.device_reset_s):

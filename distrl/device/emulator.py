@@ -169,13 +169,14 @@ class _Instance:
         self.log_file = log_file
         self.process: subprocess.Popen[bytes] | None = None
         self.up = anyio.Event()
-        """Set while booted; replaced when it goes down."""
+        """Set while booted (or given up); replaced by an unset one when it goes down."""
         self.down = anyio.Event()
         """Set when it should be relaunched (a reset failed); replaced at each launch."""
         self.given_up = ""
         """Why it was given up; empty while it is kept running."""
         self.failures = 0
         """Launches in a row that failed; back to 0 after a good reset."""
+        self._log_from = 0
         self.launches = 0
 
     def start(self, command: list[str], env: Mapping[str, str]) -> None:
@@ -185,6 +186,7 @@ class _Instance:
             _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as out:
+            self._log_from = out.tell()  # this launch's output starts here
             self.process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -197,13 +199,20 @@ class _Instance:
         self.launches += 1
         self.down = anyio.Event()
 
+    def go_down(self) -> None:
+        """No longer booted, and to be relaunched: later resets wait for the next boot."""
+        if self.up.is_set() and not self.given_up:
+            self.up = anyio.Event()
+        self.down.set()
+
     def exited(self) -> int | None:
         return None if self.process is None else self.process.poll()
 
     def tail(self) -> str:
-        """The last lines of its output, for errors."""
+        """The last lines of this launch's output, for errors."""
         with contextlib.suppress(OSError):
             with open(self.log_file, "rb") as file:
+                file.seek(self._log_from)
                 lines = deque(file, maxlen=LOG_LINES)
             return " | ".join(line.decode("utf-8", "replace").strip() for line in lines if line.strip())
         return ""
@@ -372,7 +381,7 @@ class Launcher:
                 instance.up.set()
                 log.info("host %s: %s booted (launch %d)", self.host, instance.serial, instance.launches)
                 problem = await self._watch(instance)
-                instance.up = anyio.Event()
+                instance.go_down()
             await instance.stop(self._waits)
             instance.failures += 1
             if instance.failures > self.devices.max_relaunches:
@@ -451,9 +460,10 @@ class LaunchedEmulator:
         reset that fails has the emulator relaunched (and raises: the next reset waits for it)."""
         instance = self._instance
         boot_s = self._launcher.timeouts.device_boot_s
+        up = instance.up
         with anyio.move_on_after(boot_s):
-            await instance.up.wait()
-        if instance.given_up or not instance.up.is_set():
+            await up.wait()
+        if instance.given_up or not up.is_set():
             why = instance.given_up or f"not booted within {boot_s:g} s"
             raise DeviceOffline(
                 f"{self.name}: {why}", host=self._launcher.host, device=self.name, operation="reset"
@@ -462,7 +472,7 @@ class LaunchedEmulator:
             observation = await self._adb.reset(task)
         except DeviceError as exc:
             if exc.operation != "setup":  # the emulator's fault, not the task's
-                instance.down.set()
+                instance.go_down()
             raise
         instance.failures = 0
         return observation

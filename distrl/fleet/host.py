@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from distrl.config import Host, Timeouts
-from distrl.errors import DistrlError
+from distrl.errors import DeviceError, DistrlError
 from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.probe import handshake
 from distrl.fleet.publisher import Publisher
@@ -101,8 +101,10 @@ class HostSupervisor:
         async with open_host(host, self._timeouts) as raw:
             hello = await handshake(raw, self._timeouts)
             missing = hello.compute.get("devices_not_ready")
+            if missing and hello.compute.get("devices_working") == 0:
+                raise DeviceError(f"host {host.name!r} has no working device: {missing}", host=host.name)
             if missing:  # their sessions fail, rest and retire; the others play on
-                log.warning("host %s: device(s) not ready on the host's adb server: %s", host.name, missing)
+                log.warning("host %s: device(s) not working: %s", host.name, missing)
             link = Link(raw, self._on_step)
             error: BaseException | None = None
             async with anyio.create_task_group() as tg:

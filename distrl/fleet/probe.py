@@ -135,7 +135,7 @@ async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> 
         compute=reply.compute,
         startup_s=startup_s,
         rtt_ms=tuple(rtts),
-        error=f"host {host.name!r}: device(s) not ready on the host's adb server: {missing}"
+        error=f"host {host.name!r}: device(s) not working: {missing}"
         if missing
         else "",
     )
