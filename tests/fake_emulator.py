@@ -15,8 +15,8 @@
   on console port P and adbd P+1, announced to the adb server of ``$ANDROID_ADB_SERVER_PORT``, with its
   snapshots in the AVD's ``snapshots/`` folder (read-only instances save none, as with the real flag),
   booting for ``$DISTRL_FAKE_BOOT_S`` seconds (default 1), with the sim's latencies
-  ``$DISTRL_FAKE_LATENCY`` (``calibrated``: a real emulator's) scaled by ``$DISTRL_FAKE_TIME_SCALE``. ``-snapshot NAME`` boots into that snapshot
-  unless ``-no-snapshot-load``.
+  ``$DISTRL_FAKE_LATENCY`` (``calibrated``: a real emulator's) scaled by ``$DISTRL_FAKE_TIME_SCALE``.
+  ``-snapshot NAME`` boots into that snapshot unless ``-no-snapshot-load``.
 - An unknown AVD: the real ``PANIC: Unknown AVD name`` and exit status 1; an unknown flag: the real
   ``unknown option`` error. ``$DISTRL_FAKE_EMULATOR_CRASH=1`` makes every launch exit at once (a broken
   system image).

@@ -130,7 +130,8 @@ def test_launched_emulator_settings_are_checked(devices: str, where: str, proble
 
 
 def test_launched_emulators_are_named_after_their_ports_and_travel_to_the_worker() -> None:
-    text = '[[hosts]]\nname = "h"\naddress = "localhost"\n[hosts.devices]\nsim = 1\navd = "P"\ncount = 2\nfirst_port = 5600\n'
+    devices_table = 'sim = 1\navd = "P"\ncount = 2\nfirst_port = 5600\n'
+    text = f'[[hosts]]\nname = "h"\naddress = "localhost"\n[hosts.devices]\n{devices_table}'
     devices = parse_inventory(text).hosts[0].devices
     assert devices.serials == ("sim-0", "emulator-5600", "emulator-5602")
     assert parse_devices(devices_json(devices)) == devices

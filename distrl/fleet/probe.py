@@ -105,7 +105,8 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
     if theirs != ours:
         raise ProtocolMismatch(
             f"host {host.name!r} runs distrl {theirs}, the learner distrl {ours}: install the same distrl"
-            f" on both (for its python, {host.python or 'the default'})",
+            f" on both (for its python, {host.python or 'the default'}; `python -m distrl deploy` installs"
+            " this one on SSH hosts)",
             ours=ours,
             theirs=theirs,
         )
@@ -135,9 +136,7 @@ async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> 
         compute=reply.compute,
         startup_s=startup_s,
         rtt_ms=tuple(rtts),
-        error=f"host {host.name!r}: device(s) not working: {missing}"
-        if missing
-        else "",
+        error=f"host {host.name!r}: device(s) not working: {missing}" if missing else "",
     )
 
 
