@@ -421,3 +421,29 @@ def test_a_nan_actor_loss_undoes_the_critic_step(
     assert learner.updates == 0
     for name, value in _snapshot(learner.critics).items():  # the critic had stepped: put back
         assert torch.equal(value, critics[name]), name
+
+
+def _all_successful(played: list[Trajectory]) -> list[Trajectory]:
+    out = []
+    for trajectory in played:
+        steps = (*trajectory.steps[:-1], dataclasses.replace(trajectory.steps[-1], reward=1.0))
+        out.append(dataclasses.replace(trajectory, steps=steps, success=True))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "setting"),
+    [("digirl", {"digirl_top": 0.3}), ("a-ride", {"trajectory_filter": "value", "trajectory_top": 0.3})],
+)
+def test_a_curriculum_trains_the_actor_on_its_top_share_of_the_batch_only(
+    played: list[Trajectory], algorithm: str, setting: dict[str, Any]
+) -> None:
+    successes = _all_successful(played)
+    longest = max(len(t.steps) for t in successes)
+    everything = _filled(algorithm, successes).update()
+    top = _filled(algorithm, successes, **setting).update()
+    assert everything is not None
+    assert top is not None
+    assert top.steps == everything.steps  # the same batch; the critics see it all
+    assert 0 < top.trained_steps <= longest  # ⌈0.3 × 3⌉ = one trajectory's steps at most
+    assert everything.trained_steps > top.trained_steps

@@ -17,8 +17,11 @@ from distrl.learner.losses import (
     digirl_keep,
     filtered_bc_keep,
     imitation_loss,
+    top_trajectories,
 )
 from distrl.learner.retrace import actor_advantages
+from distrl.learner.rewards import shaped_rewards
+from distrl.records import Action, ActionType, InvalidAction, Step
 
 
 def _t(*values: float) -> torch.Tensor:
@@ -115,3 +118,48 @@ def test_filtered_bc_imitates_every_step_of_successes_only() -> None:
     loss.backward()  # type: ignore[no-untyped-call]
     assert logprob.grad is not None
     torch.testing.assert_close(logprob.grad, _t(-0.25, -0.25))  # descent raises both
+
+
+def test_the_curricula_keep_the_top_share_of_a_batch_by_their_score() -> None:
+    scores = _t(0.2, -0.5, 0.9, 0.2, 0.4)
+    assert top_trajectories(scores, 0.4).tolist() == [False, False, True, False, True]  # ⌈0.4·5⌉ = 2
+    assert top_trajectories(scores, 0.1).tolist() == [False, False, True, False, False]  # at least one
+    assert top_trajectories(scores, 0.6).tolist() == [True, False, True, False, True]  # the first of equals
+    assert top_trajectories(scores, 1.0).all()
+    # DigiRL's: of the top share, only advantages above 0
+    assert top_trajectories(scores, 1.0, above=0.0).tolist() == [True, False, True, True, True]
+    assert not top_trajectories(_t(-0.1, -0.2), 1.0, above=0.0).any()
+
+
+def _played(*actions: Action | InvalidAction, success: bool) -> tuple[Step, ...]:
+    return tuple(
+        Step(
+            index=i,
+            observation=None,  # type: ignore[arg-type]  # the rewards read actions and rewards only
+            output="",
+            action=action,
+            reward=1.0 if success and i == len(actions) - 1 else 0.0,
+            behaviour_logprob=0.0,
+            policy_version=0,
+        )
+        for i, action in enumerate(actions)
+    )
+
+
+def test_a_rides_reward_takes_the_step_cost_invalid_answers_and_growing_repeats_off() -> None:
+    tap = Action(type=ActionType.DUAL_POINT, touch=(0.5, 0.5), lift=(0.5, 0.5))
+    back = Action(type=ActionType.PRESS_BACK)
+    garbage = InvalidAction(text="??", reason="not an action")
+    done = Action(type=ActionType.STATUS_TASK_COMPLETE)
+    trajectory = _played(tap, tap, garbage, tap, back, tap, done, success=True)
+    plain = shaped_rewards(trajectory, step_cost=0.0, invalid_reward=0.0, repeat_penalty=0.0)
+    assert plain == [0, 0, 0, 0, 0, 0, 1]  # the outcome alone when nothing is shaped
+    shaped = shaped_rewards(trajectory, step_cost=0.05, invalid_reward=1.0, repeat_penalty=0.4)
+    # tap; tap again (1st repeat); garbage (invalid, the last valid action stays tap); tap (2nd repeat in
+    # a row: the invalid answer between does not break it); back; tap (not a repeat of back); done, +1
+    expected = [-0.05, -0.45, -1.05, -0.85, -0.05, -0.05, 0.95]
+    assert shaped == pytest.approx(expected)
+    failed = _played(back, back, back, success=False)
+    assert shaped_rewards(failed, step_cost=0.0, invalid_reward=0.0, repeat_penalty=0.4) == pytest.approx(
+        [0.0, -0.4, -0.8]  # cumulative: 0.4 for the first repeat, 0.8 for the second
+    )

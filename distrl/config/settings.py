@@ -282,6 +282,25 @@ class LearnerSettings:
     it, so only a micro-batch of 1 or 2 fits an 80 GB GPU)."""
     digirl_lambda: float = _num(0.5, ge=0, le=1)
     """λ of DigiRL's doubly robust step advantage (``algorithm = "digirl"`` only)."""
+    digirl_top: float = _num(1.0, gt=0, le=1)
+    """DigiRL's curriculum: the share of each batch's trajectories its actor may learn from, the highest
+    by instruction-level advantage r − V_instr(c) (and only those above 0). Its paper keeps the top p% of
+    the replay data (its code: 10%); 1 keeps every trajectory above 0."""
+    step_cost: float = _num(0.0, ge=0)
+    """A-RIDE's reward r: taken off every step (the paper's code: 0.05), so shorter successes score
+    higher."""
+    repeat_penalty: float = _num(0.0, ge=0)
+    """A-RIDE's reward r: taken off a step that repeats the previous valid action, times how many times
+    in a row it has been repeated (the paper's code: 0.4)."""
+    invalid_reward: float = _num(0.0, ge=0)
+    """A-RIDE's reward r: taken off a step whose answer is not an action (the paper's code: 1). Beside
+    ``invalid_penalty``, the actor loss's own term for such answers."""
+    trajectory_filter: Literal["off", "value", "advantage"] = "off"
+    """A-RIDE's use of the trajectory critic V_traj(s_H, a_H): ``value`` trains the actor on the
+    trajectories it values highest, ``advantage`` on the highest r − V_traj (the paper's released code),
+    ``off`` on all (the critics always train on all)."""
+    trajectory_top: float = _num(0.5, gt=0, le=1)
+    """The share of each batch's trajectories ``trajectory_filter`` keeps (rounded up)."""
 
 
 EXPERT = "expert"

@@ -10,11 +10,15 @@
   instruction-level advantage r − V_instr(c) is positive, and in them the steps whose doubly robust
   step advantage exceeds 1/H.
 - filtered BC: imitation of every step of the successful trajectories.
+- ``top_trajectories``: the curricula's filter over a batch's trajectories, the highest-scoring share
+  (DigiRL's by r − V_instr(c); A-RIDE's, optionally, by V_traj or r − V_traj).
 
 ``Learner.update`` computes log π and H with gradients and calls these; the tests work them out by hand.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -24,6 +28,7 @@ __all__ = [
     "digirl_keep",
     "filtered_bc_keep",
     "imitation_loss",
+    "top_trajectories",
 ]
 
 
@@ -74,3 +79,15 @@ def digirl_keep(
 def filtered_bc_keep(success: bool, steps: int, device: torch.device | None = None) -> torch.Tensor:
     """Filtered BC's filter on one trajectory of ``steps`` steps: all of them if it succeeded, else none."""
     return torch.full((steps,), success, dtype=torch.bool, device=device)
+
+
+def top_trajectories(scores: torch.Tensor, share: float, *, above: float | None = None) -> torch.Tensor:
+    """``(B,)`` booleans: the ⌈share·B⌉ trajectories with the highest ``scores`` (the first of equals),
+    and of those only the ones scoring more than ``above`` when it is given."""
+    count = min(len(scores), max(1, math.ceil(share * len(scores) - 1e-9)))
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    keep = torch.zeros(len(scores), dtype=torch.bool, device=scores.device)
+    keep[order[:count]] = True
+    if above is not None:
+        keep &= scores > above
+    return keep

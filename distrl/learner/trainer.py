@@ -30,8 +30,13 @@ One ``update()``:
      here parsing decides.
    - DigiRL: −E[log π(a_t|s_t)] over the steps kept by its hard filters: step advantage
      A_step > 1/H (doubly robust, ``digirl_step_advantages``) in trajectories whose instruction-level
-     advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value).
+     advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest first in value)
+     and among the batch's top ``digirl_top`` by it (its paper's curriculum keeps the top p%).
    - filtered BC: −E[log π(a_t|s_t)] over the steps of successful trajectories.
+   A-RIDE's r is the outcome shaped by ``step_cost``, ``invalid_reward`` and ``repeat_penalty``
+   (``distrl.learner.rewards``); with ``trajectory_filter`` its actor trains only on the batch's top
+   ``trajectory_top`` trajectories by V_traj(s_H, a_H) (``value``) or r − V_traj (``advantage``), as
+   the paper filters its buffer to high-value trajectories.
    A-RIDE's actor pass runs over the steps whose weight on −log π is not 0, its entropy bonus is taken
    over those steps, and its loss is their mean, as the baselines' losses are means over the steps they
    keep. With ``positive`` advantages about four steps in five weigh 0 (only successful episodes' steps
@@ -87,6 +92,7 @@ from distrl.learner.losses import (
     digirl_keep,
     filtered_bc_keep,
     imitation_loss,
+    top_trajectories,
 )
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import (
@@ -98,6 +104,7 @@ from distrl.learner.retrace import (
     td_errors,
     traces,
 )
+from distrl.learner.rewards import shaped_rewards
 from distrl.policy import Policy, PolicyInput
 from distrl.records import InvalidAction, Step, Trajectory
 
@@ -235,7 +242,14 @@ class Learner:
         for i, (start, end) in enumerate(spans):
             trajectory = batch.trajectories[i]
             rewards = torch.tensor(
-                [step.reward for step in trajectory.steps], dtype=torch.float32, device=self.policy.device
+                shaped_rewards(
+                    trajectory.steps,
+                    step_cost=settings.step_cost,
+                    invalid_reward=settings.invalid_reward,
+                    repeat_penalty=settings.repeat_penalty,
+                ),
+                dtype=torch.float32,
+                device=self.policy.device,
             )
             behaviour = torch.tensor(
                 [step.behaviour_logprob for step in trajectory.steps],
@@ -365,8 +379,20 @@ class Learner:
         coefficients: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Which steps enter the actor loss, and each one's weight on −log π."""
-        algorithm = self.settings.algorithm
+        settings = self.settings
+        algorithm = settings.algorithm
+        outcome = torch.tensor([1.0 if t.success else 0.0 for t in trajectories], device=coefficients.device)
         if algorithm == "a-ride":
+            if settings.trajectory_filter != "off":
+                with torch.no_grad():
+                    last = torch.stack([scored.answer_state[end - 1] for _, end in spans])
+                    value = torch.sigmoid(Critics.logit(self.critics.trajectory, last))
+                score = value if settings.trajectory_filter == "value" else outcome - value
+                chosen = top_trajectories(score, settings.trajectory_top)
+                coefficients = coefficients.clone()
+                for i, (start, end) in enumerate(spans):
+                    if not chosen[i]:
+                        coefficients[start:end] = 0.0
             # a step with weight 0 (``positive`` zeroes every advantage ≤ 0) would enter the actor loss
             # through the entropy bonus alone (module docstring, step 5)
             return coefficients != 0, coefficients
@@ -375,9 +401,12 @@ class Learner:
         with torch.no_grad():
             first = torch.stack([scored.state[start] for start, _ in spans])
             instruction = torch.sigmoid(Critics.logit(self.critics.instruction, first))
+        curriculum = top_trajectories(outcome - instruction, settings.digirl_top, above=0.0)
         for i, (start, end) in enumerate(spans):
             trajectory = trajectories[i]
             reward = 1.0 if trajectory.success else 0.0
+            if algorithm == "digirl" and not curriculum[i]:
+                continue
             if algorithm == "filtered-bc":
                 keep[start:end] = filtered_bc_keep(bool(trajectory.success), end - start, keep.device)
                 continue
