@@ -248,6 +248,8 @@ class _Agent:
             raise DistrlError(
                 f"the expert policy plays simulated phones only, and {', '.join(adb)} are adb devices"
             )
+        # the emulators it launches boot while the policy loads (their first resets wait for them)
+        opened = await self.adb.open(settings.timeouts, settings.sim, tg)
         # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
         await anyio.to_thread.run_sync(_import_heavy, expert)
         from distrl.sim.device import sim_device
@@ -266,7 +268,6 @@ class _Agent:
             self.policy, self.batcher = policy, batcher
             self.weights = policy.adapter_state()
             self.dtypes = {name: tensor.dtype for name, tensor in self.weights.items()}
-        opened = await self.adb.open(settings.timeouts, settings.sim, tg)
         for name in self.names:
             self.devices[name] = opened[name] if name in opened else self._sim(name, settings, sim_device)
         self.heard = time.monotonic()

@@ -445,3 +445,19 @@ async def test_screens_of_adb_devices_come_in_the_sims_format_and_size(sim_fleet
     same_size = await AdbDevice(serial, **kwargs, **screen_options(SimSettings())).observe()  # type: ignore[arg-type]
     assert (same_size.width, same_size.height) == (1080, 2400)  # the sim's own size: not scaled
     assert same_size.image_format == "jpeg"
+
+
+async def test_a_port_taken_by_an_emulator_distrl_did_not_launch_is_not_taken_for_its_own(sdk: Sdk) -> None:
+    (sdk.avd_home / f"{AVD}.avd" / "snapshots" / "default_boot").mkdir(parents=True)
+    devices = _devices(max_relaunches=0)
+    (serial,) = devices.launched
+    with socket.socket() as other:  # someone else's adbd on the instance's adb port
+        other.bind(("127.0.0.1", devices.first_port + 1))
+        other.listen()
+        launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+        async with anyio.create_task_group() as tg:
+            await tg.start(launcher.run)
+            with pytest.raises(DeviceOffline, match=f"port {devices.first_port + 1} is in use"):
+                await launcher.emulators[serial].reset(TASK)
+            tg.cancel_scope.cancel()
+    assert sdk.calls() == []  # nothing started on a port in use

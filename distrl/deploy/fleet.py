@@ -62,7 +62,19 @@ async def deploy_fleet(
                     )
                     progress(host.name, exc.stage or "failed", f"FAILED: {exc}")
 
+            # entries for one account on one machine share its ~/.distrl: those go one after another
+            accounts: dict[tuple[str, int, str, str], list[tuple[int, DeploySettings]]] = {}
+            for index, settings in todo:
+                host = inventory.hosts[index]
+                accounts.setdefault((host.address, host.port, host.user, host.proxy_jump), []).append(
+                    (index, settings)
+                )
+
+            async def in_turn(entries: list[tuple[int, DeploySettings]]) -> None:
+                for index, settings in entries:
+                    await one(index, settings)
+
             async with anyio.create_task_group() as tg:
-                for index, settings in todo:
-                    tg.start_soon(one, index, settings, name=f"deploy {inventory.hosts[index].name}")
+                for entries in accounts.values():
+                    tg.start_soon(in_turn, entries, name=f"deploy {inventory.hosts[entries[0][0]].name}")
     return [outcomes[host.name] for _, host in chosen]

@@ -249,7 +249,9 @@ class _Steps:
         )
 
     async def venv(self, settings: DeploySettings, base: _Base, *, fresh: bool) -> None:
-        """Make ``~/.distrl/venv`` (again, when ``fresh``) unless a working one is there."""
+        """Make ``~/.distrl/venv`` (again, when ``fresh``) unless a working one is there. The marker goes
+        first: a deploy that fails from here on leaves no host that says it is up to date."""
+        await self._run("venv", 'rm -f "$HOME/.distrl/installed.json"')
         site = " --system-site-packages" if settings.system_site else ""
         if base.uv:
             make = f'{shlex.quote(base.uv)} venv --quiet --python {shlex.quote(base.path)}{site} "$v"'

@@ -35,6 +35,7 @@ import itertools
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections import deque
@@ -180,7 +181,24 @@ class _Instance:
         self.launches = 0
 
     def start(self, command: list[str], env: Mapping[str, str]) -> None:
-        """Start the process (in the event loop's thread: the parent-death signal follows that thread)."""
+        """Start the process (in the event loop's thread: the parent-death signal follows that thread);
+        ``EmulatorError`` when its ports are taken (another emulator?) or it cannot be started."""
+        for port in (self.port, self.port + 1):
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the emulator binds it
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    raise EmulatorError(
+                        f"{self.serial}: port {port} is in use (an emulator distrl did not launch?);"
+                        " choose another first_port"
+                    ) from None
+        try:
+            self._start(command, env)
+        except OSError as exc:
+            raise EmulatorError(f"{self.serial}: cannot start {command[0]}: {exc}") from exc
+
+    def _start(self, command: list[str], env: Mapping[str, str]) -> None:
         global _prctl
         if sys.platform == "linux" and _prctl is None:
             _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
@@ -330,8 +348,8 @@ class Launcher:
         d = self.devices
         assert self._binary is not None
         command = [str(self._binary), "-avd", d.avd, "-port", str(port)]
-        if writable:
-            command += ["-no-snapshot-load"]
+        if writable:  # a cold boot; the console saves the snapshot, not the exit (which may be cut short)
+            command += ["-no-snapshot-load", "-no-snapshot-save"]
         else:
             command += ["-read-only", "-no-snapshot-save", "-snapshot", d.snapshot]
         if d.memory_mb:
@@ -353,8 +371,8 @@ class Launcher:
             self.devices.avd,
             name,
         )
-        instance.start(self.command(instance.port, writable=True), self.env)
         try:
+            instance.start(self.command(instance.port, writable=True), self.env)
             await self._boot(instance)
             token = await read_token(self._token_file)
             with anyio.fail_after(self.timeouts.device_boot_s):
@@ -372,8 +390,8 @@ class Launcher:
         """Keep ``instance`` running: launch, boot, watch; relaunch after a backoff; give up past the
         budget."""
         while True:
-            instance.start(self.command(instance.port), self.env)
             try:
+                instance.start(self.command(instance.port), self.env)
                 await self._boot(instance)
             except EmulatorError as exc:
                 problem = str(exc)
@@ -468,13 +486,16 @@ class LaunchedEmulator:
             raise DeviceOffline(
                 f"{self.name}: {why}", host=self._launcher.host, device=self.name, operation="reset"
             )
+        launch = instance.launches  # a reset that outlives this launch says nothing of the next one
         try:
             observation = await self._adb.reset(task)
         except DeviceError as exc:
-            if exc.operation != "setup":  # the emulator's fault, not the task's
+            task_failed = exc.operation in ("setup", "reset (setup)")  # the task's setup, not the emulator
+            if not task_failed and instance.launches == launch:
                 instance.go_down()
             raise
-        instance.failures = 0
+        if instance.launches == launch:
+            instance.failures = 0
         return observation
 
     async def observe(self) -> Observation:

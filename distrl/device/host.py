@@ -28,7 +28,7 @@ from distrl.config import Devices, SimSettings, Timeouts
 from distrl.device.adb import AdbDevice, not_ready
 from distrl.device.emulator import Launcher, preflight
 from distrl.device.protocol import Device
-from distrl.errors import DeviceError
+from distrl.errors import DeviceError, DistrlError
 
 __all__ = ["HostDevices", "screen_options"]
 
@@ -58,6 +58,7 @@ class HostDevices:
         """Serials of the devices already running, which the worker only attaches to."""
         self.launched = tuple(name for name in names if name in launched)
         self.launcher: Launcher | None = None
+        self.opened = False
 
     async def check(self) -> dict[str, str]:
         """The attached devices that do not work, each with why; ``EmulatorError`` (no SDK, no such AVD,
@@ -81,7 +82,10 @@ class HostDevices:
         return {serial: problems[serial] for serial in self.attached if serial in problems}
 
     async def open(self, timeouts: Timeouts, sim: SimSettings, tg: TaskGroup) -> Mapping[str, Device]:
-        """Every device, by name; the launcher (if any) runs in ``tg`` from now on."""
+        """Every device, by name; the launcher (if any) runs in ``tg`` from now on. Once only."""
+        if self.opened:
+            raise DistrlError("this worker's devices are open already")
+        self.opened = True
         options = screen_options(sim)
         devices: dict[str, Device] = {
             serial: AdbDevice(

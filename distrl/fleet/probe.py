@@ -92,7 +92,15 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
         device_settings=devices_json(host.devices),
     )
     await _send(link, hello, phase="hello")
-    reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")
+    try:
+        reply = await _expect(link, Hello, timeouts.worker_start_s, phase="hello")
+    except ProtocolMismatch as exc:  # the worker's own refusal: another distrl there
+        raise ProtocolMismatch(
+            f"host {host.name!r}: {exc}; install the same distrl on both (`python -m distrl deploy`"
+            " installs this one on SSH hosts)",
+            ours=exc.theirs,  # the worker's "ours" is the learner's "theirs"
+            theirs=exc.ours,
+        ) from None
     if reply.protocol != PROTOCOL_VERSION:
         raise ProtocolMismatch(
             f"host {host.name!r}: the worker speaks protocol {reply.protocol}, the learner "
