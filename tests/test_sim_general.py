@@ -3,7 +3,7 @@
 Apps are driven the way a policy drives them: taps at pixels, swipes, typed text and keys, with each
 effect read back from the phone's state (Android settings, app data) and from its screen. The suite's
 tests check every template's success check against right and wrong end states, and run the expert on
-every task of both splits, with nuisances on, over several phone seeds, through the same
+every task of the three splits, with nuisances on, over several phone seeds, through the same
 action-to-gesture mapping a device uses.
 """
 
@@ -20,7 +20,7 @@ from distrl.sim.apps.calculator import calculate
 from distrl.sim.apps.clock import days_text, parse_time_text, timer_digits
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
-from distrl.sim.suites import expert_action, is_successful, setup_commands, template_of
+from distrl.sim.suites import SPLITS, expert_action, is_successful, setup_commands, template_of
 from distrl.sim.suites.general import GENERAL, TEMPLATES
 from distrl.sim.ui import Element, text_width_dp
 
@@ -638,17 +638,22 @@ def test_suite_shape() -> None:
     splits = Counter(task.split for task in tasks)
     assert GENERAL.max_steps == 10
     assert len(tasks) >= 500
-    assert 0.25 <= splits["test"] / len(tasks) <= 0.35
+    assert splits["test"] >= 128  # the paper evaluates 128 test tasks
+    assert splits["train"] >= 300
+    assert 0.25 <= splits["unseen"] / len(tasks) <= 0.35
     assert len({task.id for task in tasks}) == len(tasks)
     assert len({task.goal for task in tasks}) == len(tasks)
     names = [template.name for template in GENERAL.templates]
     assert len(names) == len(set(names))
     for template in TEMPLATES:  # deterministic parameters
         assert template.params() == template.params()
-    held_out = {t.name for t in TEMPLATES if t.split == "test"}
-    assert {"bluetooth", "alarm_labelled", "open_app_heldout"} <= held_out
-    goals = {task.goal for task in tasks}
-    assert {"turn off wifi", "open the settings", "Set an alarm for 2:15pm"} <= goals
+    unseen = {t.name for t in TEMPLATES if t.split == "unseen"}
+    assert {"bluetooth", "alarm_labelled", "open_app_heldout"} <= unseen
+    goals = {task.goal: task.split for task in tasks}
+    assert {"turn off wifi", "open the settings", "Set an alarm for 2:15pm"} <= goals.keys()
+    assert goals["Can you turn on the Wi-Fi?"] == "test"  # a held-out wording
+    assert goals["Set an alarm for 4:20pm"] == "test"  # a held-out time
+    assert goals["Turn on Bluetooth"] == "unseen"
 
 
 def test_alarm_check_needs_the_right_time_label_days_and_switch() -> None:
@@ -754,7 +759,7 @@ def _solve(task: Task, phone: Phone, *, limit: int | None = None) -> tuple[int, 
 @pytest.mark.parametrize("seeds", [(0, 1, 2)])
 def test_expert_solves_every_general_task(seeds: tuple[int, ...]) -> None:
     tasks = GENERAL.tasks()
-    assert {task.split for task in tasks} == {"train", "test"}
+    assert {task.split for task in tasks} == set(SPLITS)
     failures: list[str] = []
     longest = Counter[str]()
     for seed in seeds:

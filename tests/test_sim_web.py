@@ -27,7 +27,14 @@ from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import Params, Template, web_search
 from distrl.sim.suites.expert import find
-from distrl.sim.suites.web_shopping import QUERIES, TEST_SITES, TRAIN_SITES, WEB_SHOPPING, cart_setup
+from distrl.sim.suites.web_shopping import (
+    HELD_OUT_QUERIES,
+    QUERIES,
+    TRAIN_SITES,
+    UNSEEN_SITES,
+    WEB_SHOPPING,
+    cart_setup,
+)
 from distrl.sim.ui import text_width_dp
 from distrl.sim.web import PRODUCTS, SHOPS, parse, resolve, search, sponsored
 from distrl.sim.web.google import answer, results
@@ -473,16 +480,22 @@ def test_suite_sizes_and_splits() -> None:
     search_tasks = [(t, p) for t in web_search.TEMPLATES for p in t.params()]
     assert WEB_SHOPPING.max_steps == 20
     for tasks in (shop_tasks, search_tasks):
-        test_share = sum(t.split == "test" for t, _ in tasks) / len(tasks)
-        assert 0.2 <= test_share <= 0.4
+        unseen_share = sum(t.split_of(p) == "unseen" for t, p in tasks) / len(tasks)
+        test_share = sum(t.split_of(p) == "test" for t, p in tasks) / len(tasks)
+        assert 0.2 <= unseen_share <= 0.4
+        assert 0.1 <= test_share <= 0.3
         assert len({t.name for t, _ in tasks}) == len({id(t) for t, _ in tasks})
     assert len(shop_tasks) >= 400
     assert len(search_tasks) >= 120
+    assert sum(t.split_of(p) == "test" for t, p in shop_tasks) >= 128
     goals = [t.goal(p) for t, p in shop_tasks]
     assert len(set(goals)) == len(goals)
     assert 'Go to newegg.com, search for "razer thresher", and select the first entry' in goals
-    assert all(t.split == "test" for t, p in shop_tasks if p.get("site") in TEST_SITES)
-    assert all(p.get("site") in (*TRAIN_SITES, *TEST_SITES) for _, p in shop_tasks)
+    assert all(t.split == "unseen" for t, p in shop_tasks if p.get("site") in UNSEEN_SITES)
+    assert all(p.get("site") in (*TRAIN_SITES, *UNSEEN_SITES) for _, p in shop_tasks)
+    held = {p["product"] for t, p in shop_tasks if t.split_of(p) == "test"}
+    assert held == set(HELD_OUT_QUERIES)
+    assert all(p.get("site") in TRAIN_SITES for t, p in shop_tasks if t.split_of(p) == "test")
     assert [t.params() for t in WEB_SHOPPING.templates] == [t.params() for t in WEB_SHOPPING.templates]
     for _, p in search_tasks:
         assert all(isinstance(v, str) for v in p.values())

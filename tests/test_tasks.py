@@ -11,7 +11,8 @@ from distrl.cli import main
 from distrl.config import parse_inventory
 from distrl.errors import ConfigError, TaskFileError
 from distrl.fleet.scoring import run_tasks
-from distrl.records import Check, Task
+from distrl.records import Check, ParamValue, Task
+from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
 from distrl.tasks.checks import check_from_json
 
@@ -217,8 +218,10 @@ def test_run_tasks_reads_the_files_of_the_inventory_split(tmp_path: Path) -> Non
     sims = parse_inventory(ONE_SIM_HOST)
     assert {t.evaluator for t in run_tasks(sims, "test")} == {"sim"}
     assert {t.suite for t in run_tasks(sims, "test", "web_shopping")} == {"web_shopping"}
-    with pytest.raises(ConfigError, match=r"no task of split 'unseen' in the sim's general suite"):
-        run_tasks(sims, "unseen")
+    assert {t.split for t in run_tasks(sims, "unseen")} == {"unseen"}
+    their = r"\(their splits: test, train, unseen\)"
+    with pytest.raises(ConfigError, match=rf"no task of split 'dev' in the sim's general suite {their}"):
+        run_tasks(sims, "dev")
 
 
 def test_check_and_run_refuse_unscorable_tasks_in_one_line(
@@ -305,3 +308,64 @@ def test_check_values_are_read_as_their_op_wants() -> None:
     ]:
         with pytest.raises(ValueError, match=problem):
             check_from_json(bad, "c")
+
+
+# ---------------------------------------------------------------------- the sim suites' three splits
+@pytest.mark.parametrize("name", ["general", "web_shopping"])
+def test_sim_suites_have_three_splits_and_test_is_the_train_templates_held_out(name: str) -> None:
+    found = suite(name)
+    every = found.tasks()
+    by_split = {split: found.tasks(split) for split in SPLITS}
+    assert sum(len(chosen) for chosen in by_split.values()) == len(every)
+    assert len(by_split["test"]) >= 128  # the paper evaluates 128 test tasks per suite
+    assert len(by_split["train"]) >= 200
+    assert len(by_split["unseen"]) >= 100
+    assert found.tasks("dev") == []
+    assert len({task.id for task in every}) == len(every)
+    templates = {template.name: template for template in found.templates}
+    # test tasks come from train templates, unseen tasks from held-out templates
+    assert {templates[str(t.params["template"])].split for t in by_split["test"]} == {"train"}
+    assert {templates[str(t.params["template"])].split for t in by_split["unseen"]} == {"unseen"}
+    # a test goal is never a train goal
+    assert not {t.goal for t in by_split["test"]} & {t.goal for t in by_split["train"]}
+
+
+@pytest.mark.parametrize("name", ["general", "web_shopping"])
+def test_no_held_out_value_or_wording_is_in_a_train_task_of_its_template(name: str) -> None:
+    found = suite(name)
+    held_somewhere = 0
+    for template in found.templates:
+        if template.split != "train":
+            continue
+        rule = template.held_out
+        mine = [t for t in found.tasks() if t.params["template"] == template.name]
+        train = [t for t in mine if t.split == "train"]
+        test = [t for t in mine if t.split == "test"]
+        assert train, template.name  # every train template keeps train tasks
+        train_values = {tuple(t.params[k] for k in rule.keys) for t in train}
+        test_values = {tuple(t.params[k] for k in rule.keys) for t in test}
+        if rule.keys:
+            assert not train_values & rule.values, template.name
+            assert rule.values <= test_values, f"{template.name}: a held-out value no task has"
+            for value in rule.values:  # not even inside another train goal of the template
+                words = " ".join(str(v) for v in value).lower()
+                if not words.isdigit():
+                    assert all(words not in t.goal.lower() for t in train), (template.name, value)
+        train_phrases = {t.params.get("phrase") for t in train}
+        assert not train_phrases & rule.phrases, template.name
+        assert all(rule.holds(_params(t)) for t in test), template.name
+        held_somewhere += bool(test)
+    assert held_somewhere >= 3
+
+
+def _params(task: Task) -> dict[str, ParamValue]:
+    return {k: v for k, v in task.params.items() if k != "template"}
+
+
+def test_the_held_out_rule_reads_values_and_wordings() -> None:
+    rule = held_out(("hour", "minute"), [(7, 50)], phrases=[5])
+    assert rule.holds({"hour": 7, "minute": 50, "phrase": 0})
+    assert rule.holds({"hour": 6, "minute": 0, "phrase": 5})
+    assert not rule.holds({"hour": 7, "minute": 5, "phrase": 0})
+    assert not HeldOut().holds({"phrase": 5})
+    assert held_out("city", ["Paris"]).values == frozenset({("Paris",)})

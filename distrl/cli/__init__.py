@@ -312,7 +312,11 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument(
         "--episodes", type=_positive_int, required=True, metavar="N", help="episodes to bring back"
     )
-    collect.add_argument("--split", default="test", help="which split of the tasks (default test)")
+    collect.add_argument(
+        "--split",
+        default="test",
+        help="which split of the tasks: a sim suite has train, test and unseen (default test)",
+    )
     collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
     collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
     collect.set_defaults(command=_collect)
@@ -374,7 +378,13 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
     evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
-    evaluate.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    evaluate.add_argument(
+        "--split",
+        default="test",
+        choices=["train", "test", "unseen"],
+        help="train; test: held-out values and wordings of the train tasks; unseen: held-out kinds of task "
+        "(default test)",
+    )
     evaluate.add_argument(
         "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
     )
@@ -397,7 +407,9 @@ def _parser() -> argparse.ArgumentParser:
         "--episodes", type=_positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
     )
     judge_eval.add_argument("--suite", default=None, help="general or web_shopping (default: run.suite)")
-    judge_eval.add_argument("--split", default="test", choices=["train", "test"], help="(default test)")
+    judge_eval.add_argument(
+        "--split", default="test", choices=["train", "test", "unseen"], help="(default test)"
+    )
     judge_eval.add_argument("--seed", type=_integer, default=0, help="task order and play seed (default 0)")
     judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     judge_eval.set_defaults(command=_judge_eval)

@@ -1,15 +1,26 @@
-"""Task suites: templates with parameters, train/test splits, start states, success checks, an expert.
+"""Task suites: templates with parameters, three splits, start states, success checks, an expert.
 
 A ``Template`` turns parameters into a goal sentence, the Android shell commands that set up its start
 state (``settings put global wifi_on 0``; the same commands run on the sim and on a real emulator), a
 success check over the phone's state (``Phone.state()``, AndroidWorld style) and an expert that picks
-the next action from the phone as it is. Suites hold templates; held-out templates make the test split,
-so test goals are new tasks, not new wordings of training tasks.
+the next action from the phone as it is. Every suite has three splits (``SPLITS``):
+
+- ``train``: what pretraining and training play;
+- ``test``: the paper's AitW protocol, the same templates as ``train`` with held-out parameter values
+  (an alarm time, a city, a product, a search query never in ``train``) and held-out wordings (goal
+  phrasings never in ``train``), on the screens ``train`` shows. A train template's ``held_out``
+  (``HeldOut``) names them: its parameter sets holding a held-out value or wording are ``test`` tasks,
+  the others ``train`` tasks. Fixed lists, so the splits are the same on every machine;
+- ``unseen``: held-out templates (and, in ``web_shopping``, a held-out site): new kinds of task, which
+  mostly need screens ``train`` never shows.
+
+Task ids (``<suite>/<template>/<index>``) number a template's parameter sets and do not depend on the
+split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -22,11 +33,14 @@ if TYPE_CHECKING:
     from distrl.sim.phone import Phone
 
 __all__ = [
+    "SPLITS",
     "SUITES",
+    "HeldOut",
     "Params",
     "Suite",
     "Template",
     "expert_action",
+    "held_out",
     "is_successful",
     "setup_commands",
     "judge",
@@ -38,6 +52,45 @@ __all__ = [
 
 Params = Mapping[str, ParamValue]
 
+SPLITS = ("train", "test", "unseen")
+"""Every suite's splits: ``train``, ``test`` (held-out values and wordings of the train templates) and
+``unseen`` (held-out templates)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeldOut:
+    """The parameter sets of a ``train`` template that make the ``test`` split instead.
+
+    A parameter set is held out when the values of ``keys`` are one of ``values`` (a held-out time, city,
+    product), or when its ``phrase`` (the index of its goal's wording) is one of ``phrases``.
+    """
+
+    keys: tuple[str, ...] = ()
+    """The parameters whose values are held out together (``("hour", "minute")``, ``("city",)``)."""
+    values: frozenset[tuple[ParamValue, ...]] = frozenset()
+    """The held-out values of ``keys``: no ``train`` task of the template has one."""
+    phrases: frozenset[int] = frozenset()
+    """Held-out wordings: values of the ``phrase`` parameter that no ``train`` task has."""
+
+    def holds(self, params: Params) -> bool:
+        """Whether ``params`` is a held-out (``test``) parameter set."""
+        if self.keys and tuple(params[key] for key in self.keys) in self.values:
+            return True
+        phrase = params.get("phrase")
+        return isinstance(phrase, int) and phrase in self.phrases
+
+
+def held_out(
+    key: str | tuple[str, ...] = (),
+    values: Iterable[ParamValue | tuple[ParamValue, ...]] = (),
+    phrases: Iterable[int] = (),
+) -> HeldOut:
+    """``HeldOut`` from plain lists: one key's values (``held_out("city", ["Paris"])``), or tuples of
+    several keys' values, and wording indices."""
+    keys = (key,) if isinstance(key, str) else tuple(key)
+    rows = frozenset(tuple(v) if isinstance(v, tuple) else (v,) for v in values)
+    return HeldOut(keys=keys, values=rows, phrases=frozenset(phrases))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Template:
@@ -46,7 +99,7 @@ class Template:
     name: str
     """Unique in its suite (``alarm``); part of every task id."""
     split: str
-    """``train`` or ``test``: held-out templates make the test split."""
+    """``train`` (its ``held_out`` parameter sets are ``test``) or ``unseen`` (a held-out template)."""
     params: Callable[[], Sequence[Params]]
     """Every parameter set of this template (deterministic, in a fixed order)."""
     goal: Callable[[Params], str]
@@ -57,6 +110,14 @@ class Template:
     """Success from the phone's state."""
     expert: Callable[[Params, Phone], Action]
     """The next action towards the goal, from the phone as it is now (state and screen)."""
+    held_out: HeldOut = HeldOut()
+    """For a ``train`` template: its parameter sets that make the ``test`` split."""
+
+    def split_of(self, params: Params) -> str:
+        """The split of the task made from ``params``."""
+        if self.split == "train" and self.held_out.holds(params):
+            return "test"
+        return self.split
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +129,7 @@ class Suite:
     templates: tuple[Template, ...]
 
     def tasks(self, split: str | None = None) -> list[Task]:
-        """Every task of the suite (or of one split), in a stable order."""
+        """Every task of the suite (or of one split: ``SPLITS``; none for another name), in a stable order."""
         return [task for task in _all_tasks(self.name) if split is None or task.split == split]
 
 
@@ -120,7 +181,7 @@ def _all_tasks(name: str) -> tuple[Task, ...]:
                     id=f"{found.name}/{template.name}/{index:04d}",
                     suite=found.name,
                     goal=template.goal(params),
-                    split=template.split,
+                    split=template.split_of(params),
                     max_steps=found.max_steps,
                     params={"template": template.name, **params},
                     setup=tuple(template.setup(params)),

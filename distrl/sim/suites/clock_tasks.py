@@ -1,6 +1,12 @@
 """General tasks done in the Clock: alarms (at many times, labelled, on given days), switching and
 deleting the alarms a fresh Clock has, timers, the stopwatch and world clocks.
 
+``TRAIN`` templates hold out, for the ``test`` split, alarm times no train alarm has
+(``HELD_OUT_ALARM_TIMES``, e.g. 7:50 or 6:37 PM) and the wording "Can you set an alarm for ...?", the
+third wording of switching an alarm on or off, timers of 6, 9, 18, 25, 35, 50, 75 and 90 minutes, and
+the wording "Open the clock and start the stopwatch". ``UNSEEN`` templates (labelled alarms, alarms on
+given days, deleting alarms, world clocks) make the ``unseen`` split.
+
 Success is read from the Clock's data (``state["apps"]["com.google.android.deskclock"]``): an alarm task
 succeeds when an alarm at exactly that time is on (with that label, on exactly those days, when the
 goal says so); the fresh Clock's own alarms (7:00 AM, 8:30 AM, 9:00 AM, 10:00 PM) are the ones the
@@ -12,11 +18,11 @@ from __future__ import annotations
 from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.clock import picked_time, timer_digits
-from distrl.sim.suites import Params, Template
+from distrl.sim.suites import Params, Template, held_out
 from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import CLOCK, Screen, clock_tab, norm, open_app, phrased, template
 
-__all__ = ["TEST", "TRAIN"]
+__all__ = ["HELD_OUT_ALARM_TIMES", "TRAIN", "UNSEEN"]
 
 
 def _alarms(state: Json) -> list[Json]:
@@ -72,10 +78,23 @@ def _train_alarm_times() -> list[tuple[int, int]]:
     return [t for t in times if t not in _DEFAULT_ALARM_TIMES]
 
 
+HELD_OUT_ALARM_TIMES: tuple[tuple[int, int], ...] = (
+    (5, 5), (5, 40), (6, 25), (6, 55), (7, 10), (7, 50), (8, 20), (8, 55), (9, 10), (9, 40), (10, 20),
+    (10, 50), (11, 5), (11, 40), (12, 15), (12, 50), (13, 20), (14, 40), (15, 10), (15, 35), (16, 20),
+    (17, 10), (17, 50), (18, 25), (19, 5), (19, 40), (20, 10), (21, 50), (22, 40), (23, 25),
+    (6, 37), (9, 13), (14, 22), (20, 44),
+)  # fmt: skip
+"""Alarm times of the ``test`` split only (hours and minutes each occur in train, never together)."""
+
+_HELD_OUT_ALARM_PHRASE = 5
+"""``Can you set an alarm for {t}?`` is a ``test`` wording."""
+
+
 def _alarm_params() -> list[Params]:
+    times = [*_train_alarm_times(), *HELD_OUT_ALARM_TIMES]
     return [
         {"hour": h, "minute": m, "label": "", "days": "", "phrase": i % len(_ALARM_PHRASES), "style": i % 7}
-        for i, (h, m) in enumerate(_train_alarm_times())
+        for i, (h, m) in enumerate(times)
     ]
 
 
@@ -249,11 +268,13 @@ def _delete_alarm_plan(p: Params, screen: Screen) -> Action:
 _TIMER_PHRASES = ("Set a timer for {n}", "start a {n} timer", "Set a {n} timer")
 
 
+_HELD_OUT_TIMERS = (6, 9, 18, 35, 50, 75)
+"""Timer lengths (minutes) of the ``test`` split only, with 25 and 90."""
+
+
 def _timer_params() -> list[Params]:
-    return [
-        {"minutes": minutes, "phrase": i % 3}
-        for i, minutes in enumerate((1, 2, 3, 4, 5, 7, 8, 10, 12, 15, 20, 25, 30, 40, 45, 60, 90, 120))
-    ]
+    minutes_each = (1, 2, 3, 4, 5, 7, 8, 10, 12, 15, 20, 25, 30, 40, 45, 60, 90, 120, *_HELD_OUT_TIMERS)
+    return [{"minutes": minutes, "phrase": i % 3} for i, minutes in enumerate(minutes_each)]
 
 
 def _timer_goal(p: Params) -> str:
@@ -328,7 +349,15 @@ def _world_plan(p: Params, screen: Screen) -> Action:
 
 
 TRAIN: tuple[Template, ...] = (
-    template("alarm", "train", _alarm_params, _alarm_goal, _alarm_check, _alarm_plan),
+    template(
+        "alarm",
+        "train",
+        _alarm_params,
+        _alarm_goal,
+        _alarm_check,
+        _alarm_plan,
+        held_out=held_out(("hour", "minute"), HELD_OUT_ALARM_TIMES, phrases=(_HELD_OUT_ALARM_PHRASE,)),
+    ),
     template(
         "alarm_toggle",
         "train",
@@ -336,8 +365,17 @@ TRAIN: tuple[Template, ...] = (
         _toggle_alarm_goal,
         _toggle_alarm_check,
         _toggle_alarm_plan,
+        held_out=held_out(phrases=(2,)),
     ),
-    template("timer", "train", _timer_params, _timer_goal, _timer_check, _timer_plan),
+    template(
+        "timer",
+        "train",
+        _timer_params,
+        _timer_goal,
+        _timer_check,
+        _timer_plan,
+        held_out=held_out("minutes", (25, 90, *_HELD_OUT_TIMERS)),
+    ),
     template(
         "stopwatch",
         "train",
@@ -345,16 +383,17 @@ TRAIN: tuple[Template, ...] = (
         phrased(_STOPWATCH_GOALS),
         _stopwatch_check,
         _stopwatch_plan,
+        held_out=held_out(phrases=(2,)),
     ),
 )
-"""Clock templates of the training split."""
+"""Clock templates of the ``train`` split, their held-out values and wordings the ``test`` split."""
 
-TEST: tuple[Template, ...] = (
-    template("alarm_labelled", "test", _labelled_params, _alarm_goal, _alarm_check, _alarm_plan),
-    template("alarm_days", "test", _days_params, _alarm_goal, _alarm_check, _alarm_plan),
+UNSEEN: tuple[Template, ...] = (
+    template("alarm_labelled", "unseen", _labelled_params, _alarm_goal, _alarm_check, _alarm_plan),
+    template("alarm_days", "unseen", _days_params, _alarm_goal, _alarm_check, _alarm_plan),
     template(
         "alarm_delete",
-        "test",
+        "unseen",
         _delete_alarm_params,
         _delete_alarm_goal,
         _delete_alarm_check,
@@ -362,11 +401,11 @@ TEST: tuple[Template, ...] = (
     ),
     template(
         "world_clock",
-        "test",
+        "unseen",
         lambda: [{"city": city, "phrase": i % 3} for i, city in enumerate(_WORLD_CITIES)],
         _world_goal,
         _world_check,
         _world_plan,
     ),
 )
-"""Held-out Clock templates (the test split)."""
+"""Held-out Clock templates (the ``unseen`` split)."""

@@ -6,10 +6,14 @@ from ``web_search``. Goals are worded the many ways AitW users write them ("turn
 alarm for 6:30am", "open the settings"). Every task starts on the home screen of a clean phone; the
 setup only forces the state the goal needs (Wi-Fi on before "turn off Wi-Fi").
 
-Held out for the test split (new kinds of task, not new wordings): Bluetooth, labelled alarms, alarms on
-given days, deleting alarms, location, Battery Saver, volumes, font size, renaming the phone, world
-clocks, the camera, Play Store searches, subtraction and division, and opening Contacts, Phone,
-Messages, Calculator or Files.
+Three splits (see ``distrl.sim.suites``). ``test`` holds out, from the train templates, parameter values
+and wordings no train task has: alarm times, timer lengths, brightness levels, a screen timeout, sums
+and products, YouTube and Maps queries, Google searches, cities, products and sites (``web_search``),
+and one or more wordings of opening an app, each switch, settings pages and About phone, alarms and the
+stopwatch. ``unseen`` holds out whole templates (new kinds of task): Bluetooth, labelled alarms, alarms
+on given days, deleting alarms, location, Battery Saver, volumes, font size, renaming the phone, world
+clocks, the camera, Play Store searches, subtraction and division, opening Contacts, Phone, Messages,
+Calculator or Files, world times and restaurants.
 
 The Settings and Clock templates live in ``settings_tasks`` and ``clock_tasks``, the expert's toolkit
 in ``system_expert``; this module adds opening apps, the calculator, the camera and in-app searches.
@@ -26,7 +30,7 @@ from collections.abc import Callable, Sequence
 from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.calculator import calculate
-from distrl.sim.suites import Params, Suite, Template, clock_tasks, settings_tasks, web_search
+from distrl.sim.suites import Params, Suite, Template, clock_tasks, held_out, settings_tasks, web_search
 from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import (
     CALCULATOR,
@@ -57,7 +61,7 @@ _TRAIN_APPS = (
     ("com.google.android.calendar", "Calendar"),
 )
 
-_TEST_APPS = (
+_UNSEEN_APPS = (
     ("com.google.android.contacts", "Contacts"),
     ("com.google.android.dialer", "Phone"),
     ("com.google.android.apps.messaging", "Messages"),
@@ -73,6 +77,7 @@ _OPEN_PHRASES = (
     "open {lower}",
     "Can you open the {app} app?",
 )
+"""Wordings 3 and 5 of the train apps are ``test`` wordings."""
 
 
 def _open_params(apps: Sequence[tuple[str, str]]) -> Callable[[], list[Params]]:
@@ -111,6 +116,9 @@ _CALC_PHRASES = (
 _OPS = {"+": ("plus", "+"), "-": ("minus", "-"), "x": ("times", "x"), "/": ("divided by", "/")}
 
 _KEYS = {"+": "plus", "-": "minus", "x": "times", "/": "divide"}
+
+_HELD_OUT_PAIRS = ((23, 45), (99, 11), (37, 26))
+"""Operands of the ``test`` split's sums and products."""
 
 
 def _calc_params(ops: str) -> Callable[[], list[Params]]:
@@ -205,6 +213,9 @@ _SEARCHES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
                    "Look up {q} in the Play Store")),
 }  # fmt: skip
 
+_HELD_OUT_QUERIES = ("guitar lessons", "morning yoga", "pharmacy", "gym")
+"""YouTube and Maps queries of the ``test`` split."""
+
 
 def _search_params(slugs: Sequence[str]) -> Callable[[], list[Params]]:
     def params() -> list[Params]:
@@ -252,28 +263,50 @@ def _search_plan(p: Params, screen: Screen) -> Action:
 
 
 TEMPLATES: tuple[Template, ...] = (
-    template("open_app", "train", _open_params(_TRAIN_APPS), _open_goal, _open_check, _open_plan),
+    template(
+        "open_app",
+        "train",
+        _open_params(_TRAIN_APPS),
+        _open_goal,
+        _open_check,
+        _open_plan,
+        held_out=held_out(phrases=(3, 5)),
+    ),
     *settings_tasks.TRAIN,
     *clock_tasks.TRAIN,
-    template("calculator", "train", _calc_params("+x"), _calc_goal, _calc_check, _calc_plan),
     template(
-        "app_search", "train", _search_params(("youtube", "maps")), _search_goal, _search_check, _search_plan
+        "calculator",
+        "train",
+        _calc_params("+x"),
+        _calc_goal,
+        _calc_check,
+        _calc_plan,
+        held_out=held_out(("a", "b"), _HELD_OUT_PAIRS),
     ),
-    template("open_app_heldout", "test", _open_params(_TEST_APPS), _open_goal, _open_check, _open_plan),
-    *settings_tasks.TEST,
-    *clock_tasks.TEST,
+    template(
+        "app_search",
+        "train",
+        _search_params(("youtube", "maps")),
+        _search_goal,
+        _search_check,
+        _search_plan,
+        held_out=held_out("query", _HELD_OUT_QUERIES),
+    ),
+    template("open_app_heldout", "unseen", _open_params(_UNSEEN_APPS), _open_goal, _open_check, _open_plan),
+    *settings_tasks.UNSEEN,
+    *clock_tasks.UNSEEN,
     template(
         "camera",
-        "test",
+        "unseen",
         lambda: [{"kind": kind, "phrase": i} for i, (kind, _) in enumerate(_CAMERA_GOALS)],
         indexed(_CAMERA_GOALS),
         _camera_check,
         _camera_plan,
     ),
-    template("calculator_heldout", "test", _calc_params("-/"), _calc_goal, _calc_check, _calc_plan),
+    template("calculator_heldout", "unseen", _calc_params("-/"), _calc_goal, _calc_check, _calc_plan),
     template(
         "app_search_heldout",
-        "test",
+        "unseen",
         _search_params(("playstore",)),
         _search_goal,
         _search_check,

@@ -1,5 +1,11 @@
 """General tasks done in Settings: switches, sliders, choices, pages to open, renaming the phone.
 
+``TRAIN`` templates hold out, for the ``test`` split, one wording of each switch ("Can you turn on the
+Wi-Fi?"), brightness levels 25% and 90% and three brightness wordings, the 2-minute screen timeout and
+the wording "Make the screen turn off after ...", three wordings of settings pages and two of About
+phone. ``UNSEEN`` templates (Bluetooth, location, Battery Saver, volumes, font size, renaming the phone)
+make the ``unseen`` split.
+
 Success is read from the phone's Android settings (``state["settings"]``), or, for "open" and "check"
 tasks, from the page in front. Setups force only the start state a goal needs (Wi-Fi on before "turn
 off Wi-Fi", brightness low before "set the brightness to max").
@@ -12,7 +18,7 @@ from collections.abc import Sequence
 from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.settings import FONT_SIZES, SCREEN_TIMEOUTS, VOLUME_MAX
-from distrl.sim.suites import Params, Template
+from distrl.sim.suites import HeldOut, Params, Template, held_out
 from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import (
     SETTINGS,
@@ -26,7 +32,7 @@ from distrl.sim.suites.system_expert import (
     top,
 )
 
-__all__ = ["TEST", "TRAIN"]
+__all__ = ["TRAIN", "UNSEEN"]
 
 
 def _toggle_template(
@@ -41,8 +47,10 @@ def _toggle_template(
     on_value: str = "1",
     off_value: str = "0",
     setups: dict[str, list[str]] | None = None,
+    held_out_phrase: int | None = None,
 ) -> Template:
-    """A template that turns one setting on or off through a switch on a settings page."""
+    """A template that turns one setting on or off through a switch on a settings page; wording
+    ``held_out_phrase`` of either state is held out for the ``test`` split."""
 
     def params() -> list[Params]:
         return [{"state": state, "phrase": i} for state in ("on", "off") for i in range(len(phrases[state]))]
@@ -72,6 +80,7 @@ def _toggle_template(
         setup=setup,
         check=check,
         expert=expert_for(check, plan),
+        held_out=HeldOut() if held_out_phrase is None else held_out(phrases=(held_out_phrase,)),
     )
 
 
@@ -82,6 +91,7 @@ _WIFI = _toggle_template(
     key="wifi_on",
     page="network",
     element="settings/wifi",
+    held_out_phrase=5,
     phrases={
         "on": ("Turn on Wi-Fi", "turn on wifi", "Enable Wi-Fi", "Switch the wifi on", "Turn wifi on",
                "Can you turn on the Wi-Fi?"),
@@ -97,6 +107,7 @@ _AIRPLANE = _toggle_template(
     key="airplane_mode_on",
     page="network",
     element="settings/airplane",
+    held_out_phrase=5,
     phrases={
         "on": ("Turn on airplane mode", "turn on airplane mode", "Enable airplane mode",
                "Put the phone in airplane mode", "Switch airplane mode on", "turn airplane mode on"),
@@ -120,6 +131,7 @@ _MOBILE_DATA = _toggle_template(
     key="mobile_data",
     page="network",
     element="settings/mobile_data",
+    held_out_phrase=3,
     phrases={
         "on": ("Turn on mobile data", "turn on cellular data", "Enable mobile data", "Switch mobile data on"),
         "off": ("Turn off mobile data", "turn off cellular data", "Disable mobile data",
@@ -134,6 +146,7 @@ _DARK = _toggle_template(
     key="dark_mode",
     page="display",
     element="settings/dark_theme",
+    held_out_phrase=4,
     phrases={
         "on": ("Turn on dark mode", "Enable dark theme", "turn on dark theme",
                "Switch the phone to dark mode", "Make the screen dark themed"),
@@ -149,6 +162,7 @@ _DND = _toggle_template(
     key="zen_mode",
     page="sound",
     element="settings/dnd",
+    held_out_phrase=3,
     phrases={
         "on": ("Turn on Do Not Disturb", "turn on do not disturb", "Enable Do Not Disturb mode",
                "Silence notifications with Do Not Disturb"),
@@ -159,7 +173,7 @@ _DND = _toggle_template(
 
 _BLUETOOTH = _toggle_template(
     "bluetooth",
-    "test",
+    "unseen",
     namespace="global",
     key="bluetooth_on",
     page="connected",
@@ -174,7 +188,7 @@ _BLUETOOTH = _toggle_template(
 
 _LOCATION = _toggle_template(
     "location",
-    "test",
+    "unseen",
     namespace="secure",
     key="location_mode",
     page="location",
@@ -188,7 +202,7 @@ _LOCATION = _toggle_template(
 
 _BATTERY_SAVER = _toggle_template(
     "battery_saver",
-    "test",
+    "unseen",
     namespace="global",
     key="low_power",
     page="battery",
@@ -414,6 +428,7 @@ TRAIN: tuple[Template, ...] = (
         _brightness_check,
         _brightness_plan,
         _brightness_setup,
+        held_out("level", ("25", "90"), phrases=(3, 8, 13)),
     ),
     template(
         "screen_timeout",
@@ -422,8 +437,17 @@ TRAIN: tuple[Template, ...] = (
         lambda p: _TIMEOUT_PHRASES[int(p["phrase"])].format(label=p["label"]),
         _timeout_check,
         _timeout_plan,
+        held_out=held_out("ms", (120000,), phrases=(2,)),
     ),
-    template("settings_page", "train", _page_params, indexed(_PAGE_GOALS), _page_check, _page_plan),
+    template(
+        "settings_page",
+        "train",
+        _page_params,
+        indexed(_PAGE_GOALS),
+        _page_check,
+        _page_plan,
+        held_out=held_out(phrases=(1, 3, 7)),
+    ),
     template(
         "about_phone",
         "train",
@@ -431,20 +455,21 @@ TRAIN: tuple[Template, ...] = (
         lambda p: _ABOUT_GOALS[int(p["phrase"])],
         _page_check,
         _page_plan,
+        held_out=held_out(phrases=(1, 4)),
     ),
 )
-"""Settings templates of the training split."""
+"""Settings templates of the ``train`` split, their held-out values and wordings the ``test`` split."""
 
-TEST: tuple[Template, ...] = (
+UNSEEN: tuple[Template, ...] = (
     _BLUETOOTH,
     _LOCATION,
     _BATTERY_SAVER,
     template(
-        "volume", "test", _volume_params, indexed(_VOLUME_GOALS), _volume_check, _volume_plan, _volume_setup
+        "volume", "unseen", _volume_params, indexed(_VOLUME_GOALS), _volume_check, _volume_plan, _volume_setup
     ),
     template(
         "font_size",
-        "test",
+        "unseen",
         _font_params,
         lambda p: _FONT_PHRASES[int(p["phrase"])].format(label=p["label"], lower=str(p["label"]).lower()),
         _font_check,
@@ -452,11 +477,11 @@ TEST: tuple[Template, ...] = (
     ),
     template(
         "rename_phone",
-        "test",
+        "unseen",
         _rename_params,
         lambda p: _RENAME_PHRASES[int(p["phrase"])].format(name=p["name"]),
         _rename_check,
         _rename_plan,
     ),
 )
-"""Held-out Settings templates (the test split)."""
+"""Held-out Settings templates (the ``unseen`` split)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from distrl.actions import tap_action
 from distrl.records import Action
 from distrl.sim.app import Json
-from distrl.sim.suites import Params, Template
+from distrl.sim.suites import HeldOut, Params, Template
 from distrl.sim.suites import expert as ex
 from distrl.sim.ui import Element
 
@@ -240,6 +240,9 @@ def norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+_NOTHING_HELD_OUT = HeldOut()
+
+
 def no_setup(p: Params) -> list[str]:
     return []
 
@@ -252,6 +255,7 @@ def template(
     check: Callable[[Params, Json], bool],
     plan: Plan,
     setup: Callable[[Params], list[str]] = no_setup,
+    held_out: HeldOut = _NOTHING_HELD_OUT,
 ) -> Template:
     return Template(
         name=name,
@@ -261,6 +265,7 @@ def template(
         setup=setup,
         check=check,
         expert=expert_for(check, plan),
+        held_out=held_out,
     )
 
 

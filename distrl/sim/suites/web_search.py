@@ -1,10 +1,12 @@
 """The web-search part of the general suite: AitW "General" searches answered by the browser.
 
 "Search for hotels in Washington DC on Google", "What's the weather like in Paris?", "How much does a
-Nintendo Switch Lite cost?", "Open espn.com"; held out for the test split: "What time is it in Tokyo?"
-and "Find a Thai restaurant in Chicago". A search task succeeds when Chrome, in front, shows Google's
-results page for a query holding every key word of the goal (in any order, with other words allowed:
-"hotels washington dc" will do); an "Open" task when Chrome shows a page of that site.
+Nintendo Switch Lite cost?", "Open espn.com". The ``test`` split holds out some subjects, cities,
+products and sites of these templates (``HELD_OUT``); the ``unseen`` split holds out two templates:
+"What time is it in Tokyo?" and "Find a Thai restaurant in Chicago". A search task succeeds when Chrome,
+in front, shows Google's results page for a query holding every key word of the goal (in any order,
+with other words allowed: "hotels washington dc" will do); an "Open" task when Chrome shows a page of
+that site.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from distrl.records import Action
 from distrl.sim.apps.chrome import current_route, online
-from distrl.sim.suites import Params, Template
+from distrl.sim.suites import Params, Template, held_out
 from distrl.sim.suites.expert import done
 from distrl.sim.suites.web_expert import fill_and_submit, in_the_way, open_address, to_chrome
 from distrl.sim.web.google import CITIES
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from distrl.sim.app import Json
     from distrl.sim.phone import Phone
 
-__all__ = ["TEMPLATES", "key_words"]
+__all__ = ["HELD_OUT", "TEMPLATES", "key_words"]
 
 THINGS = (
     "hotels in Washington DC", "flights to Paris", "the best pizza in New York", "cheap flights to London",
@@ -52,6 +54,17 @@ SITES = (
 )  # fmt: skip
 CUISINES = ("Italian", "Mexican", "Thai", "Japanese", "Indian", "Chinese")
 RESTAURANT_CITIES = ("New York", "Chicago", "San Francisco", "Boston")
+
+
+HELD_OUT: dict[str, tuple[str, ...]] = {
+    "thing": ("cheap flights to London", "the population of Japan", "yoga classes in Seattle",
+              "hiking trails in Colorado", "the lyrics of Bohemian Rhapsody", "easy chicken recipes"),
+    "city": ("Seattle", "Denver", "Madrid", "Amsterdam", "Mumbai", "Cairo"),
+    "item": ("Kindle Paperwhite", "JBL Flip 6", "Google Pixel 7", "DJI Mini 3 Pro"),
+    "site": ("walmart.com", "imdb.com", "github.com", "bbc.com"),
+}  # fmt: skip
+"""The ``test`` split's subjects (``search_google``), cities (``weather``), products (``item_price``) and
+sites (``open_site``): no train task of the template names them."""
 
 
 def key_words(text: str) -> frozenset[str]:
@@ -126,6 +139,7 @@ TEMPLATES: tuple[Template, ...] = (
         expert=_search_expert(
             _showing_results(lambda p: key_words(str(p["thing"]))), lambda p: str(p["thing"])
         ),
+        held_out=held_out("thing", HELD_OUT["thing"]),
     ),
     Template(
         name="weather",
@@ -137,6 +151,7 @@ TEMPLATES: tuple[Template, ...] = (
         expert=_search_expert(
             _showing_results(lambda p: key_words(f"weather {p['city']}")), lambda p: f"weather in {p['city']}"
         ),
+        held_out=held_out("city", HELD_OUT["city"]),
     ),
     Template(
         name="item_price",
@@ -148,6 +163,7 @@ TEMPLATES: tuple[Template, ...] = (
         expert=_search_expert(
             _showing_results(lambda p: key_words(str(p["item"]))), lambda p: f"{p['item']} price"
         ),
+        held_out=held_out("item", HELD_OUT["item"]),
     ),
     Template(
         name="open_site",
@@ -157,10 +173,11 @@ TEMPLATES: tuple[Template, ...] = (
         setup=lambda p: [],
         check=_on_site,
         expert=_open_expert,
+        held_out=held_out("site", HELD_OUT["site"]),
     ),
     Template(
         name="world_time",
-        split="test",
+        split="unseen",
         params=_each("city", [city.name for city in CITIES[10:]]),
         goal=lambda p: f"What time is it in {p['city']}?",
         setup=lambda p: [],
@@ -171,7 +188,7 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         name="restaurant",
-        split="test",
+        split="unseen",
         params=lambda: [{"cuisine": c, "city": city} for c in CUISINES for city in RESTAURANT_CITIES],
         goal=lambda p: f"Find {_article(str(p['cuisine']))} {p['cuisine']} restaurant in {p['city']}",
         setup=lambda p: [],

@@ -1,10 +1,12 @@
 """The web-shopping suite: AitW "Web Shopping" tasks on the simulated shopping sites.
 
 "Go to newegg.com, search for "razer thresher", and select the first entry", in the wording of the
-DigiRL/DistRL task files, on eBay, Newegg, Best Buy and Walmart; Costco is held out for the test split
-together with two held-out templates ("..., select the first entry, and add it to cart", which needs the
-product page, and "Show me the cart on ..."). "The first entry" is the first real result: a sponsored
-entry above it does not count.
+DigiRL/DistRL task files, on eBay, Newegg, Best Buy and Walmart. "The first entry" is the first real
+result: a sponsored entry above it does not count. Three splits (see ``distrl.sim.suites``): the
+``test`` split is the train templates' searches for products no train task names (``HELD_OUT_QUERIES``,
+on the same four sites); the ``unseen`` split is Costco (``UNSEEN_SITES``) and two held-out templates
+("..., select the first entry, and add it to cart", which needs the product page, and "Show me the cart
+on ...").
 
 Every task starts from the home screen with Chrome's data cleared (``pm clear``); cart tasks then fill
 the cart with the sites' deep links (``<cart url>?add=<item number>``, see ``distrl.sim.web.shops``)
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from distrl.records import Action
 from distrl.sim.apps.chrome import CHROME, cart, current_route, online, searched
-from distrl.sim.suites import Params, Suite, Template
+from distrl.sim.suites import Params, Suite, Template, held_out
 from distrl.sim.suites.expert import done
 from distrl.sim.suites.web_expert import fill_and_submit, in_the_way, open_address, reach, to_chrome
 from distrl.sim.web.catalogue import PRODUCTS, Product
@@ -31,11 +33,11 @@ if TYPE_CHECKING:
     from distrl.sim.app import Json
     from distrl.sim.phone import Phone
 
-__all__ = ["QUERIES", "TEST_SITES", "TRAIN_SITES", "WEB_SHOPPING", "cart_setup"]
+__all__ = ["HELD_OUT_QUERIES", "QUERIES", "TRAIN_SITES", "UNSEEN_SITES", "WEB_SHOPPING", "cart_setup"]
 
 TRAIN_SITES = ("ebay.com", "newegg.com", "bestbuy.com", "walmart.com")
-TEST_SITES = ("costco.com",)
-"""Held out: every Costco task is in the test split."""
+UNSEEN_SITES = ("costco.com",)
+"""Held out: every Costco task is in the ``unseen`` split."""
 
 QUERIES = (
     "razer thresher", "macbook air", "alienware area 51", "logitech g933", "corsair k70", "jbl flip 4",
@@ -50,6 +52,13 @@ QUERIES = (
     "dji mini 3 pro",
 )  # fmt: skip
 """Product searches (each one's first result on every site holds all its words)."""
+
+HELD_OUT_QUERIES = (
+    "samsung galaxy s23", "airpods pro", "dell xps 13", "lenovo thinkpad", "asus rog strix",
+    "hp spectre x360", "surface pro 9", "ipad air", "gopro hero11", "lg oled tv", "fitbit charge 5",
+)  # fmt: skip
+"""The ``test`` split's products: the train sites' searches for them (in every template) are ``test``
+tasks, so no ``train`` task names one."""
 
 _CLEAR_WORDINGS = ("Clear the cart on {site}", "Remove everything from my cart on {site}",
                    "Empty the shopping cart on {site}")  # fmt: skip
@@ -217,9 +226,10 @@ def _carts(sites: Sequence[str], counts: Sequence[int]) -> Callable[[], list[Par
 
 def _templates() -> tuple[Template, ...]:
     out: list[Template] = []
+    products = held_out("product", HELD_OUT_QUERIES)
     for split, sites, suffix, spans in (
         ("train", TRAIN_SITES, "", ((16, 40), (0, 32), (8, 36))),
-        ("test", TEST_SITES, "_heldout_site", ((0, 16), (16, 32), (32, 48))),
+        ("unseen", UNSEEN_SITES, "_heldout_site", ((0, 16), (16, 32), (32, 48))),
     ):
         out += [
             Template(
@@ -230,6 +240,7 @@ def _templates() -> tuple[Template, ...]:
                 setup=_clean,
                 check=_on_results,
                 expert=_shop_expert(_on_results, "results"),
+                held_out=products,
             ),
             Template(
                 name=f"select_first{suffix}",
@@ -239,6 +250,7 @@ def _templates() -> tuple[Template, ...]:
                 setup=_clean,
                 check=_on_first,
                 expert=_shop_expert(_on_first, "product"),
+                held_out=products,
             ),
             Template(
                 name=f"add_first{suffix}",
@@ -248,6 +260,7 @@ def _templates() -> tuple[Template, ...]:
                 setup=_clean,
                 check=_first_in_cart,
                 expert=_shop_expert(_first_in_cart, "add"),
+                held_out=products,
             ),
             Template(
                 name=f"clear_cart{suffix}",
@@ -259,11 +272,11 @@ def _templates() -> tuple[Template, ...]:
                 expert=_shop_expert(_cart_empty, "clear"),
             ),
         ]
-    all_sites = (*TRAIN_SITES, *TEST_SITES)
+    all_sites = (*TRAIN_SITES, *UNSEEN_SITES)
     out += [
         Template(
             name="select_and_add",
-            split="test",
+            split="unseen",
             params=_searches(all_sites, QUERIES[36:48]),
             goal=_select_add_goal,
             setup=_clean,
@@ -272,7 +285,7 @@ def _templates() -> tuple[Template, ...]:
         ),
         Template(
             name="show_cart",
-            split="test",
+            split="unseen",
             params=_carts(all_sites, (2,)),
             goal=lambda p: f"Show me the cart on {p['site']}",
             setup=_filled,
@@ -284,4 +297,5 @@ def _templates() -> tuple[Template, ...]:
 
 
 WEB_SHOPPING = Suite(name="web_shopping", max_steps=20, templates=_templates())
-"""AitW-style web shopping: train on four sites, test on held-out templates and a held-out site."""
+"""AitW-style web shopping: train on four sites; test on held-out products there; unseen: held-out
+templates and a held-out site."""
