@@ -87,6 +87,9 @@ def test_digirl_step_advantage_mixes_outcome_and_td_by_distance_to_the_end() -> 
     _close(adv, [0.25 + 0.75 * 0.3, 0.5 + 0.5 * 0.2, 1.0])
     failed = digirl_step_advantages(torch.zeros(3), VALUES, final_reward=0.0, lam=0.5)
     _close(failed, [0.3, 0.2, -0.7])
+    # a reward on every step (a cost of 0.05) enters each TD part: V(s_{h+1}) + r_h − V(s_h)
+    costly = digirl_step_advantages(torch.full((3,), -0.05), VALUES, final_reward=0.0, lam=0.5)
+    _close(costly, [0.25, 0.15, -0.75])
 
 
 def test_priority_weighs_td_error_ratio_and_surprise() -> None:
