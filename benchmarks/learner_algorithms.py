@@ -9,7 +9,10 @@ a fixed sample of ``--train-episodes`` train tasks decoded at ``--train-temperat
 policy collects and as RL trains it). ``--no-test`` skips both. Same seeds and budget for all. The
 variants (``--algorithms``): ``a-ride``, ``digirl``, ``filtered-bc``, and A-RIDE without one part
 (issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace`` (both λ = 0: one-step
-TD targets and advantages, no traces), ``no-entropy`` (β = 0).
+TD targets and advantages, no traces), ``no-entropy`` (β = 0); and the parts of the paper distrl has as
+options: ``a-ride-shaped`` (the paper's code's reward: 0.05 off each step, 1 off an invalid answer, a
+growing 0.4 off repeats), ``a-ride-vtraj-value`` and ``a-ride-vtraj-advantage`` (the actor on the batch's
+better half by V_traj, or by r − V_traj), ``digirl-top10`` (DigiRL's curriculum keeping the top 10%).
 
 Why the second evaluation: the test split holds new kinds of task, which ``tiny-bc`` hardly solves
 (about 1 of 213), so it cannot show a gain; the train tasks can, and the fixed sample is the same for
@@ -68,7 +71,16 @@ ABLATIONS = {
 }
 """A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
 targets and advantages (λ = 0 makes every trace c = 0); no entropy bonus."""
-VARIANTS = (*ALGORITHMS, *ABLATIONS)
+OPTIONS = {
+    "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
+    "a-ride-vtraj-value": {"trajectory_filter": "value"},
+    "a-ride-vtraj-advantage": {"trajectory_filter": "advantage"},
+    "digirl-top10": {"digirl_top": 0.1},
+}
+"""A-RIDE with a part of the paper it has as an option: its reward shaped as the paper's released code
+shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
+curriculum at its code's 10%."""
+VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
 _SPLIT_LABELS = {
     "test": "test split (new kinds of task), greedy",
     "train": "train tasks (a fixed sample), sampled",
@@ -76,11 +88,13 @@ _SPLIT_LABELS = {
 
 
 def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> LearnerSettings:
-    algorithm = cast(Algorithm, variant if variant in ALGORITHMS else "a-ride")
+    named = (name for name in ALGORITHMS if variant == name or variant.startswith(f"{name}-"))
+    algorithm = cast(Algorithm, next(named, "a-ride"))
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    return dataclasses.replace(settings, **ABLATIONS.get(variant, {}))  # type: ignore[arg-type]
+    changes = {**ABLATIONS.get(variant, {}), **OPTIONS.get(variant, {})}
+    return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
 
 def _gain(rates: list[float]) -> tuple[float, float]:
