@@ -3,8 +3,11 @@ screenshots, and checkpoints that resume the very same draws."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import struct
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -418,6 +421,72 @@ def test_a_damaged_checkpoint_is_reported_as_corrupt(tmp_path: Path) -> None:
             ReplayBuffer.load(path)
         assert caught.value.reason == "corrupt", what
         assert "\n" not in str(caught.value), what
+
+
+def _rewritten(
+    data: bytes, header: dict[str, object] | None = None, entries: int = -1, **fields: float
+) -> bytes:
+    """``data`` (a saved buffer) with header fields replaced (``"counters.added"`` for a nested one), and
+    entry ``entries``'s key or priority replaced (``key=``, ``priority=``) under a CRC-32 that matches
+    again: damage that only the checks of the values can see."""
+    end = data.index(b"\n") + 1
+    head = json.loads(data[:end])
+    for name, value in (header or {}).items():
+        section, _, field = name.partition(".")
+        if field:
+            head[section][field] = value
+        else:
+            head[name] = value
+    body, out, offset, i = data[end:], b"", 0, 0
+    while offset < len(body):
+        key, priority, length = struct.unpack(">QdQ", body[offset : offset + 24])
+        frame = body[offset + 28 : offset + 28 + length]
+        if i == entries:
+            key, priority = int(fields.get("key", key)), float(fields.get("priority", priority))
+        packed = struct.pack(">QdQ", key, priority, length)
+        out += packed + struct.pack(">I", zlib.crc32(frame, zlib.crc32(packed))) + frame
+        offset, i = offset + 28 + length, i + 1
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + out
+
+
+@pytest.mark.parametrize(
+    ("header", "entry", "needle"),
+    [
+        ({"updates": -1}, {}, "updates is -1, not an integer >= 0"),
+        ({"counters.dropped_stale": -2}, {}, "counters.dropped_stale is -2"),
+        ({"next_key": -1}, {}, "next_key is -1"),
+        ({"trajectories": -1}, {}, "trajectories is -1"),
+        ({"max_priority": 0.0}, {}, "max_priority is 0.0, not a number > 0"),
+        ({"max_priority": -1.0}, {}, "max_priority is -1.0"),
+        ({"max_policy_lag": "5"}, {}, "max_policy_lag is '5', not an integer"),
+        ({"next_key": 1}, {}, "out of order"),  # keys at or past the next key
+        ({}, {"entries": 1, "key": 0}, "entry 1 is not the trajectory with key 0"),
+        ({}, {"entries": 0, "priority": 0.0}, "a priority of 0.0"),
+        ({}, {"entries": 0, "priority": -1.0}, "a priority of -1.0"),
+        ({"capacity": 2}, {}, "over its capacity of 2"),
+    ],
+)
+def test_a_header_or_entry_no_buffer_can_have_is_reported_as_corrupt(
+    tmp_path: Path, header: dict[str, object], entry: dict[str, float], needle: str
+) -> None:
+    path = tmp_path / "replay.bin"
+    busy_buffer().save(path)
+    good = path.read_bytes()
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()  # the rewriting alone harms nothing
+    path.write_bytes(_rewritten(good))
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+    path.write_bytes(_rewritten(good, header, **entry))
+    with pytest.raises(CheckpointError, match="is corrupt: ") as caught:
+        ReplayBuffer.load(path)
+    assert needle in str(caught.value)
+
+
+def test_a_buffer_without_a_policy_lag_limit_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "replay.bin"
+    ReplayBuffer(7, max_policy_lag=None).save(path)
+    assert ReplayBuffer.load(path).max_policy_lag is None
+    ReplayBuffer(7, max_policy_lag=3).save(path)
+    assert ReplayBuffer.load(path).max_policy_lag == 3
 
 
 def test_a_failed_save_leaves_the_last_good_checkpoint(tmp_path: Path) -> None:
