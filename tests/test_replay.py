@@ -175,6 +175,15 @@ def test_bad_settings_are_refused(kwargs: dict[str, float]) -> None:
         ReplayBuffer(**kwargs)  # type: ignore[arg-type]
 
 
+def test_the_defaults_and_the_edge_settings_are_a_buffer() -> None:
+    buffer = ReplayBuffer(10)
+    assert (buffer.alpha, buffer.initial_beta, buffer.beta_updates, buffer.seed) == (0.5, 0.4, 1000, 0)
+    assert buffer.max_policy_lag is None
+    for edge in ({"capacity": 1}, {"capacity": 5, "beta": 1.0}, {"capacity": 5, "beta_updates": 1}):
+        ReplayBuffer(**edge)  # type: ignore[arg-type]
+    assert ReplayBuffer(5, max_policy_lag=0).max_policy_lag == 0  # only the learner's own version
+
+
 # -- priorities and sampling ------------------------------------------------------------------------
 
 
@@ -284,6 +293,8 @@ def test_update_priorities_ignores_evicted_keys_and_refuses_bad_values() -> None
         assert buffer.priorities()[2] == 1.0  # nothing changed
     with pytest.raises(ValueError, match="never given out"):
         buffer.update_priorities([99], [1.0])
+    with pytest.raises(ValueError, match="never given out"):
+        buffer.update_priorities([3], [1.0])  # the next key to give out: not given yet
     with pytest.raises(ValueError, match="2 keys but 1"):
         buffer.update_priorities([1, 2], [1.0])
 

@@ -436,6 +436,16 @@ def test_encode_refuses_frames_over_the_limits() -> None:
     with pytest.raises(FrameTooLarge):
         encode(Shutdown(reason="x" * 200), max_header_bytes=100)
     assert decode(encode(weights, max_frame_bytes=2000)) == weights
+    # a limit is the largest size allowed: a frame of exactly that size goes, one byte less does not
+    size = len(encode(weights))
+    assert encode(weights, max_frame_bytes=size) == encode(weights)
+    with pytest.raises(FrameTooLarge, match=f"frame of {size} bytes is over the limit of {size - 1}"):
+        encode(weights, max_frame_bytes=size - 1)
+    shutdown = Shutdown(reason="x" * 200)
+    header = len(encode(shutdown)) - PREFIX_BYTES
+    assert encode(shutdown, max_header_bytes=header) == encode(shutdown)
+    with pytest.raises(FrameTooLarge, match=f"header of {header} bytes is over the limit of {header - 1}"):
+        encode(shutdown, max_header_bytes=header - 1)
 
 
 def test_message_constructors_check_their_literals() -> None:
