@@ -240,7 +240,11 @@ def rejected(tensors: Tensors, blob: bytes, expected_base: int | None = 4) -> We
 def test_a_flipped_bit_anywhere_is_rejected(update: tuple[Tensors, Tensors, bytes], flip: int) -> None:
     old, _, blob = update
     reasons = set()
-    for position in range(len(blob)):  # every byte of the blob (8 KB)
+    (header,) = struct.unpack_from("<Q", blob)
+    # every byte of the length and the header, and every 7th of the data (8 KB in all): all the parsing
+    # sees, and the data's checks in a tenth of the time (each byte of data is guarded alike)
+    positions = [*range(8 + header), *range(8 + header, len(blob), 7), len(blob) - 1]
+    for position in positions:
         corrupt = bytearray(blob)
         corrupt[position] ^= flip
         reasons.add(rejected(old, bytes(corrupt)).reason)
