@@ -98,9 +98,9 @@ def test_digirl_keeps_steps_above_one_over_h_of_trajectories_that_beat_their_ins
     # 1/H = 0.1: strictly above it
     assert kept.tolist() == [False, False, True, True]
     for reward, value in ((1.0, 1.0), (0.0, 0.4), (1.0, 1.2)):  # r − V_instr ≤ 0: nothing at all
-        assert not digirl_keep(
-            step_advantages, final_reward=reward, instruction_value=value, max_steps=10
-        ).any()
+        none = digirl_keep(step_advantages, final_reward=reward, instruction_value=value, max_steps=10)
+        assert not none.any()
+        assert none.dtype == torch.bool  # a mask: it indexes the steps
     assert digirl_keep(step_advantages, final_reward=1.0, instruction_value=0.4, max_steps=4).tolist() == [
         False,
         False,
@@ -112,6 +112,7 @@ def test_digirl_keeps_steps_above_one_over_h_of_trajectories_that_beat_their_ins
 def test_filtered_bc_imitates_every_step_of_successes_only() -> None:
     assert filtered_bc_keep(True, 3).tolist() == [True, True, True]
     assert filtered_bc_keep(False, 3).tolist() == [False, False, False]
+    assert filtered_bc_keep(False, 3).dtype == torch.bool  # a mask: it indexes the steps
     logprob = _t(-1.0, -3.0).requires_grad_()
     loss = imitation_loss(logprob, steps=4)
     assert loss.item() == pytest.approx(1.0)  # −(−1 − 3) / 4

@@ -138,11 +138,17 @@ def test_empty_trajectories_are_refused() -> None:
     assert len(buffer) == 0
     assert buffer.stats().refused_empty == 1
     assert buffer.stats().added == 0
+    assert not buffer.add(empty, learner_version=0)
+    assert buffer.stats().refused_empty == 2  # counted, not flagged
+    stats = buffer.stats()
+    assert (stats.mean_priority, stats.max_priority, stats.oldest_version) == (0.0, 0.0, None)
 
 
 def test_stale_trajectories_are_refused_and_pruned() -> None:
     buffer = ReplayBuffer(100, max_policy_lag=2)
     assert not buffer.add(trajectory("old", 2, versions=[3, 5]), learner_version=6)  # lag 3
+    assert not buffer.add(trajectory("older", 1, versions=[1]), learner_version=6)
+    assert buffer.stats().dropped_stale == 2
     assert buffer.add(trajectory("ok", 2, versions=[5, 4]), learner_version=6)  # lag 2
     assert buffer.add(trajectory("new", 2, versions=[6, 6]), learner_version=6)
     assert buffer.stats().oldest_version == 4
@@ -150,7 +156,7 @@ def test_stale_trajectories_are_refused_and_pruned() -> None:
     assert buffer.prune(7) == 1
     assert [t.id for t in buffer.trajectories()] == ["new"]
     stats = buffer.stats()
-    assert (stats.dropped_stale, stats.added, stats.steps, stats.oldest_version) == (2, 2, 2, 6)
+    assert (stats.dropped_stale, stats.added, stats.steps, stats.oldest_version) == (3, 2, 2, 6)
 
     unlimited = ReplayBuffer(100)
     assert unlimited.add(trajectory("old", 2, versions=[0, 0]), learner_version=1000)
@@ -313,6 +319,15 @@ def test_sampling_is_deterministic_for_a_seed() -> None:
 
     assert draws(7) == draws(7)
     assert draws(7) != draws(8)
+
+
+def test_a_sample_hands_out_each_keys_trajectory_and_counts_the_draws() -> None:
+    buffer = filled([1.0, 2.0, 3.0])
+    by_key = dict(zip(buffer.priorities(), buffer.trajectories(), strict=True))
+    first, second = buffer.sample(5), buffer.sample(4)
+    for sample in (first, second):
+        assert sample.trajectories == tuple(by_key[key] for key in sample.keys)
+    assert buffer.stats().sampled == 9
 
 
 # -- shared screenshots -----------------------------------------------------------------------------
