@@ -25,7 +25,7 @@ from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
 from distrl.device.adb import AdbDevice
 from distrl.device.emulator import Launcher, preflight
 from distrl.device.host import screen_options
-from distrl.errors import DeviceOffline, EmulatorError
+from distrl.errors import DeviceError, DeviceOffline, EmulatorError
 from distrl.fleet import probe_fleet
 from distrl.records import Task
 
@@ -461,3 +461,20 @@ async def test_a_port_taken_by_an_emulator_distrl_did_not_launch_is_not_taken_fo
                 await launcher.emulators[serial].reset(TASK)
             tg.cancel_scope.cancel()
     assert sdk.calls() == []  # nothing started on a port in use
+
+
+async def test_a_task_whose_setup_fails_does_not_cost_the_emulator_a_relaunch(sdk: Sdk) -> None:
+    devices = _devices()
+    (serial,) = devices.launched
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    async with anyio.create_task_group() as tg:
+        await tg.start(launcher.run)
+        device, instance = launcher.emulators[serial], launcher.instances[serial]
+        await device.reset(TASK)
+        broken = Task(id="b", suite="file", goal="g", setup=("am start -n com.example.missing/.Main",))
+        with pytest.raises(DeviceError, match="setup command"):
+            await device.reset(broken)
+        assert instance.up.is_set()  # the task's fault: the emulator plays on
+        await device.reset(TASK)
+        assert instance.launches == 2  # the snapshot's boot and this one; no relaunch
+        tg.cancel_scope.cancel()

@@ -19,7 +19,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import distrl.sim.shell
 from distrl.cli import main
-from distrl.config import Inventory, parse_inventory
+from distrl.config import Inventory, SimSettings, parse_inventory
+from distrl.device.screen import decode, encode
 from distrl.fleet import collect, probe_fleet
 from distrl.records import Task
 from distrl.sim.phone import Phone
@@ -117,7 +118,8 @@ async def test_a_task_files_adb_checks_score_episodes_on_adb_devices(
 @dataclasses.dataclass
 class _Truth:
     """The sim's truth for each screen the phones showed: every screencap is recorded with the state
-    the phone was in, and that state names the test task it was playing (``MARK``)."""
+    the phone was in, and that state names the test task it was playing (``MARK``). A screen is known
+    by its bytes as captured (PNG) and as the worker re-encodes them (JPEG, ``[sim]``'s quality)."""
 
     by_goal: dict[str, tuple[int, Task]]
     seen: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
@@ -127,9 +129,11 @@ class _Truth:
         mark = phone.get_setting("global", MARK)
         for number, task in self.by_goal.values():
             if str(number) == mark:
+                success = is_successful(task, phone.state())
+                sent = encode(decode(png), "jpeg", SimSettings().jpeg_quality)
                 with self.lock:
-                    digest = hashlib.sha256(png).hexdigest()
-                    self.seen[(task.goal, digest)] = is_successful(task, phone.state())
+                    for screen in (png, sent):
+                        self.seen[(task.goal, hashlib.sha256(screen).hexdigest())] = success
 
     def __call__(self, goal: str, final: bytes) -> bool | None:
         with self.lock:

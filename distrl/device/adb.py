@@ -169,6 +169,9 @@ class AdbDevice:
         """Screens larger than this many pixels are scaled down to it, keeping their shape; 0: never."""
         self.white_frame_retries = white_frame_retries
         """Captures retried after a white frame before ``observe`` gives up."""
+        self.failed_in_setup = False
+        """Whether the last ``reset`` failed in the task's setup commands (the task's fault, not the
+        device's), rather than in loading the snapshot or in its observation."""
         self.reboot = reboot
         """Whether a failed snapshot load reboots the device; False where its owner relaunches it
         instead (``distrl.device.emulator``), and the failure is raised."""
@@ -205,6 +208,7 @@ class AdbDevice:
         t = self.timeouts
         async with self._gate.operation("reset", t.device_reset_s * 2 + t.device_boot_s + t.device_observe_s):
             self._size = None
+            self.failed_in_setup = False
             try:
                 if self.console_port is None:  # a phone: no snapshot to load
                     async with self._gate.deadline("reset (apps)", t.device_reset_s):
@@ -218,9 +222,11 @@ class AdbDevice:
                 log.warning("%s; rebooting", exc)
                 async with self._gate.deadline("reset (reboot)", t.device_boot_s):
                     await self._reboot()
+            self.failed_in_setup = True  # until the setup commands have all run
             async with self._gate.deadline("reset (setup)", t.device_reset_s):
                 for command in commands:
                     await self._setup(command)
+            self.failed_in_setup = False
             async with self._gate.deadline("reset (observe)", t.device_observe_s):
                 return await self._capture("reset")
 
@@ -401,7 +407,7 @@ class AdbDevice:
             text = (output.stdout + output.stderr).decode("utf-8", "replace").strip()
             raise self._gate.error(
                 DeviceError,
-                "setup",
+                "reset",
                 f"setup command {command!r} failed with exit status {output.exit_code}: {text:.200}",
             )
 

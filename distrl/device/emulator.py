@@ -489,9 +489,8 @@ class LaunchedEmulator:
         launch = instance.launches  # a reset that outlives this launch says nothing of the next one
         try:
             observation = await self._adb.reset(task)
-        except DeviceError as exc:
-            task_failed = exc.operation in ("setup", "reset (setup)")  # the task's setup, not the emulator
-            if not task_failed and instance.launches == launch:
+        except DeviceError:
+            if not self._adb.failed_in_setup and instance.launches == launch:  # the emulator's fault
                 instance.go_down()
             raise
         if instance.launches == launch:
