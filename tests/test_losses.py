@@ -130,6 +130,9 @@ def test_the_curricula_keep_the_top_share_of_a_batch_by_their_score() -> None:
     # DigiRL's: of the top share, only advantages above 0
     assert top_trajectories(scores, 1.0, above=0.0).tolist() == [True, False, True, True, True]
     assert not top_trajectories(_t(-0.1, -0.2), 1.0, above=0.0).any()
+    # both at once: the top share, then of those only the ones strictly above
+    assert top_trajectories(scores, 0.4, above=0.1).tolist() == [False, False, True, False, True]
+    assert top_trajectories(scores, 1.0, above=0.4).tolist() == [False, False, True, False, False]
 
 
 def _played(*actions: Action | InvalidAction, success: bool) -> tuple[Step, ...]:
