@@ -64,14 +64,14 @@ from distrl.pretrain import pretrain
 FIGURES = Path(__file__).resolve().parent / "figures"
 ALGORITHMS = ("a-ride", "digirl", "filtered-bc")
 Algorithm = Literal["a-ride", "digirl", "filtered-bc"]
-ABLATIONS = {
+ABLATIONS: dict[str, dict[str, object]] = {
     "no-dper": {"priority_alpha": 0.0},
     "no-retrace": {"retrace_lambda": 0.0, "advantage_lambda": 0.0},
     "no-entropy": {"entropy_coef": 0.0},
 }
 """A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
 targets and advantages (λ = 0 makes every trace c = 0); no entropy bonus."""
-OPTIONS = {
+OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
     "a-ride-vtraj-value": {"trajectory_filter": "value"},
     "a-ride-vtraj-advantage": {"trajectory_filter": "advantage"},

@@ -186,7 +186,7 @@ def test_the_defaults_and_the_edge_settings_are_a_buffer() -> None:
     assert (buffer.alpha, buffer.initial_beta, buffer.beta_updates, buffer.seed) == (0.5, 0.4, 1000, 0)
     assert buffer.max_policy_lag is None
     for edge in ({"capacity": 1}, {"capacity": 5, "beta": 1.0}, {"capacity": 5, "beta_updates": 1}):
-        ReplayBuffer(**edge)  # type: ignore[arg-type]
+        ReplayBuffer(**edge)
     assert ReplayBuffer(5, max_policy_lag=0).max_policy_lag == 0  # only the learner's own version
 
 
@@ -450,7 +450,7 @@ def test_a_damaged_checkpoint_is_reported_as_corrupt(tmp_path: Path) -> None:
 
 
 def _rewritten(
-    data: bytes, header: dict[str, object] | None = None, entries: int = -1, **fields: float
+    data: bytes, header: dict[str, object] | None = None, entries: float = -1, **fields: float
 ) -> bytes:
     """``data`` (a saved buffer) with header fields replaced (``"counters.added"`` for a nested one), and
     entry ``entries``'s key or priority replaced (``key=``, ``priority=``) under a CRC-32 that matches
