@@ -267,6 +267,8 @@ def test_ctrl_c_during_pretrain_leaves_nothing_behind(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # SIGINT at its default, as from a terminal (a test runner started in the background ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stdout is not None
     for line in process.stdout:

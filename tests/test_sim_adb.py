@@ -489,6 +489,8 @@ def test_sim_command_serves_until_ctrl_c(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        # SIGINT at its default, as from a terminal (a test runner started in the background ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as process:
         try:
             assert process.stdout is not None
