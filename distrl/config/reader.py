@@ -49,6 +49,16 @@ def worker_settings_json(inventory: Inventory) -> str:
     return json.dumps(document, allow_nan=True)
 
 
+def _document(text: str, what: str, source: str) -> tuple[_Reader, object]:
+    """A settings document sent on the wire, parsed, and the reader that checks it (``source`` names the
+    message it came in); ``ConfigError`` when it is not JSON."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError.at("", f"{what} are not JSON: {exc}", source) from exc
+    return _Reader(source), data
+
+
 def devices_json(devices: Devices) -> str:
     """A host's ``Devices`` as a JSON document (``parse_devices`` reads it): the learner's hello carries
     it to the worker, which launches and checks them."""
@@ -59,11 +69,7 @@ def parse_devices(text: str) -> Devices:
     """Check a ``devices_json`` document as the inventory's ``[hosts.devices]`` is checked.
 
     Raises ``ConfigError`` naming the setting at fault."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError.at("", f"the device settings are not JSON: {exc}", "hello") from exc
-    reader = _Reader("hello")
+    reader, data = _document(text, "the device settings", "hello")
     table = reader.table(data, "devices")
     devices = reader.section(Devices, table, "devices")
     reader.launch(devices, "devices")
@@ -74,11 +80,7 @@ def parse_worker_settings(text: str) -> WorkerSettings:
     """Check a ``worker_settings_json`` document as the inventory's own sections are checked.
 
     Raises ``ConfigError`` naming the setting at fault."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError.at("", f"the worker settings are not JSON: {exc}", "setup") from exc
-    reader = _Reader("setup")
+    reader, data = _document(text, "the worker settings", "setup")
     table = reader.table(data, "")
     reader.reject_unknown(table, ["policy", "sim", "timeouts", "seed"], "")
     seed = table.get("seed", 0)
