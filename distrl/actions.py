@@ -172,7 +172,7 @@ def _point(fields: Mapping[str, object], name: str) -> Point:
         raise _Rejected(f"DUAL_POINT has no {name}")
     if isinstance(value, str):
         inner = value.strip().removeprefix("[").removesuffix("]")
-        parts: list[object] = [part.strip().strip("\"'") for part in inner.split(",", 2)]
+        parts: list[object] = [part.strip().strip("\"'") for part in inner.split(",")]
     elif isinstance(value, list):
         parts = value
     else:

@@ -152,6 +152,12 @@ def test_paper_examples_parse(text: str, expected: Action) -> None:
         # The first of two equal keys counts, strictly and leniently.
         ('"action_type": "PRESS_BACK", "action_type": "PRESS_HOME"', Action(type=T.PRESS_BACK)),
         ('"action_type": "PRESS_BACK", "action_type": "PRESS_HOME" junk', Action(type=T.PRESS_BACK)),
+        # Bare words, unquoted keys and values, as small models write them: read by the lenient scan.
+        ("Action Decision: action_type: PRESS_BACK", Action(type=T.PRESS_BACK)),
+        (
+            'action_type: DUAL_POINT, touch_point: [0.1, 0.2], lift_point: "[0.3, 0.4]"',
+            Action(type=T.DUAL_POINT, touch=(0.1, 0.2), lift=(0.3, 0.4)),
+        ),
     ],
 )
 def test_sloppy_outputs_parse(text: str, expected: Action) -> None:
@@ -197,6 +203,13 @@ def test_invalid_outputs_say_why(text: str, reason: str) -> None:
     assert reason in result.reason
 
 
+def test_a_decision_of_exactly_the_limit_is_read() -> None:
+    fields = ' "action_type": "TYPE", "typed_text": "'
+    body = fields + "a" * (MAX_DECISION_CHARS - len(fields) - 1) + '"'
+    assert len(body) == MAX_DECISION_CHARS
+    assert parse_action("Action Decision:" + body) == Action(type=T.TYPE, text=body[len(fields) : -1])
+
+
 def test_long_plan_before_a_short_decision_is_read() -> None:
     text = "Action Plan: [" + "DUAL_POINT," * 10_000 + "] ; " + decision("PRESS_BACK")
     assert parse_action(text) == Action(type=T.PRESS_BACK)
@@ -234,6 +247,10 @@ def test_format_matches_the_paper() -> None:
     assert format_action(Action(type=T.TYPE, text="café 東京")) == decision("TYPE", text="café 東京")
     assert format_action(Action(type=T.DUAL_POINT, touch=(0.5, 0), lift=(1, 0.25))) == decision(
         "DUAL_POINT", "[0.5000, 0.0000]", "[1.0000, 0.2500]"
+    )
+    # The marker inside typed text is written with its colon escaped, exactly so: tiny-bc learned it.
+    assert format_action(Action(type=T.TYPE, text="Action Decision: go")).endswith(
+        '"typed_text": "Action Decision\\u003a go"'
     )
 
 

@@ -133,6 +133,9 @@ def test_the_curricula_keep_the_top_share_of_a_batch_by_their_score() -> None:
     # both at once: the top share, then of those only the ones strictly above
     assert top_trajectories(scores, 0.4, above=0.1).tolist() == [False, False, True, False, True]
     assert top_trajectories(scores, 1.0, above=0.4).tolist() == [False, False, True, False, False]
+    # the share still counts when every score clears ``above``; a score equal to it is not above
+    assert top_trajectories(_t(3.0, 2.0, 1.0, 0.5), 0.5, above=0.0).tolist() == [True, True, False, False]
+    assert top_trajectories(_t(1.0, 0.0), 1.0, above=0.0).tolist() == [True, False]
 
 
 def _played(*actions: Action | InvalidAction, success: bool) -> tuple[Step, ...]:

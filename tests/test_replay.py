@@ -529,3 +529,214 @@ def test_a_failed_save_leaves_the_last_good_checkpoint(tmp_path: Path) -> None:
         broken.save(path)
     assert path.read_bytes() == good
     assert os.listdir(tmp_path) == ["replay.bin"]
+
+
+# -- checkpoints: what the mutation tool found untested ----------------------------------------------
+
+
+def _saved(tmp_path: Path, buffer: ReplayBuffer | None = None) -> tuple[Path, bytes]:
+    path = tmp_path / "replay.bin"
+    (buffer or busy_buffer()).save(path)
+    return path, path.read_bytes()
+
+
+def _corrupt(path: Path, data: bytes) -> str:
+    """The message of loading ``data`` from ``path``, which must be refused as corrupt."""
+    path.write_bytes(data)
+    with pytest.raises(CheckpointError, match="is corrupt: ") as caught:
+        ReplayBuffer.load(path)
+    assert caught.value.reason == "corrupt"
+    return str(caught.value)
+
+
+def _entries(data: bytes) -> list[tuple[int, bytes]]:
+    """A saved buffer's entries: where each starts, and its bytes (fields, CRC and frame)."""
+    offset, found = data.index(b"\n") + 1, []
+    while offset < len(data):
+        length = struct.unpack(">QdQ", data[offset : offset + 24])[2]
+        found.append((offset, data[offset : offset + 28 + length]))
+        offset += 28 + length
+    return found
+
+
+def test_trajectories_without_a_final_screen_or_with_borrowed_screen_bytes_are_held_and_saved(
+    tmp_path: Path,
+) -> None:
+    """An episode cut short has no final observation; screens decoded from the wire arrive as views of
+    the frame. Both are held as plain bytes, and round-trip."""
+    borrowed = trajectory("view", 2, screens=[bytearray(screen("a")), memoryview(screen("b"))])  # type: ignore[list-item]
+    buffer = ReplayBuffer(10)
+    assert buffer.add(trajectory("cut", 2, final=None), learner_version=0)
+    assert buffer.add(borrowed, learner_version=0)
+    cut, held = buffer.trajectories()
+    assert cut.final_observation is None
+    assert [type(step.observation.screenshot) for step in held.steps] == [bytes, bytes]
+    assert [step.observation.screenshot for step in held.steps] == [screen("a"), screen("b")]
+    buffer.save(tmp_path / "replay.bin")
+    assert ReplayBuffer.load(tmp_path / "replay.bin").trajectories() == buffer.trajectories()
+
+
+def test_a_save_writes_a_hidden_temporary_file_beside_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside it, so the rename is atomic (a temporary file elsewhere may be on another file system);
+    hidden and named after it, so a crash's leftover says what it was."""
+    renamed: list[tuple[str, str]] = []
+    real_replace = os.replace
+
+    def spy(source: str, target: str) -> None:
+        renamed.append((str(source), str(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", spy)
+    path, _ = _saved(tmp_path)
+    [(source, target)] = renamed
+    assert target == str(path)
+    assert Path(source).parent == tmp_path
+    assert Path(source).name.startswith(".replay.bin.")
+    assert Path(source).name.endswith(".tmp")
+
+
+def test_a_failed_save_names_the_checkpoint_and_survives_a_leftover_it_cannot_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = filled([1.0])
+    broken.add(replace(trajectory("nan", 1), duration_s=math.nan), learner_version=0)
+    path = tmp_path / "replay.bin"
+    with pytest.raises(CheckpointError, match="no wire form") as caught:
+        broken.save(path)
+    assert f"cannot save the replay buffer to {path}: trajectory 'nan'" in str(caught.value)
+    assert caught.value.path == str(path)
+
+    def refuse(name: str) -> None:
+        raise PermissionError(13, "Permission denied", name)
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    with pytest.raises(CheckpointError, match="no wire form"):  # the cause, not the cleanup's failure
+        broken.save(path)
+
+
+def test_a_folder_that_cannot_be_synced_does_not_fail_the_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def refuse_folders(name: str, flags: int, *mode: int) -> int:
+        if os.path.isdir(name):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, flags, *mode)
+
+    monkeypatch.setattr(os, "open", refuse_folders)
+    path, _ = _saved(tmp_path)
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+
+
+def test_the_header_line_may_be_exactly_as_long_as_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, data = _saved(tmp_path)
+    header = data.index(b"\n")  # bytes before the newline
+    monkeypatch.setattr("distrl.learner.replay.MAX_HEADER_BYTES", header)
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+    monkeypatch.setattr("distrl.learner.replay.MAX_HEADER_BYTES", header - 1)
+    assert "its header line is cut short or too long" in _corrupt(path, data)
+
+
+def test_a_checkpoint_that_ends_inside_an_entry_says_which(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    start = data.index(b"\n") + 1
+    for cut, part in ((start + 7, "7 of 24"), (start + 26, "2 of 4"), (start + 40, "12 of")):
+        message = _corrupt(path, data[:cut])
+        assert f"it ends inside trajectory 0 ({part}" in message, message
+
+
+def test_an_entry_exactly_as_long_as_the_frame_limit_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, data = _saved(tmp_path)
+    longest = max(len(entry) - 28 for _, entry in _entries(data))
+    monkeypatch.setattr("distrl.learner.replay.MAX_FRAME_BYTES", longest)
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+    monkeypatch.setattr("distrl.learner.replay.MAX_FRAME_BYTES", longest - 1)
+    assert f"bytes, over the limit of {longest - 1}" in _corrupt(path, data)
+
+
+def test_a_trajectory_over_the_wires_header_limit_is_saved_whole(tmp_path: Path) -> None:
+    """A trajectory is gathered from many step frames, so its own frame can pass the limits one wire
+    frame has (a 1 MiB header): the checkpoint has its own."""
+    buffer = ReplayBuffer(10)
+    long = trajectory("long", 3)
+    long = replace(long, steps=tuple(replace(step, output="x" * 600_000) for step in long.steps))
+    assert buffer.add(long, learner_version=0)
+    path, _ = _saved(tmp_path, buffer)
+    assert ReplayBuffer.load(path).trajectories() == (long,)
+
+
+def test_a_trajectory_over_the_wires_frame_limit_is_saved_whole(tmp_path: Path) -> None:
+    """Likewise for the 256 MiB a wire frame may hold (about 2 s and 0.6 GB of memory)."""
+    buffer = ReplayBuffer(10)
+    big = trajectory("big", 2, screens=[bytes(200 * 2**20), bytes(60 * 2**20)])
+    assert buffer.add(big, learner_version=0)
+    path, _ = _saved(tmp_path, buffer)
+    assert ReplayBuffer.load(path).trajectories() == (big,)
+
+
+def test_a_repeated_key_or_one_at_the_next_key_is_out_of_order(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    entries = _entries(data)
+    end = data.index(b"\n") + 1
+    head = json.loads(data[:end])
+    head["trajectories"] += 1
+    repeated = json.dumps(head, separators=(",", ":")).encode() + b"\n" + data[end:] + entries[-1][1]
+    assert "out of order" in _corrupt(path, repeated)
+    last_key = max(busy_buffer().priorities())
+    assert "out of order" in _corrupt(path, _rewritten(data, {"next_key": last_key}))
+    path.write_bytes(_rewritten(data, {"next_key": last_key + 1}))
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+
+
+def test_one_trajectory_over_the_capacity_round_trips_but_two_are_corrupt(tmp_path: Path) -> None:
+    alone = ReplayBuffer(2)
+    assert alone.add(trajectory("long", 3), learner_version=0)
+    path, _ = _saved(tmp_path, alone)
+    assert ReplayBuffer.load(path).trajectories() == alone.trajectories()
+    pair = ReplayBuffer(4)
+    for name in ("a", "b"):
+        assert pair.add(trajectory(name, 2), learner_version=0)
+    _, data = _saved(tmp_path, pair)
+    assert "it holds 4 steps, over its capacity of 3" in _corrupt(path, _rewritten(data, {"capacity": 3}))
+
+
+def test_the_random_generators_state_is_checked_and_keeps_a_pending_gauss(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    rng = json.loads(data[: data.index(b"\n")])["rng"]
+    path.write_bytes(_rewritten(data, {"rng": [rng[0], rng[1], 0.5]}))
+    assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
+    for bad in ({"a": 1, "b": 2, "c": 3}, [rng[0], rng[1], "0.5"], [rng[0], rng[1]], 7):
+        message = _corrupt(path, _rewritten(data, {"rng": bad}))
+        assert "random generator state is not valid" in message, bad
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ({"counters": 5}, "its header has no field 'counters.added'"),
+        ({"capacity": "12"}, "its header's capacity is '12', not an integer"),
+        ({"alpha": True}, "its header's alpha is True, not a number"),
+        ({"alpha": "0.6"}, "its header's alpha is '0.6', not a number"),
+    ],
+)
+def test_a_header_field_of_the_wrong_kind_is_named_exactly(
+    tmp_path: Path, header: dict[str, object], said: str
+) -> None:
+    path, data = _saved(tmp_path)
+    assert _corrupt(path, _rewritten(data, header)).endswith(f"is corrupt: {said}")
+
+
+def test_a_header_without_a_field_is_corrupt(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    end = data.index(b"\n")
+    head = json.loads(data[:end])
+    del head["seed"]
+    damaged = json.dumps(head).encode() + data[end:]
+    assert _corrupt(path, damaged).endswith("is corrupt: its header has no field 'seed'")

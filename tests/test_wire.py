@@ -605,6 +605,22 @@ def test_decode_refuses_malformed_frames_with_a_reason(frame: bytes, needle: str
     assert caught.value.reason is not None
 
 
+def test_decode_and_encode_say_exactly_what_is_wrong() -> None:
+    frame = encode(Heartbeat(seq=1, sent_at_s=0.0))
+    with pytest.raises(TruncatedFrame) as cut:
+        decode(frame[:-1])
+    assert str(cut.value) == f"the frame announces {len(frame)} bytes, got {len(frame) - 1}"
+    with pytest.raises(WireError) as overlong:
+        decode(frame + b"xy")
+    assert str(overlong.value) == "2 bytes follow the end of the frame"
+    with pytest.raises(WireError) as negative:
+        decode(_frame({"type": "shutdown", "id": 0, "att": [2, -1], "reason": "x"}, b"!"))
+    assert "header.att[1] must be >= 0" in str(negative.value)
+    with pytest.raises(WireError) as unsendable:
+        encode(Heartbeat(seq=1, sent_at_s=0.0, id=-1))
+    assert str(unsendable.value) == "Heartbeat.id must be >= 0, not -1"
+
+
 def test_an_attachment_used_twice_is_refused() -> None:
     trajectory: dict[str, Any] = {
         "id": "x",
@@ -1003,6 +1019,8 @@ async def test_another_protocol_version_is_a_mismatch(transport: str) -> None:
             with pytest.raises(ProtocolMismatch) as caught:
                 await ours.receive()
     assert (caught.value.ours, caught.value.theirs) == (PROTOCOL_VERSION, PROTOCOL_VERSION + 1)
+    said = f"the peer speaks protocol version {PROTOCOL_VERSION + 1}, this side {PROTOCOL_VERSION}"
+    assert (str(caught.value), caught.value.reason) == (said, said)
 
 
 @pytest.mark.anyio

@@ -132,6 +132,11 @@ def decode(
     if len(view) > size:
         problem = f"{len(view) - size} bytes follow the end of the frame"
         raise WireError(problem, reason=problem)
+    return _decode_checked(view)
+
+
+def _decode_checked(view: memoryview) -> Message:
+    """The message in a whole frame of bytes whose prefix was checked against the limits."""
     header_end = PREFIX_BYTES + _header_len(view)
     try:
         return _decode_body(view[PREFIX_BYTES:header_end], view[header_end:])
@@ -236,12 +241,8 @@ class FrameStream(ObjectStream[Message]):
                 raise
             if not await self._fill(size):
                 raise self._truncated(size)
-            if len(self._buffer) == size:
-                frame, self._buffer = self._buffer, bytearray()
-            else:
-                frame = self._buffer[:size]
-                del self._buffer[:size]
-        return decode(frame, max_frame_bytes=self.max_frame_bytes, max_header_bytes=self.max_header_bytes)
+            frame, self._buffer = self._buffer, bytearray()  # ``_fill`` reads no further than the frame
+        return _decode_checked(memoryview(frame))
 
     async def _fill(self, size: int) -> bool:
         """Read until the buffer holds ``size`` bytes, and no more; False if the stream ends first."""
