@@ -357,6 +357,12 @@ devices = {{ avd = "{AVD}", count = 2, first_port = {first} }}
     assert ports[0] == str(first)  # the snapshot's boot
     assert sorted(ports[1:]) == [str(first), str(first + 2)]
     assert not any(_alive(pid) for pid in sdk.pids())
+    checks = [
+        line["argv"]
+        for line in map(json.loads, sdk.log.read_text().splitlines())
+        if "-avd" not in line["argv"]
+    ]
+    assert checks == [["-list-avds"], ["-accel-check"]]  # the hello's preflight, which the launcher takes
 
 
 # -- attached devices: checked at the handshake, screens re-encoded ------------------------------------

@@ -283,7 +283,10 @@ class Launcher:
         env: Mapping[str, str] | None = None,
         workdir: Path | None = None,
         device_options: Mapping[str, Any] | None = None,
+        binary: Path | None = None,
     ) -> None:
+        """``binary``: the ``emulator`` program when ``preflight`` has just found it (the worker's checks
+        at the hello), so that ``run`` does not check again."""
         if not devices.avd:
             raise ValueError("no AVD to launch")
         self.devices = devices
@@ -311,7 +314,7 @@ class Launcher:
             for serial, instance in self.instances.items()
         }
         """The ``Device`` of each instance, by serial."""
-        self._binary: Path | None = None
+        self._binary = binary
         self._token_file = os.path.expanduser(TOKEN_FILE)
         self._waits = anyio.CapacityLimiter(3 * len(self.instances) + 1)
         """Threads that wait for emulator processes (one per instance, two more while stopping it)."""
@@ -321,7 +324,8 @@ class Launcher:
         Everything launched is stopped on the way out."""
         task_status.started()
         try:
-            self._binary = await preflight(self.devices, self.env)
+            if self._binary is None:
+                self._binary = await preflight(self.devices, self.env)
             await self._prepare_snapshot()
         except DeviceError as exc:
             for instance in self.instances.values():

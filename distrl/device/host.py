@@ -59,12 +59,14 @@ class HostDevices:
         self.launched = tuple(name for name in names if name in launched)
         self.launcher: Launcher | None = None
         self.opened = False
+        self._emulator: Path | None = None
+        """The ``emulator`` program ``check`` found, which the launcher then takes."""
 
     async def check(self) -> dict[str, str]:
         """The attached devices that do not work, each with why; ``EmulatorError`` (no SDK, no such AVD,
         no acceleration) when the emulators to launch cannot be."""
         if self.launched:
-            await preflight(self.settings)
+            self._emulator = await preflight(self.settings)
         if not self.attached:
             return {}
         missing = await anyio.to_thread.run_sync(lambda: not_ready(self.attached, timeout_s=CHECK_S))
@@ -95,7 +97,12 @@ class HostDevices:
         }
         if self.launched:
             self.launcher = Launcher(
-                self.settings, timeouts, host=self.host, workdir=Path.cwd(), device_options=options
+                self.settings,
+                timeouts,
+                host=self.host,
+                workdir=Path.cwd(),
+                device_options=options,
+                binary=self._emulator,
             )
             await tg.start(self.launcher.run)
             devices.update({name: self.launcher.emulators[name] for name in self.launched})
