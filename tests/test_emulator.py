@@ -23,8 +23,9 @@ from fake_emulator import install, make_avd
 from distrl.cli import main
 from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
 from distrl.device.adb import AdbDevice
-from distrl.device.emulator import Launcher, preflight
+from distrl.device.emulator import Launcher
 from distrl.device.host import screen_options
+from distrl.device.sdk import preflight
 from distrl.errors import DeviceError, DeviceOffline, EmulatorError
 from distrl.fleet import probe_fleet
 from distrl.records import Task

@@ -156,7 +156,7 @@ def _check(args: argparse.Namespace) -> int:
 def _emulator_problem(host: Host) -> str:
     """Why ``host``'s emulators cannot be launched, as far as this machine can tell (empty: they can).
     Only a local host's SDK, AVD and KVM are here to check; ``probe`` checks a remote one's there."""
-    from distrl.device.emulator import preflight
+    from distrl.device.sdk import preflight
 
     d = host.devices
     where = f"{d.count} × AVD {d.avd} on ports {d.first_port}-{d.first_port + 2 * d.count - 1}"

@@ -26,8 +26,9 @@ from anyio.abc import TaskGroup
 
 from distrl.config import Devices, SimSettings, Timeouts
 from distrl.device.adb import AdbDevice, not_ready
-from distrl.device.emulator import Launcher, preflight
+from distrl.device.emulator import Launcher
 from distrl.device.protocol import Device
+from distrl.device.sdk import preflight
 from distrl.errors import DeviceError, DistrlError
 
 __all__ = ["HostDevices", "screen_options"]
