@@ -11,7 +11,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -121,6 +122,16 @@ async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None
 # -- what is known before launching ----------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def _running(devices: Devices, sdk: Sdk) -> AsyncIterator[Launcher]:
+    """``devices``' launcher running as a worker runs it; cancelled (every emulator stopped) at the end."""
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    async with anyio.create_task_group() as tg:
+        await tg.start(launcher.run)
+        yield launcher
+        tg.cancel_scope.cancel()
+
+
 async def test_preflight_names_what_is_missing(sdk: Sdk) -> None:
     devices = Devices(avd=AVD)
     assert await preflight(devices, sdk.env) == sdk.root / "emulator" / "emulator"
@@ -176,9 +187,7 @@ async def test_an_emulator_counts_as_booted_once_its_system_is_up(
     monkeypatch.setenv("DISTRL_FAKE_BOOT_S", "3")
     devices = _devices(snapshot="clean")
     (serial,) = devices.launched
-    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-    async with anyio.create_task_group() as tg:
-        await tg.start(launcher.run)
+    async with _running(devices, sdk) as launcher:
         instance = launcher.instances[serial]
         await _until(lambda: adb_server.devices().get(serial) == "device")
         listed = time.monotonic()
@@ -186,7 +195,6 @@ async def test_an_emulator_counts_as_booted_once_its_system_is_up(
         await instance.up.wait()
         booted = time.monotonic() - listed
         assert adb_server.run("-s", serial, "shell", "getprop", "sys.boot_completed").stdout.strip() == b"1"
-        tg.cancel_scope.cancel()
     assert booting == b""  # listed by adb, and still booting then
     assert booted > 1.0
     writable, shared = sdk.calls()
@@ -205,9 +213,7 @@ async def test_an_emulator_counts_as_booted_once_its_system_is_up(
 async def test_resets_load_the_saved_snapshot_and_a_second_launch_saves_none(sdk: Sdk) -> None:
     devices = _devices(count=2, snapshot="clean", memory_mb=2048, cores=2)
     for run in range(2):
-        launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-        async with anyio.create_task_group() as tg:
-            await tg.start(launcher.run)
+        async with _running(devices, sdk) as launcher:
             for serial in devices.launched:
                 device = launcher.emulators[serial]
                 observation = await device.reset(TASK)
@@ -216,7 +222,6 @@ async def test_resets_load_the_saved_snapshot_and_a_second_launch_saves_none(sdk
                 assert (await device.shell("settings get global distrl_mark")).output.strip() == "7"
                 await device.reset(TASK)
                 assert (await device.shell("settings get global distrl_mark")).output.strip() == "null"
-            tg.cancel_scope.cancel()
         writable = [call for call in sdk.calls() if "-read-only" not in call]
         assert len(writable) == 1, f"run {run}: {writable}"  # the snapshot is saved once, ever
     for call in sdk.calls():
@@ -228,9 +233,7 @@ async def test_resets_load_the_saved_snapshot_and_a_second_launch_saves_none(sdk
 async def test_a_killed_emulator_is_relaunched_and_plays_again(sdk: Sdk, adb_server: AdbServer) -> None:
     devices = _devices()
     (serial,) = devices.launched
-    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-    async with anyio.create_task_group() as tg:
-        await tg.start(launcher.run)
+    async with _running(devices, sdk) as launcher:
         device, instance = launcher.emulators[serial], launcher.instances[serial]
         await device.reset(TASK)
         assert instance.process is not None
@@ -241,7 +244,6 @@ async def test_a_killed_emulator_is_relaunched_and_plays_again(sdk: Sdk, adb_ser
         assert observation.width == 1080
         assert instance.process.pid != first
         assert adb_server.devices().get(serial) == "device"
-        tg.cancel_scope.cancel()
 
 
 async def test_an_emulator_that_cannot_boot_is_given_up_after_its_budget(
@@ -251,13 +253,10 @@ async def test_an_emulator_that_cannot_boot_is_given_up_after_its_budget(
     monkeypatch.setenv("DISTRL_FAKE_EMULATOR_CRASH", "1")
     devices = _devices(max_relaunches=1)
     (serial,) = devices.launched
-    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-    async with anyio.create_task_group() as tg:
-        await tg.start(launcher.run)
+    async with _running(devices, sdk) as launcher:
         started = time.monotonic()
         with pytest.raises(DeviceOffline) as caught:
             await launcher.emulators[serial].reset(TASK)
-        tg.cancel_scope.cancel()
     assert "given up after 2 failed launches in a row" in str(caught.value)
     assert "the system image is corrupt" in str(caught.value)  # the emulator's own last words
     assert time.monotonic() - started < 20  # one backoff of 1 s, not device_boot_s
@@ -461,21 +460,16 @@ async def test_a_port_taken_by_an_emulator_distrl_did_not_launch_is_not_taken_fo
     with socket.socket() as other:  # someone else's adbd on the instance's adb port
         other.bind(("127.0.0.1", devices.first_port + 1))
         other.listen()
-        launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-        async with anyio.create_task_group() as tg:
-            await tg.start(launcher.run)
+        async with _running(devices, sdk) as launcher:
             with pytest.raises(DeviceOffline, match=f"port {devices.first_port + 1} is in use"):
                 await launcher.emulators[serial].reset(TASK)
-            tg.cancel_scope.cancel()
     assert sdk.calls() == []  # nothing started on a port in use
 
 
 async def test_a_task_whose_setup_fails_does_not_cost_the_emulator_a_relaunch(sdk: Sdk) -> None:
     devices = _devices()
     (serial,) = devices.launched
-    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
-    async with anyio.create_task_group() as tg:
-        await tg.start(launcher.run)
+    async with _running(devices, sdk) as launcher:
         device, instance = launcher.emulators[serial], launcher.instances[serial]
         await device.reset(TASK)
         broken = Task(id="b", suite="file", goal="g", setup=("am start -n com.example.missing/.Main",))
@@ -484,4 +478,3 @@ async def test_a_task_whose_setup_fails_does_not_cost_the_emulator_a_relaunch(sd
         assert instance.up.is_set()  # the task's fault: the emulator plays on
         await device.reset(TASK)
         assert instance.launches == 2  # the snapshot's boot and this one; no relaunch
-        tg.cancel_scope.cancel()
