@@ -8,6 +8,10 @@ episodes step in lockstep, and a run repeats exactly for a seed. Each episode is
 and its previous actions, the action is done, and the episode ends at a STATUS action or after
 ``max_steps`` (default the task's). An invalid answer is a step that does nothing. Success is the
 task's own check on the phone's final state.
+
+The statistics of an ``Evaluation`` are pure functions here: ``standard_error`` of a success rate over
+episodes (binomial), and ``pass_at_k``, the unbiased estimator of Chen et al. (2021) that a task is solved
+at least once in k of its n plays.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ __all__ = [
     "episode_device",
     "episode_phone",
     "evaluate",
+    "pass_at_k",
     "rollouts",
+    "standard_error",
 ]
 
 
@@ -70,21 +76,79 @@ class Evaluation:
     suite: str
     split: str
     outcomes: tuple[Outcome, ...]
+    """Each chosen task's ``samples`` plays, task by task: the first task's plays, then the second's, ..."""
     wall_s: float
+    samples: int = 1
+    """Plays of each chosen task."""
 
     @property
     def success_rate(self) -> float:
         """Share of episodes whose task check passed (0 when there were none)."""
         return sum(o.success for o in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
 
+    @property
+    def standard_error(self) -> float:
+        """The binomial standard error of ``success_rate`` over the episodes (``standard_error``)."""
+        return standard_error(self.success_rate, len(self.outcomes))
+
     def by_template(self) -> dict[str, tuple[int, int]]:
         """Successes and episodes per task template."""
         out: dict[str, tuple[int, int]] = {}
         for outcome in self.outcomes:
-            name = str(outcome.task.params.get("template", "?"))
+            name = _template(outcome.task)
             won, total = out.get(name, (0, 0))
             out[name] = (won + outcome.success, total + 1)
         return out
+
+    def per_task(self) -> list[tuple[Task, int, int]]:
+        """Each chosen task (in order; a task chosen twice counts twice) with its successes and plays."""
+        if self.samples < 1:
+            raise ValueError(f"samples must be ≥ 1, got {self.samples}")
+        out = []
+        for start in range(0, len(self.outcomes), self.samples):
+            plays = self.outcomes[start : start + self.samples]
+            out.append((plays[0].task, sum(o.success for o in plays), len(plays)))
+        return out
+
+    def pass_at_k(self, k: int) -> tuple[float, float]:
+        """pass@k and its standard error: ``pass_at_k`` of each chosen task's plays, averaged over the
+        tasks; the error is that of a mean over tasks, sqrt(Σ (x - x̄)² / m) / √m for m tasks (for
+        k = 1 plays each it is ``standard_error`` over the tasks). (0, 0) when there were no tasks."""
+        values = [pass_at_k(plays, won, k) for _, won, plays in self.per_task()]
+        if not values:
+            return 0.0, 0.0
+        mean = sum(values) / len(values)
+        spread = sum((value - mean) ** 2 for value in values) / len(values)
+        return mean, math.sqrt(spread / len(values))
+
+    def solved_by_template(self) -> dict[str, tuple[int, int]]:
+        """Chosen tasks solved at least once in their plays, and chosen tasks, per task template."""
+        out: dict[str, tuple[int, int]] = {}
+        for task, won, _ in self.per_task():
+            name = _template(task)
+            solved, total = out.get(name, (0, 0))
+            out[name] = (solved + (won > 0), total + 1)
+        return out
+
+
+def standard_error(rate: float, n: int) -> float:
+    """The binomial standard error of a success rate measured over ``n`` independent episodes,
+    sqrt(p (1 - p) / n); 0 when there were none."""
+    if n < 0 or not 0.0 <= rate <= 1.0:
+        raise ValueError(f"need 0 ≤ rate ≤ 1 and n ≥ 0, got rate {rate} and n {n}")
+    return math.sqrt(rate * (1.0 - rate) / n) if n else 0.0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of ``k`` plays of a task succeeds, estimated without bias from ``n``
+    plays of which ``c`` succeeded (Chen et al. 2021): 1 - C(n - c, k) / C(n, k); needs 1 ≤ k ≤ n."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 ≤ c ≤ n and 1 ≤ k ≤ n, got n {n}, c {c}, k {k}")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def _template(task: Task) -> str:
+    return str(task.params.get("template", "?"))
 
 
 def episode_device(task: Task, *, seed: int, width: int, height: int, name: str = "phone") -> SimDevice:
@@ -113,20 +177,33 @@ def evaluate(
     width: int = 540,
     height: int = 1200,
     on_episode: Callable[[int, int, int], None] | None = None,
+    samples: int = 1,
 ) -> Evaluation:
     """Run ``policy`` on tasks of ``suite``'s ``split`` and report how each episode went.
 
     Which tasks: ``task_ids`` if given, else ``episodes`` tasks in a seeded shuffled order (cycling when
     there are more episodes than tasks), else every task of the split once. ``parallel`` phones play at a
     time. ``temperature`` (for a ``Policy``; 0 is greedy, None keeps its setting) applies during the call;
-    sampling is seeded from ``seed``. ``on_episode(done, total, successes)`` hears of each episode that
-    ends (progress for long evaluations).
+    sampling is seeded from ``seed``. ``samples`` plays each chosen task that many times (for
+    ``Evaluation.pass_at_k``), the j-th play of every task with phones and sampling seeded from
+    ``seed + j`` (the first play is the one a single-play run with ``seed`` makes). ``on_episode(done,
+    total, successes)`` hears of each episode that ends, counted over all the plays (progress for long
+    evaluations).
     """
+    if samples < 1:
+        raise ValueError(f"samples must be ≥ 1, got {samples}")
     started = time.monotonic()
     chosen = _chosen_tasks(suite, split, episodes, task_ids, seed)
-    played = _play(
-        policy, chosen, seed, temperature, parallel, max_steps, width, height, on_episode=on_episode
-    )
+    total = len(chosen) * samples
+    plays: list[list[Trajectory]] = []
+    for play in range(samples):
+        won = sum(bool(t.success) for played in plays for t in played)
+        heard = _counted_from(on_episode, len(chosen) * play, won, total)
+        plays.append(
+            _play(
+                policy, chosen, seed + play, temperature, parallel, max_steps, width, height, on_episode=heard
+            )
+        )
     outcomes = tuple(
         Outcome(
             task=trajectory.task,
@@ -135,9 +212,22 @@ def evaluate(
             actions=tuple(step.output for step in trajectory.steps),
             ended=trajectory.end_reason in (EndReason.COMPLETE, EndReason.IMPOSSIBLE),
         )
-        for trajectory in played
+        for index in range(len(chosen))
+        for trajectory in (played[index] for played in plays)
     )
-    return Evaluation(suite=suite, split=split, outcomes=outcomes, wall_s=time.monotonic() - started)
+    return Evaluation(
+        suite=suite, split=split, outcomes=outcomes, wall_s=time.monotonic() - started, samples=samples
+    )
+
+
+def _counted_from(
+    on_episode: Callable[[int, int, int], None] | None, done: int, won: int, total: int
+) -> Callable[[int, int, int], None] | None:
+    """``on_episode`` for one play of the tasks, after ``done`` episodes (``won`` successes) of ``total``."""
+    if on_episode is None:
+        return None
+    tell = on_episode
+    return lambda now_done, _, now_won: tell(done + now_done, total, won + now_won)
 
 
 def rollouts(

@@ -4,6 +4,8 @@ the ``pretrain`` and ``eval`` commands."""
 from __future__ import annotations
 
 import io
+import json
+import math
 import re
 import signal
 import subprocess
@@ -19,10 +21,10 @@ from transformers import AutoModelForImageTextToText
 
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
-from distrl.play import episode_phone, evaluate
+from distrl.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
 from distrl.pretrain import Progress, demonstrations, pretrain
-from distrl.records import Action, ActionType
+from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import expert_action, tasks
 from distrl.sim.suites.expert import perform
@@ -224,6 +226,97 @@ def test_evaluate_picks_a_seeded_sample_of_tasks() -> None:
         evaluate(GiveUp(), "general", "test", task_ids=["general/nope/0000"])
 
 
+class SeedRecorder(GiveUp):
+    """Gives up at once, and records the seed of each ``sample`` call."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int | None] = []
+
+    def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> list[Sample]:
+        self.seeds.append(seed)
+        return super().sample(batch, seed=seed)
+
+
+def test_evaluate_plays_each_task_samples_times_each_play_seeded_apart() -> None:
+    chosen = [t.id for t in tasks("general", "train")[:3]]
+    heard: list[tuple[int, int, int]] = []
+    actor = SeedRecorder()
+    result = evaluate(
+        actor, "general", "train", task_ids=chosen, seed=5, samples=3, width=270, height=600,
+        on_episode=lambda *args: heard.append(args),
+    )  # fmt: skip
+    assert result.samples == 3
+    assert [o.task.id for o in result.outcomes] == [task_id for task_id in chosen for _ in range(3)]
+    assert [(task.id, won, plays) for task, won, plays in result.per_task()] == [(t, 0, 3) for t in chosen]
+    assert actor.seeds == [5 * 1_000_003, 6 * 1_000_003, 7 * 1_000_003]  # one batch per play, seeds 5, 6, 7
+    assert [done for done, _, _ in heard] == list(range(1, 10))
+    assert {total for _, total, _ in heard} == {9}
+    single = evaluate(GiveUp(), "general", "train", task_ids=chosen, seed=5, width=270, height=600)
+    assert single.samples == 1
+    assert [o.task.id for o in single.outcomes] == chosen
+    with pytest.raises(ValueError, match="samples"):
+        evaluate(GiveUp(), "general", "train", task_ids=chosen, samples=0)
+
+
+def test_pass_at_k_and_standard_error_by_hand() -> None:
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k(4, 2, 2) == pytest.approx(5 / 6)  # 1 - C(2,2)/C(4,2) = 1 - 1/6
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)  # pass@1 is c/n
+    assert pass_at_k(4, 3, 2) == 1.0  # fewer failures than k: always solved
+    assert pass_at_k(4, 0, 4) == 0.0
+    assert pass_at_k(4, 1, 4) == 1.0
+    for n, c, k in [(4, 5, 1), (4, 1, 5), (4, 1, 0), (4, -1, 1)]:
+        with pytest.raises(ValueError, match="need"):
+            pass_at_k(n, c, k)
+    assert standard_error(0.25, 4) == pytest.approx(math.sqrt(0.25 * 0.75 / 4))  # 0.2165
+    assert standard_error(0.5, 100) == pytest.approx(0.05)
+    assert standard_error(0.0, 10) == standard_error(1.0, 10) == 0.0
+    assert standard_error(0.0, 0) == 0.0
+    with pytest.raises(ValueError, match="need"):
+        standard_error(1.5, 4)
+
+
+def test_an_evaluations_pass_at_k_groups_each_tasks_plays() -> None:
+    pool = tasks("general", "train")
+    apps = [t for t in pool if t.params.get("template") == "open_app"][:2]
+    alarm = next(t for t in pool if t.params.get("template") == "alarm")
+
+    def plays(task: Task, *wins: bool) -> list[Outcome]:
+        return [Outcome(task=task, success=won, steps=1, actions=(), ended=True) for won in wins]
+
+    outcomes = (
+        plays(apps[0], True, False, False, False)  # c = 1 of n = 4
+        + plays(alarm, True, True, False, True)  # c = 3
+        + plays(apps[1], False, False, False, False)  # c = 0
+    )
+    result = Evaluation(suite="general", split="train", outcomes=tuple(outcomes), wall_s=0.0, samples=4)
+    assert result.success_rate == pytest.approx(4 / 12)
+    assert result.standard_error == pytest.approx(math.sqrt((1 / 3) * (2 / 3) / 12))  # over the 12 episodes
+    assert [(task.id, won, n) for task, won, n in result.per_task()] == [
+        (apps[0].id, 1, 4),
+        (alarm.id, 3, 4),
+        (apps[1].id, 0, 4),
+    ]
+    # pass@2 per task: 1 - C(3,2)/C(4,2) = 0.5, 1 - C(1,2)/C(4,2) = 1, 0; mean 0.5, SE over the 3 tasks
+    # sqrt(((0.5 - 0.5)² + 0.5² + 0.5²) / 3 / 3)
+    rate, se = result.pass_at_k(2)
+    assert rate == pytest.approx(0.5)
+    assert se == pytest.approx(math.sqrt((0 + 0.25 + 0.25) / 3 / 3))
+    rate, se = result.pass_at_k(1)  # 0.25, 0.75, 0
+    assert rate == pytest.approx(1 / 3)
+    assert se == pytest.approx(math.sqrt(((0.25 - 1 / 3) ** 2 + (0.75 - 1 / 3) ** 2 + (1 / 3) ** 2) / 9))
+    assert result.pass_at_k(4) == pytest.approx((2 / 3, math.sqrt(2 / 9 / 3)))  # 1, 1, 0
+    with pytest.raises(ValueError, match="need"):
+        result.pass_at_k(5)
+    assert result.solved_by_template() == {"open_app": (1, 2), "alarm": (1, 1)}
+    assert result.by_template() == {"open_app": (1, 8), "alarm": (3, 4)}
+    once = Evaluation(suite="general", split="train", outcomes=tuple(outcomes[:4]), wall_s=0.0)
+    assert once.pass_at_k(1) == pytest.approx((0.25, standard_error(0.25, 4)))
+    empty = Evaluation(suite="general", split="train", outcomes=(), wall_s=0.0, samples=2)
+    assert empty.pass_at_k(1) == (0.0, 0.0)
+    assert empty.standard_error == 0.0
+
+
 # -- the command line --------------------------------------------------------------------------------------
 
 
@@ -254,10 +347,86 @@ def test_cli_pretrain_then_eval(tmp_path: Path) -> None:
     assert trained.returncode == 0, trained.stderr
     assert "step     1  loss" in trained.stdout
     assert "saved" in trained.stdout
-    result = _distrl("eval", "m", "--split", "train", "--episodes", "1", cwd=tmp_path)
+    result = _distrl("eval", "m", "--split", "train", "--episodes", "1", "--temperature", "0", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert re.search(r"success \d+\.\d% \(\d/1\) on general train", result.stdout), result.stdout
-    assert re.search(r"eval: 1/1 episodes, \d successes so far", result.stderr), result.stderr  # progress
+    assert result.stdout.startswith("general train, 1 tasks"), result.stdout
+    assert re.search(r"^greedy +success \d+\.\d% ± 0\.0% \(\d/1\) in", result.stdout, re.M), result.stdout
+    assert "temperature" not in result.stdout  # --temperature: that decoding alone
+    assert re.search(r"eval: 1/1 episodes, \d successes so far \(greedy\)", result.stderr), result.stderr
+
+
+def _percent(text: str) -> float:
+    return float(text) / 100
+
+
+def test_cli_eval_reports_greedy_and_temperature_1_with_errors_and_pass_at_k(tmp_path: Path) -> None:
+    result = _distrl("eval", "tiny-bc", "--split", "train", "--episodes", "4", "--samples", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("general train, 4 tasks (± one standard error)\n"), out
+    greedy = re.search(r"^greedy +success (\d+\.\d)% ± (\d+\.\d)% \((\d)/4\) in \d+ s$", out, re.M)
+    assert greedy, out
+    won = int(greedy[3])
+    assert _percent(greedy[1]) == pytest.approx(won / 4, abs=5e-4)
+    assert _percent(greedy[2]) == pytest.approx(standard_error(won / 4, 4), abs=5e-4)
+    sampled = re.search(
+        r"^temperature 1 +success (\d+\.\d)% ± (\d+\.\d)% \((\d)/8, 2 plays of each task\) in \d+ s$",
+        out,
+        re.M,
+    )
+    assert sampled, out
+    won = int(sampled[3])
+    assert _percent(sampled[2]) == pytest.approx(standard_error(won / 8, 8), abs=5e-4)
+    passes = re.search(r"^ +pass@1 (\d+\.\d)% ± (\d+\.\d)% +pass@2 (\d+\.\d)% ± (\d+\.\d)%$", out, re.M)
+    assert passes, out
+    assert _percent(passes[1]) == pytest.approx(won / 8, abs=5e-4)  # pass@1 is the mean success
+    assert _percent(passes[1]) <= _percent(passes[3]) <= min(1.0, 2 * _percent(passes[1]) + 1e-9)
+    table = out.split("solved at least once in 2 plays, per template:\n")[1].splitlines()
+    counts = [re.fullmatch(r" +(\w+) +(\d)/(\d)", line) for line in table]
+    assert all(counts), table
+    assert sum(int(m[3]) for m in counts if m) == 4
+    assert sum(int(m[2]) for m in counts if m) == pytest.approx(4 * _percent(passes[3]), abs=0.01)
+    assert re.search(r"eval: 4/4 episodes, \d successes so far \(greedy\)", result.stderr), result.stderr
+    assert f"eval: 8/8 episodes, {won} successes so far (temperature 1)" in result.stderr
+
+
+def test_cli_eval_json_has_both_decodings_and_pass_at_k(tmp_path: Path) -> None:
+    args = (
+        "eval",
+        "tiny-bc",
+        "--split",
+        "train",
+        "--episodes",
+        "2",
+        "--samples",
+        "2",
+        "--json",
+        "--per-task",
+    )
+    result = _distrl(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.strip().splitlines()) == 1, result.stdout
+    figures = json.loads(result.stdout)
+    assert (figures["suite"], figures["split"], figures["tasks"]) == ("general", "train", 2)
+    greedy, sampled = figures["greedy"], figures["sampled"]
+    assert (greedy["temperature"], greedy["samples"], greedy["episodes"]) == (0.0, 1, 2)
+    assert (sampled["temperature"], sampled["samples"], sampled["episodes"]) == (1.0, 2, 4)
+    for decoding in (greedy, sampled):
+        rate = decoding["successes"] / decoding["episodes"]
+        assert decoding["success_rate"] == pytest.approx(rate)
+        assert decoding["standard_error"] == pytest.approx(standard_error(rate, decoding["episodes"]))
+        assert decoding["pass_at_k"]["1"]["rate"] == pytest.approx(rate)
+        assert len(decoding["outcomes"]) == decoding["episodes"]
+    assert set(greedy["pass_at_k"]) == {"1"}
+    assert set(sampled["pass_at_k"]) == {"1", "2"}
+    per_task: dict[str, int] = {}
+    for outcome in sampled["outcomes"]:
+        per_task[outcome["task"]] = per_task.get(outcome["task"], 0) + outcome["success"]
+    assert [outcome["play"] for outcome in sampled["outcomes"]] == [1, 2, 1, 2]
+    two = [pass_at_k(2, won, 2) for won in per_task.values()]
+    assert sampled["pass_at_k"]["2"]["rate"] == pytest.approx(sum(two) / 2)
+    solved = sum(entry["solved"] for entry in sampled["solved_by_template"].values())
+    assert solved == sum(won > 0 for won in per_task.values())
 
 
 def test_ctrl_c_during_pretrain_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -373,7 +373,10 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="measure a policy's success rate on simulated tasks",
         description="Load a model folder (e.g. one pretrain wrote) and let it play tasks of a suite on "
-        "simulated phones, greedily unless --temperature is given; prints the success rate.",
+        "simulated phones, greedily and at temperature 1 (the same tasks), or at --temperature alone; prints "
+        "each success rate with its standard error (±), and with --samples K pass@k for k = 1..K (K plays of "
+        "each task at temperature 1, seeded SEED, SEED+1, ...) and the tasks solved at least once, per "
+        "template.",
     )
     evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
     evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
@@ -388,9 +391,25 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
     )
-    evaluate.add_argument("--temperature", type=_scale, default=0.0, help="0 is greedy (default 0)")
+    evaluate.add_argument(
+        "--temperature",
+        type=_scale,
+        default=None,
+        metavar="T",
+        help="decode at T alone, 0 being greedy (default: greedy, then temperature 1)",
+    )
+    evaluate.add_argument(
+        "--samples",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="plays of each task at temperature 1 (or --temperature), for pass@1..K (default 1)",
+    )
     evaluate.add_argument("--seed", type=_integer, default=0, help="task order and sampling seed (default 0)")
     evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
+    evaluate.add_argument(
+        "--json", action="store_true", help="print the figures as one JSON object (--per-task: with outcomes)"
+    )
     evaluate.set_defaults(command=_eval)
 
     judge_eval = commands.add_parser(

@@ -19,7 +19,10 @@ from distrl.config import load_inventory
 from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from distrl.judge_eval import Calibration
+    from distrl.play import Evaluation
 from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
 from distrl.records import InvalidAction
 
@@ -154,7 +157,11 @@ def _eval(args: argparse.Namespace) -> int:
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
-    settings = PolicySettings(model=args.model, adapter=args.adapter, temperature=args.temperature)
+    # (temperature, plays of each task): greedy once and temperature 1 (the paper's), or --temperature alone
+    decodings = (
+        [(0.0, 1), (1.0, args.samples)] if args.temperature is None else [(args.temperature, args.samples)]
+    )
+    settings = PolicySettings(model=args.model, adapter=args.adapter, temperature=decodings[-1][0])
     try:
         policy = Policy.load(settings, seed=args.seed)
     except PolicyError as exc:
@@ -162,35 +169,114 @@ def _eval(args: argparse.Namespace) -> int:
     live = sys.stderr.isatty()
     shown = [time.monotonic()]
 
-    def progress(done: int, total: int, won: int) -> None:
-        now = time.monotonic()
-        if done < total and now - shown[0] < (1.0 if live else 15.0):
-            return
-        shown[0] = now
-        line = f"eval: {done}/{total} episodes, {won} successes so far"
-        print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
+    def progress(name: str) -> Callable[[int, int, int], None]:
+        def show(done: int, total: int, won: int) -> None:
+            now = time.monotonic()
+            if done < total and now - shown[0] < (1.0 if live else 15.0):
+                return
+            shown[0] = now
+            line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
+            print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
 
-    result = evaluate(
-        policy,
-        args.suite,
-        args.split,
-        episodes=args.episodes,
-        seed=args.seed,
-        temperature=args.temperature,
-        on_episode=progress,
-    )
-    if live:
-        print(file=sys.stderr)
+        return show
+
+    results: list[tuple[float, Evaluation]] = []
+    for temperature, samples in decodings:
+        result = evaluate(
+            policy,
+            args.suite,
+            args.split,
+            episodes=args.episodes,
+            seed=args.seed,
+            temperature=temperature,
+            samples=samples,
+            on_episode=progress(_decoding(temperature)),
+        )
+        if live:
+            print(file=sys.stderr)
+        results.append((temperature, result))
+    if args.json:
+        print(json.dumps(_eval_json(args, results)))
+        return 0
     if args.per_task:
-        for outcome in result.outcomes:
-            verdict = "ok  " if outcome.success else "fail"
-            _say(f"  {verdict} {outcome.task.id:<40} {outcome.steps:2d} steps  {outcome.task.goal}")
-    won = sum(outcome.success for outcome in result.outcomes)
-    _say(
-        f"success {result.success_rate:.1%} ({won}/{len(result.outcomes)}) on {args.suite} {args.split}"
-        f" in {result.wall_s:.0f} s"
-    )
+        for temperature, result in results:
+            _say(f"{_decoding(temperature)}:")
+            for index, outcome in enumerate(result.outcomes):
+                verdict = "ok  " if outcome.success else "fail"
+                play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
+                _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
+    tasks = len(results[0][1].per_task())
+    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
+    for temperature, result in results:
+        _say(_eval_lines(_decoding(temperature), result))
     return 0
+
+
+def _decoding(temperature: float) -> str:
+    return "greedy" if temperature == 0 else f"temperature {temperature:g}"
+
+
+def _eval_lines(name: str, result: Evaluation) -> str:
+    """One decoding's success rate, and with several plays of each task its pass@k and the tasks solved at
+    least once per template."""
+    won = sum(outcome.success for outcome in result.outcomes)
+    plays = f", {result.samples} plays of each task" if result.samples > 1 else ""
+    lines = [
+        f"{name:<15} success {result.success_rate:.1%} ± {result.standard_error:.1%} "
+        f"({won}/{len(result.outcomes)}{plays}) in {result.wall_s:.0f} s"
+    ]
+    if result.samples > 1:
+        passes = [(k, *result.pass_at_k(k)) for k in range(1, result.samples + 1)]
+        lines.append(" " * 16 + "   ".join(f"pass@{k} {rate:.1%} ± {se:.1%}" for k, rate, se in passes))
+        lines.append(" " * 16 + f"solved at least once in {result.samples} plays, per template:")
+        solved = sorted(result.solved_by_template().items())
+        width = max(len(template) for template, _ in solved)
+        lines += [f"{'':18}{template:<{width}}  {won}/{total}" for template, (won, total) in solved]
+    return "\n".join(lines)
+
+
+def _eval_json(args: argparse.Namespace, results: list[tuple[float, Evaluation]]) -> dict[str, object]:
+    """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run)."""
+    out: dict[str, object] = {
+        "model": args.model,
+        "adapter": args.adapter,
+        "suite": args.suite,
+        "split": args.split,
+        "seed": args.seed,
+        "tasks": len(results[0][1].per_task()),
+        "greedy": None,
+        "sampled": None,
+    }
+    for temperature, result in results:
+        figures: dict[str, object] = {
+            "temperature": temperature,
+            "samples": result.samples,
+            "episodes": len(result.outcomes),
+            "successes": sum(outcome.success for outcome in result.outcomes),
+            "success_rate": result.success_rate,
+            "standard_error": result.standard_error,
+            "pass_at_k": {
+                str(k): dict(zip(("rate", "standard_error"), result.pass_at_k(k), strict=True))
+                for k in range(1, result.samples + 1)
+            },
+            "solved_by_template": {
+                template: {"solved": solved, "tasks": total}
+                for template, (solved, total) in sorted(result.solved_by_template().items())
+            },
+            "wall_s": round(result.wall_s, 3),
+        }
+        if args.per_task:
+            figures["outcomes"] = [
+                {
+                    "task": outcome.task.id,
+                    "play": index % result.samples + 1,
+                    "success": outcome.success,
+                    "steps": outcome.steps,
+                }
+                for index, outcome in enumerate(result.outcomes)
+            ]
+        out["greedy" if temperature == 0 else "sampled"] = figures
+    return out
 
 
 def _judge_eval(args: argparse.Namespace) -> int:
