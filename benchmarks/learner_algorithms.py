@@ -4,9 +4,10 @@ For each variant and seed (``--seeds``): a fresh LoRA adapter (rank 16) on the B
 ``distrl.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time
 (rounds of ``--episodes`` episodes sampled at temperature 1 on in-process sim phones, then
 ``--updates`` learner updates), then evaluations of the trained policy (and of the BC start, the same
-way): greedy success on every task of the ``general`` test split, on a fixed sample of
-``--unseen-episodes`` unseen tasks if asked, and success on a fixed sample of ``--train-episodes`` train
-tasks decoded at ``--train-temperature`` (default 1, as the policy collects and as RL trains it).
+way): success on every task of the ``general`` test split, greedy (``test``: what users deploy) and at
+temperature 1 (``test@1``: as the paper decodes and the policy collects), on a fixed sample of
+``--unseen-episodes`` unseen tasks if asked (greedy), and on a fixed sample of ``--train-episodes`` train
+tasks, greedy (``train``) and at temperature 1 (``train@1``).
 ``--no-test`` skips them. Same seeds and budget for all; ``--jobs N`` runs N of them at once, each in its
 own process of one thread (a many-core machine measures 6 seeds of 5 variants in minutes). The
 variants (``--algorithms``): ``a-ride``, ``digirl``, ``filtered-bc``, and A-RIDE without one part
@@ -60,7 +61,7 @@ import torch
 from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
-from distrl.learner.trainer import Learner
+from distrl.learner.core import Learner
 from distrl.local import Round, train_local
 from distrl.play import evaluate
 from distrl.policy import Policy
@@ -77,18 +78,28 @@ ABLATIONS: dict[str, dict[str, object]] = {
 """A-RIDE without one part: uniform replay sampling (p^0, so every importance weight is 1); one-step TD
 targets and advantages (λ = 0 makes every trace c = 0); no entropy bonus."""
 OPTIONS: dict[str, dict[str, object]] = {
+    "a-ride-positive": {"advantages": "positive", "kl_coef": 0.0},
+    "a-ride-no-kl": {"kl_coef": 0.0},
+    "a-ride-kl1": {"kl_coef": 1.0},
+    "a-ride-positive-kl": {"advantages": "positive"},
+    "digirl-no-kl": {"kl_coef": 0.0},
     "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
     "a-ride-vtraj-value": {"trajectory_filter": "value"},
     "a-ride-vtraj-advantage": {"trajectory_filter": "advantage"},
     "digirl-top10": {"digirl_top": 0.1},
 }
-"""A-RIDE with a part of the paper it has as an option: its reward shaped as the paper's released code
+"""A-RIDE as it was before it learnt from failures and was anchored (``a-ride-positive``: positive
+advantages, no KL), without the anchor, with a stronger one, and with the anchor but positive advantages;
+DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as an option: its reward
+shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%."""
 VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
 _SPLIT_LABELS = {
     "test": "test split (held-out values and wordings), greedy",
-    "train": "train tasks (a fixed sample), sampled",
+    "test@1": "test split, at temperature 1",
+    "train": "train tasks (a fixed sample), greedy",
+    "train@1": "train tasks (the same sample), at temperature 1",
     "unseen": "unseen split (held-out templates), greedy",
 }
 
@@ -116,7 +127,8 @@ def _evaluations(
     ``temperature`` (0: greedy), the same tasks and sampling seed for every policy."""
     found = {}
     for split, (episodes, temperature) in splits.items():
-        result = evaluate(policy, "general", split, episodes=episodes, seed=seed, temperature=temperature)
+        name = split.split("@")[0]  # "test@1": the test split at temperature 1
+        result = evaluate(policy, "general", name, episodes=episodes, seed=seed, temperature=temperature)
         found[split] = result.success_rate
         print(
             f"{label}: general {split} success (temperature {temperature:g}) {found[split]:.3f}",
@@ -323,12 +335,6 @@ def main() -> None:
         help="train tasks evaluated before and after, beside the test split (0: none; default 256)",
     )
     parser.add_argument(
-        "--train-temperature",
-        type=float,
-        default=1.0,
-        help="decoding temperature of that evaluation (default 1, as the policy collects; 0: greedy)",
-    )
-    parser.add_argument(
         "--no-test", action="store_true", help="no greedy evaluation (train success while training only)"
     )
     parser.add_argument(
@@ -339,8 +345,8 @@ def main() -> None:
     if args.quick:
         args.minutes, args.pretrain_minutes, args.episodes, args.updates = 0.3, 0.5, 4, 1
         args.test_episodes, args.train_episodes = 8, 8
-    if min(args.train_episodes, args.unseen_episodes, args.train_temperature) < 0 or args.jobs < 1:
-        parser.error("--train-episodes, --unseen-episodes and --train-temperature must be ≥ 0, --jobs ≥ 1")
+    if min(args.train_episodes, args.unseen_episodes) < 0 or args.jobs < 1:
+        parser.error("--train-episodes and --unseen-episodes must be ≥ 0, --jobs ≥ 1")
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
     unknown = sorted(set(algorithms) - set(VARIANTS))
     if unknown:
@@ -362,10 +368,12 @@ def main() -> None:
         splits: dict[str, tuple[int | None, float]] = {}
         if not args.no_test:
             splits["test"] = (test_episodes, 0.0)
+            splits["test@1"] = (test_episodes, 1.0)
             if args.unseen_episodes:
                 splits["unseen"] = (args.unseen_episodes, 0.0)
             if args.train_episodes:
-                splits["train"] = (args.train_episodes, args.train_temperature)
+                splits["train"] = (args.train_episodes, 0.0)
+                splits["train@1"] = (args.train_episodes, 1.0)
         jobs = [
             _Job(
                 model,
@@ -430,7 +438,6 @@ def main() -> None:
                 else args.entropy_coef,
                 "test_episodes": None if "test" not in before else test_episodes or "all",
                 "train_episodes": None if "train" not in before else args.train_episodes,
-                "train_temperature": None if "train" not in before else args.train_temperature,
                 **{f"{split}_before": round(value, 4) for split, value in before.items()},
                 "algorithms": results,
                 "order_by_train_success_last_third": order,

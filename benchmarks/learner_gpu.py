@@ -82,7 +82,7 @@ from transformers import PreTrainedTokenizerBase, Qwen2VLConfig, Qwen2VLForCondi
 
 from distrl.actions import format_action, parse_action
 from distrl.config import LearnerSettings, PolicySettings
-from distrl.learner.trainer import Learner
+from distrl.learner.core import Learner
 from distrl.policy import Policy, PolicyInput, build_tiny
 from distrl.policy.prompt import (
     ENDOFTEXT,

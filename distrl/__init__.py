@@ -50,7 +50,7 @@ _LAZY = {
     "train": "distrl.fleet",
     "CollectResult": "distrl.fleet",
     "RunStats": "distrl.fleet",
-    "Learner": "distrl.learner.trainer",
+    "Learner": "distrl.learner.core",
 }
 
 

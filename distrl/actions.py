@@ -38,6 +38,7 @@ from distrl.records import Action, ActionType, InvalidAction, Point
 __all__ = [
     "parse_action",
     "format_action",
+    "decision_spans",
     "MAX_DECISION_CHARS",
     "Tap",
     "Swipe",
@@ -85,6 +86,29 @@ def parse_action(text: str) -> Action | InvalidAction:
         return _to_action(_read_fields(_decision(text)))
     except _Rejected as exc:
         return InvalidAction(text=text, reason=str(exc))
+
+
+_DECISION_FIELDS = frozenset({"action_type", "touch_point", "lift_point", "typed_text"})
+
+
+def decision_spans(text: str) -> list[tuple[int, int]]:
+    """Where the decision's values lie in ``text``: ``(start, end)`` character spans of the values of
+    ``action_type``, ``touch_point``, ``lift_point`` and ``typed_text`` after the last marker (the first
+    of each, as ``parse_action`` reads them), but for the ``[-1.0, -1.0]`` of "no point", which the action
+    type implies. The rest (the marker, keys, quotes, separators, a plan) is
+    the format every answer shares. Empty when the decision is too long to read."""
+    start = text.rfind(_MARKER)
+    offset = start + len(_MARKER) if start >= 0 else 0
+    if len(text) - offset > MAX_DECISION_CHARS:
+        return []
+    spans: dict[str, tuple[int, int]] = {}
+    for match in _PAIR.finditer(text, offset):
+        if match["key"] not in _DECISION_FIELDS or match["key"] in spans:
+            continue
+        group = next(name for name in ("string", "list", "bare") if match[name] is not None)
+        if match.end(group) > match.start(group) and match[group] != _NO_POINT:  # no point: the type says it
+            spans[match["key"]] = (match.start(group), match.end(group))
+    return sorted(spans.values())
 
 
 def _decision(text: str) -> str:

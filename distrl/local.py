@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from distrl.learner.checkpoint import Checkpoints
-from distrl.learner.trainer import Learner, UpdateReport
+from distrl.learner.core import Learner, UpdateReport
 from distrl.play import rollouts
 from distrl.sim.suites import tasks
 

@@ -30,6 +30,7 @@ import anyio
 
 from distrl.config import Timeouts
 from distrl.device.episode import Chooser, play_episode
+from distrl.learner.rewards import rewarded
 from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
@@ -245,17 +246,14 @@ def rollouts(
     """One episode of each task in ``chosen``, as ``Trajectory`` records a learner trains on.
 
     Every step holds the screen seen, the answer's text and parsed action, ``version`` and the
-    behaviour log-prob ``Sample.logprob``. The reward is 1 on the last step of a successful episode and
-    0 elsewhere. Trajectory ids are ``{id_prefix}/{seed}/{i}`` for the i-th task. ``temperature`` None
-    keeps the policy's own (sampling, as the learner expects of its behaviour policy).
+    behaviour log-prob ``Sample.logprob``, and the reward ``distrl.learner.rewards.rewarded`` records.
+    Trajectory ids are ``{id_prefix}/{seed}/{i}`` for the i-th task. ``temperature`` None keeps the
+    policy's own (sampling, as the learner expects of its behaviour policy).
     """
     played = _play(policy, chosen, seed, temperature, parallel, None, width, height, version=version)
     trajectories = []
     for index, trajectory in enumerate(played):
-        steps = trajectory.steps
-        if trajectory.success and steps:
-            steps = (*steps[:-1], dataclasses.replace(steps[-1], reward=1.0))
-        trajectories.append(dataclasses.replace(trajectory, id=f"{id_prefix}/{seed}/{index}", steps=steps))
+        trajectories.append(dataclasses.replace(rewarded(trajectory), id=f"{id_prefix}/{seed}/{index}"))
     return trajectories
 
 

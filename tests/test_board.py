@@ -11,8 +11,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from distrl.fleet.board import Board
 from distrl.fleet.ledger import RunStats
+from distrl.learner.core import UpdateReport
 from distrl.learner.replay import ReplayStats
-from distrl.learner.trainer import UpdateReport
 
 
 def _report(update: int, trained_steps: int) -> UpdateReport:

@@ -65,7 +65,7 @@ LAYERS: dict[str, set[str]] = {
     "weights": {"errors"},
     "policy": {"records", "actions", "errors", "config", "weights"},
     "pretrain": {"records", "actions", "errors", "config", "sim", "device", "policy", "weights"},
-    "play": {"records", "actions", "errors", "config", "sim", "device", "policy"},
+    "play": {"records", "actions", "errors", "config", "sim", "device", "policy", "learner"},
     "learner": {"records", "actions", "errors", "config", "policy", "weights", "wire"},
     "judge_eval": {"records", "errors", "sim", "play", "pretrain", "tasks"},
     "local": {"records", "config", "learner", "play", "sim"},

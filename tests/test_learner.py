@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 import torch
 
+from distrl.actions import format_action
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.errors import CheckpointError, LearnerError
+from distrl.learner.algorithm import ActorTargets
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
-from distrl.learner.trainer import Learner, UpdateReport, _input
+from distrl.learner.core import Learner, UpdateReport, _input
 from distrl.local import Round, train_local
 from distrl.play import rollouts
 from distrl.policy import Policy
@@ -146,16 +148,23 @@ def test_filtered_bc_trains_only_on_successes(played: list[Trajectory]) -> None:
     assert report.trained_steps % successes == 0  # whole successful trajectories, maybe drawn twice
 
 
-def test_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> None:
-    # failed episodes of valid actions: on-policy, every advantage is −V(s_t) < 0, so no step has a
-    # weight, and the actor must not move (no update of entropy ascent alone)
+def _failures(played: list[Trajectory]) -> list[Trajectory]:
+    """The failed episodes, every step a valid action (PRESS_HOME, said canonically)."""
     home = Action(type=ActionType.PRESS_HOME)
-    failures = [
-        dataclasses.replace(t, steps=tuple(dataclasses.replace(s, action=home) for s in t.steps))
+    return [
+        dataclasses.replace(
+            t, steps=tuple(dataclasses.replace(s, action=home, output=format_action(home)) for s in t.steps)
+        )
         for t in played
         if not t.success
     ]
-    learner = _filled("a-ride", failures)
+
+
+def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> None:
+    # failed episodes of valid actions: on-policy, every advantage is −V(s_t) < 0, so with positive
+    # advantages no step has a weight, and the actor must not move (no update of entropy ascent alone)
+    failures = _failures(played)
+    learner = _filled("a-ride", failures, advantages="positive")
     start = _adapter(learner)
     report = learner.update()
     assert report is not None
@@ -164,10 +173,83 @@ def test_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> Non
     assert all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
 
     # with a success (and invalid answers, which the penalty weighs) some steps train, not all of them
-    mixed = _filled("a-ride", [*failures, played[-1]])
+    mixed = _filled("a-ride", [*failures, played[-1]], advantages="positive")
     report = mixed.update()
     assert report is not None
     assert 0 < report.trained_steps < report.steps
+
+
+def test_a_ride_learns_from_failures_on_their_decision_tokens_only(played: list[Trajectory]) -> None:
+    """Signed advantages on the decision: failed episodes' choices lose likelihood; the format every
+    answer shares gets no push down (its weight is the advantage's positive part, 0 here)."""
+    failures = _failures(played)
+    learner = _filled("a-ride", failures, advantages="decision", kl_coef=0.0, entropy_coef=0.0)
+    inputs = [_input(t, s) for t in failures for s in t.steps]
+    texts = [s.output for t in failures for s in t.steps]
+    policy = learner.policy
+    decision = torch.tensor(policy.prompter.decision_mask(texts[0]))
+    assert 0 < int(decision.sum()) < len(decision)  # "PRESS_HOME" is decision, the rest format
+
+    def decision_logprob() -> float:
+        with torch.no_grad():
+            scores = policy.token_scores(inputs, texts)
+        return float((scores.logprob * scores.decision).sum())
+
+    before = decision_logprob()
+    seen: dict[str, list[torch.Tensor]] = {}
+
+    def at_actor_step() -> None:
+        seen["grads"] = [p.grad.clone() for p in policy.trainable_parameters() if p.grad is not None]
+
+    _spy(learner.actor_optimiser, at_actor_step)
+    report = learner.update()
+    assert report is not None
+    assert report.trained_steps == report.steps  # every failed step trains
+    assert report.mean_advantage < 0
+    assert seen["grads"]
+    assert any(bool(g.abs().sum() > 0) for g in seen["grads"])
+    assert decision_logprob() < before
+
+
+def _flat(trajectories: list[Trajectory]) -> tuple[list[Any], list[Any], list[str]]:
+    steps = [(i, s) for i, t in enumerate(trajectories) for s in t.steps]
+    return steps, [_input(trajectories[i], s) for i, s in steps], [s.output for _, s in steps]
+
+
+def test_the_anchor_is_zero_at_the_start_and_grows_as_the_policy_moves(played: list[Trajectory]) -> None:
+    wins = [dataclasses.replace(t, success=True) for t in played]  # every update imitates something
+    learner = _filled("filtered-bc", wins, kl_coef=1.0)
+    assert learner.reference is None  # a fresh adapter: π_ref is the model with its adapter disabled
+    first = learner.update()
+    assert first is not None
+    assert first.trained_steps > 0
+    assert first.kl == pytest.approx(0.0, abs=1e-6)  # LoRA B = 0: π is π_ref at the first step
+    second = learner.update()
+    assert second is not None
+    assert second.kl > 1e-4
+
+    # a learner built on a trained adapter anchors to a frozen copy of it, not to the bare model
+    trained = _learner("filtered-bc", kl_coef=1.0)
+    trained.policy.load_adapter_state(learner.policy.adapter_state())
+    anchored = Learner(trained.policy, trained.settings, seed=0)
+    assert anchored.reference is not None
+    assert all(torch.equal(v, learner.policy.adapter_state()[k]) for k, v in anchored.reference.items())
+
+
+def test_a_stronger_anchor_keeps_the_policy_nearer_its_start(played: list[Trajectory]) -> None:
+    def drift(kl_coef: float) -> float:
+        wins = [dataclasses.replace(t, success=True) for t in played]
+        learner = _filled("filtered-bc", wins, kl_coef=kl_coef)
+        reports = [learner.update() for _ in range(4)]
+        assert all(r is not None for r in reports)
+        inputs, texts = _flat(played)[1:]
+        with torch.no_grad():
+            reference = learner.policy.reference_log_probs(inputs, texts, None)
+            scores = learner.policy.token_scores(inputs, texts, reference=reference)
+        assert scores.kl is not None
+        return float(scores.kl.mean())
+
+    assert drift(10.0) < drift(0.0)
 
 
 def test_a_rides_actor_loss_is_a_mean_over_the_steps_it_trains(played: list[Trajectory]) -> None:
@@ -184,9 +266,10 @@ def test_a_rides_actor_loss_is_a_mean_over_the_steps_it_trains(played: list[Traj
     def step(count: int) -> tuple[float, list[torch.Tensor]]:
         learner = _learner("a-ride", grad_clip=1e9)  # no clipping: the gradient as the loss makes it
         torch.manual_seed(0)  # the same LoRA dropout draws
-        loss = learner._actor_step(
-            inputs[:count], texts[:count], coefficients[:count] != 0, coefficients[:count], weights[:count]
+        targets = ActorTargets(
+            decision=coefficients[:count], shared=coefficients[:count], sample_weights=weights[:count]
         )
+        loss, _ = learner._actor_step(inputs[:count], texts[:count], targets)
         return loss, [p.grad.clone() for p in learner.policy.trainable_parameters() if p.grad is not None]
 
     among_all, grads_all = step(len(inputs))
@@ -408,13 +491,13 @@ def test_a_nan_actor_loss_undoes_the_critic_step(
 ) -> None:
     learner = _filled("a-ride", played)
     critics = _snapshot(learner.critics)
-    real = Policy.logprobs
+    real = Policy.token_scores
 
     def nan_logprobs(self: Policy, *args: Any, **kwargs: Any) -> Any:
-        logprob, entropy = real(self, *args, **kwargs)
-        return logprob * math.nan, entropy
+        scores = real(self, *args, **kwargs)
+        return scores._replace(logprob=scores.logprob * math.nan)
 
-    monkeypatch.setattr(Policy, "logprobs", nan_logprobs)
+    monkeypatch.setattr(Policy, "token_scores", nan_logprobs)
     with pytest.raises(LearnerError) as refused:
         learner.update()
     assert refused.value.quantity == "actor_loss"

@@ -11,21 +11,46 @@ import math
 import pytest
 import torch
 
-from distrl.learner.losses import (
-    a_ride_actor_loss,
-    a_ride_weights,
-    digirl_keep,
-    filtered_bc_keep,
-    imitation_loss,
-    top_trajectories,
-)
+from distrl.learner.losses import a_ride_weights, actor_loss, digirl_keep, filtered_bc_keep, top_trajectories
 from distrl.learner.retrace import actor_advantages
-from distrl.learner.rewards import shaped_rewards
-from distrl.records import Action, ActionType, InvalidAction, Step
+from distrl.learner.rewards import outcome_rewards, rewarded, shaped_rewards
+from distrl.records import Action, ActionType, EndReason, InvalidAction, Step, Task, Trajectory
 
 
 def _t(*values: float) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32)
+
+
+def a_ride_actor_loss(
+    logprob: torch.Tensor,
+    entropy: torch.Tensor,
+    weights: torch.Tensor,
+    sample_weights: torch.Tensor,
+    *,
+    entropy_coef: float,
+    steps: int,
+) -> torch.Tensor:
+    """Eq. 1's loss with one weight on the whole answer: ``actor_loss`` with all of log π as the decision."""
+    zeros = torch.zeros_like(logprob)
+    return actor_loss(
+        logprob,
+        zeros,
+        entropy,
+        None,
+        weights,
+        zeros,
+        sample_weights,
+        entropy_coef=entropy_coef,
+        kl_coef=0.0,
+        steps=steps,
+    )
+
+
+def imitation_loss(logprob: torch.Tensor, *, steps: int) -> torch.Tensor:
+    ones, zeros = torch.ones_like(logprob), torch.zeros_like(logprob)
+    return actor_loss(
+        logprob, zeros, zeros, None, ones, ones, ones, entropy_coef=0.0, kl_coef=0.0, steps=steps
+    )
 
 
 def test_the_rho_clip_caps_each_steps_ratio() -> None:
@@ -88,8 +113,58 @@ def test_positive_advantages_keep_the_better_steps_at_weighted_mean_one() -> Non
     normalised = actor_advantages(advantages, weights, "normalised")
     assert float((weights * normalised).sum()) == pytest.approx(0.0, abs=1e-5)
     torch.testing.assert_close(actor_advantages(_t(-1.0, 0.0), _t(1.0, 1.0), "positive"), _t(0.0, 0.0))
-    with pytest.raises(ValueError, match="not positive, normalised or signed"):
+    with pytest.raises(ValueError, match="not decision, positive, normalised or signed"):
         actor_advantages(advantages, weights, "clipped")
+
+
+def test_decision_advantages_keep_their_sign_at_weighted_mean_magnitude_one() -> None:
+    advantages, weights = _t(-1.0, 0.0, 2.0), _t(1.0, 1.0, 2.0)
+    decision = actor_advantages(advantages, weights, "decision")
+    # the steps with A ≠ 0 have weighted mean |A| (1·1 + 2·2) / 3 = 5/3
+    torch.testing.assert_close(decision, _t(-0.6, 0.0, 1.2))
+    torch.testing.assert_close(actor_advantages(_t(0.0, 0.0), _t(1.0, 1.0), "decision"), _t(0.0, 0.0))
+
+
+def test_the_decision_and_the_shared_format_take_their_own_weights() -> None:
+    """A failed step pushes its decision tokens down and leaves its format alone; a good one raises both."""
+    decision = _t(-2.0, -1.0).requires_grad_()  # Σ log π over each answer's decision tokens
+    shared = _t(-0.5, -0.25).requires_grad_()  # … and over its format tokens
+    advantages = _t(-0.5, 1.0)
+    loss = actor_loss(
+        decision,
+        shared,
+        _t(0.0, 0.0),
+        None,
+        advantages,
+        advantages.clamp(min=0.0),
+        _t(1.0, 1.0),
+        entropy_coef=0.0,
+        kl_coef=0.0,
+        steps=2,
+    )
+    # L = −((−0.5·(−2) + 0·(−0.5)) + (1·(−1) + 1·(−0.25))) / 2 = −(1 − 1.25) / 2
+    assert loss.item() == pytest.approx(0.125)
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert decision.grad is not None and shared.grad is not None
+    torch.testing.assert_close(decision.grad, _t(0.25, -0.5))  # descent lowers the failure's decision
+    torch.testing.assert_close(shared.grad, _t(0.0, -0.5))  # and never its format
+
+
+def test_the_anchor_adds_kappa_times_the_mean_kl_and_pulls_it_down() -> None:
+    logprob, entropy = _t(-1.0, -1.0), _t(0.0, 0.0)
+    kl = _t(0.2, 0.6).requires_grad_()
+    ones, zeros = _t(1.0, 1.0), _t(0.0, 0.0)
+    anchored = actor_loss(
+        logprob, zeros, entropy, kl, ones, ones, _t(1.0, 0.5), entropy_coef=0.0, kl_coef=2.0, steps=2
+    )
+    free = actor_loss(
+        logprob, zeros, entropy, kl, ones, ones, _t(1.0, 0.5), entropy_coef=0.0, kl_coef=0.0, steps=2
+    )
+    # L = −(1·(−1) + 0.5·(−1)) / 2 + 2·(1·0.2 + 0.5·0.6) / 2 = 0.75 + 0.5
+    assert (anchored.item(), free.item()) == pytest.approx((1.25, 0.75))
+    anchored.backward()  # type: ignore[no-untyped-call]
+    assert kl.grad is not None
+    torch.testing.assert_close(kl.grad, _t(1.0, 0.5))  # ∂L/∂KL = κ·w / N > 0: descent lowers the KL
 
 
 def test_digirl_keeps_steps_above_one_over_h_of_trajectories_that_beat_their_instruction_value() -> None:
@@ -138,19 +213,41 @@ def test_the_curricula_keep_the_top_share_of_a_batch_by_their_score() -> None:
     assert top_trajectories(_t(1.0, 0.0), 1.0, above=0.0).tolist() == [True, False]
 
 
-def _played(*actions: Action | InvalidAction, success: bool) -> tuple[Step, ...]:
-    return tuple(
+def _played(*actions: Action | InvalidAction, success: bool | None, reward: float = 0.0) -> Trajectory:
+    steps = tuple(
         Step(
             index=i,
-            observation=None,  # type: ignore[arg-type]  # the rewards read actions and rewards only
+            observation=None,  # type: ignore[arg-type]  # the rewards read actions and the outcome only
             output="",
             action=action,
-            reward=1.0 if success and i == len(actions) - 1 else 0.0,
+            reward=reward,
             behaviour_logprob=0.0,
             policy_version=0,
         )
         for i, action in enumerate(actions)
     )
+    task = Task(id="t", suite="general", goal="g")
+    return Trajectory(
+        id="x",
+        task=task,
+        host="h",
+        device="d",
+        steps=steps,
+        final_observation=None,
+        end_reason=EndReason.COMPLETE,
+        success=success,
+    )
+
+
+def test_the_reward_is_decided_from_the_outcome_not_from_what_steps_carry() -> None:
+    back = Action(type=ActionType.PRESS_BACK)
+    won = _played(back, back, back, success=True, reward=7.0)  # a stored reward is a record, not read
+    assert outcome_rewards(won) == [0.0, 0.0, 1.0]
+    assert shaped_rewards(won, step_cost=0.0, invalid_reward=0.0, repeat_penalty=0.0) == [0.0, 0.0, 1.0]
+    assert [step.reward for step in rewarded(won).steps] == [0.0, 0.0, 1.0]
+    for outcome in (False, None):  # a failure and an unscored episode earn nothing
+        assert outcome_rewards(_played(back, back, success=outcome, reward=1.0)) == [0.0, 0.0]
+    assert outcome_rewards(_played(success=True)) == []
 
 
 def test_a_rides_reward_takes_the_step_cost_invalid_answers_and_growing_repeats_off() -> None:

@@ -241,7 +241,7 @@ async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_
 async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_good_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from distrl.learner.trainer import Learner
+    from distrl.learner.core import Learner
 
     update = Learner.update
 

@@ -242,20 +242,29 @@ class LearnerSettings:
     """β, the entropy bonus coefficient."""
     invalid_penalty: float = _num(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
-    advantages: Literal["positive", "normalised", "signed"] = "positive"
+    advantages: Literal["decision", "positive", "normalised", "signed"] = "decision"
     """A-RIDE: which advantages weigh −log π in the actor loss.
 
-    - ``positive`` (default): max(A_t, 0), so the actor raises only the actions that did better than the
-      step critic expected, each in proportion to how much better; scaled to mean 1 over the steps it
-      keeps, so that it weighs as much as the entropy bonus and the invalid-output penalty beside it
-      expect. The paper's released code clamps A the same way (then binarises it, losing the size).
-    - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch.
-    - ``signed``: A_t as it is, Eq. 1 as written.
+    - ``decision`` (default): A_t signed, scaled to weighted mean magnitude 1 over the batch, on the
+      answer's decision tokens (action type, points, typed text), and only its positive part on the
+      format tokens every answer shares: failures teach too, and the shared format is never pushed down.
+    - ``positive``: max(A_t, 0) on the whole answer, so the actor raises only the actions that did better
+      than the step critic expected; scaled to mean 1 over the steps it keeps. The paper's released code
+      clamps A the same way (then binarises it, losing the size). Only successes teach.
+    - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch, on the
+      whole answer.
+    - ``signed``: A_t as it is on the whole answer, Eq. 1 as written.
 
-    Why not signed: an answer's log-prob sums over all its tokens, most of them the action format every
-    answer shares. When most episodes fail most advantages are negative, and pushing those answers down
-    pushes the shared format down on every update, so a small policy drifts into answers that do not
-    parse; normalising slows the drift but still pushes down half of every batch (README, "Learner")."""
+    Why not ``signed`` on the whole answer: an answer's log-prob sums over all its tokens, most of them
+    the action format every answer shares. When most episodes fail most advantages are negative, and
+    pushing those answers down pushes the shared format down on every update, so a small policy drifts
+    into answers that do not parse (README, "Learner")."""
+    kl_coef: float = _num(0.1, ge=0)
+    """κ_KL, the weight of the anchor: the mean per-token KL(π ‖ π_ref) of each trained answer to the
+    starting policy π_ref (the model with its adapter disabled when training starts from a fresh adapter,
+    else a frozen copy of the adapter the learner started from). 0 turns it off (no reference pass). It
+    keeps the greedy policy, which users deploy, from drifting away from its start while sampled success
+    rises (README, "Benchmarks")."""
     priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
     """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     priority_alpha: float = _num(0.5, ge=0)

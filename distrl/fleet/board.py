@@ -24,8 +24,8 @@ from distrl.fleet.stop import Stop
 from distrl.records import Trajectory
 
 if TYPE_CHECKING:
+    from distrl.learner.core import UpdateReport
     from distrl.learner.replay import ReplayStats
-    from distrl.learner.trainer import UpdateReport
 
 __all__ = ["PROGRESS_EVERY_S", "Board"]
 

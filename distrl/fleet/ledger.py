@@ -18,6 +18,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from distrl.fleet.stop import Stop
+from distrl.learner.rewards import rewarded
 from distrl.records import Trajectory
 
 __all__ = ["Ledger", "RunStats"]
@@ -230,13 +231,10 @@ class Ledger:
         return _median(every), {name: _median(host) for name, host in self._staleness.items()}
 
     async def arrive(self, trajectory: Trajectory) -> None:
-        """A trajectory reached the learner: reward it (1 on the last step of a success), count it, and
+        """A trajectory reached the learner: record its reward (``distrl.learner.rewards``), count it, and
         pass it on. One with no score is counted and kept (``collect``), never trained on. Waits while
         the trainer's inbox is full (backpressure)."""
-        steps = trajectory.steps
-        if trajectory.success and steps:
-            steps = (*steps[:-1], dataclasses.replace(steps[-1], reward=1.0))
-            trajectory = dataclasses.replace(trajectory, steps=steps)
+        trajectory = rewarded(trajectory)
         self.completed += 1
         self.successes += bool(trajectory.success)
         unscored = trajectory.success is None and not trajectory.cut_short
@@ -252,11 +250,11 @@ class Ledger:
                 )
         elif not trajectory.cut_short:
             self.recent.append(bool(trajectory.success))
-        self.steps += len(steps)
+        self.steps += len(trajectory.steps)
         self.device_errors += trajectory.end_reason == "device_error"
         self.cut_short += trajectory.cut_short
         version = self._version()
-        self._staleness[trajectory.host].extend(version - step.policy_version for step in steps)
+        self._staleness[trajectory.host].extend(version - step.policy_version for step in trajectory.steps)
         if self.kept is not None:
             self.kept.append(trajectory)
         if self._record is not None:

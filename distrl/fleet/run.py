@@ -146,7 +146,7 @@ async def train(
     ``<name>.1`` (or the first free number).
     """
     from distrl.learner.checkpoint import Checkpoints
-    from distrl.learner.trainer import Learner
+    from distrl.learner.core import Learner
     from distrl.policy import Policy
 
     inventory = _inventory(hosts)

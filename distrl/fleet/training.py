@@ -26,8 +26,8 @@ from distrl.records import Trajectory
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
+    from distrl.learner.core import Learner, UpdateReport
     from distrl.learner.replay import ReplayStats
-    from distrl.learner.trainer import Learner, UpdateReport
 
 __all__ = ["Trainer"]
 

@@ -6,6 +6,10 @@
   with w_t the importance-sampling weights of prioritised replay, ρ̄ ``rho_clip``, κ
   ``invalid_penalty`` and β ``entropy_coef``. Minimising it raises the log-likelihood of actions with
   a positive weight, lowers that of invalid answers, and raises the entropy.
+  Its signed form weighs only the decision tokens with A_t and the shared format with max(A_t, 0)
+  (``distrl.learner.a_ride``); ``actor_loss`` takes the two weights apart.
+- The anchor: + κ_KL·(1/N)·Σ_t w_t·KL_t, the mean per-token KL(π ‖ π_ref) of each answer to the
+  starting policy, so that the deployed (greedy) policy cannot drift from its start for free.
 - DigiRL: imitation (−(1/N)·Σ log π) of the steps its two hard filters keep: trajectories whose
   instruction-level advantage r − V_instr(c) is positive, and in them the steps whose doubly robust
   step advantage exceeds 1/H.
@@ -13,7 +17,7 @@
 - ``top_trajectories``: the curricula's filter over a batch's trajectories, the highest-scoring share
   (DigiRL's by r − V_instr(c); A-RIDE's, optionally, by V_traj or r − V_traj).
 
-``Learner.update`` computes log π and H with gradients and calls these; the tests work them out by hand.
+The learner core computes log π, H and the KL with gradients and calls these; the tests work them out by hand.
 """
 
 from __future__ import annotations
@@ -23,11 +27,10 @@ import math
 import torch
 
 __all__ = [
-    "a_ride_actor_loss",
     "a_ride_weights",
+    "actor_loss",
     "digirl_keep",
     "filtered_bc_keep",
-    "imitation_loss",
     "top_trajectories",
 ]
 
@@ -45,25 +48,31 @@ def a_ride_weights(
     return rho.clamp(max=rho_clip) * (advantages - invalid_penalty * invalid)
 
 
-def a_ride_actor_loss(
-    logprob: torch.Tensor,
+def actor_loss(
+    decision_logprob: torch.Tensor,
+    shared_logprob: torch.Tensor,
     entropy: torch.Tensor,
-    weights: torch.Tensor,
+    kl: torch.Tensor | None,
+    decision_weights: torch.Tensor,
+    shared_weights: torch.Tensor,
     sample_weights: torch.Tensor,
     *,
     entropy_coef: float,
+    kl_coef: float,
     steps: int,
 ) -> torch.Tensor:
-    """Eq. 1's actor loss over these steps, as their share of the mean over ``steps`` steps trained:
-    −(1/steps)·Σ w·(weight·log π + β·H). ``weights`` from ``a_ride_weights`` (constants), ``sample_weights``
-    the replay's importance-sampling weights w; ``logprob`` and ``entropy`` carry the gradients."""
-    return -(sample_weights * (weights * logprob + entropy_coef * entropy)).sum() / steps
+    """The actor loss over these steps, as their share of the mean over the ``steps`` steps trained:
 
+    −(1/steps)·Σ w·(d·log π_decision + s·log π_shared + β·H − κ_KL·KL),
 
-def imitation_loss(logprob: torch.Tensor, *, steps: int) -> torch.Tensor:
-    """The baselines' actor loss over these steps, as their share of the mean over ``steps``:
-    −(1/steps)·Σ log π."""
-    return -logprob.sum() / steps
+    with log π_decision and log π_shared the sums of log π over an answer's decision and format tokens
+    (together its log π), d and s their weights (``a_ride_weights``, or 1 and 1 for imitation), w the
+    sample weights, H the mean per-token entropy and KL the mean per-token KL(π ‖ π_ref) to the starting
+    policy (None: no anchor). Weights are constants; the log-probs, H and KL carry the gradients."""
+    inner = decision_weights * decision_logprob + shared_weights * shared_logprob + entropy_coef * entropy
+    if kl is not None and kl_coef:
+        inner = inner - kl_coef * kl
+    return -(sample_weights * inner).sum() / steps
 
 
 def digirl_keep(

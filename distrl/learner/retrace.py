@@ -116,14 +116,22 @@ def actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str)
       in proportion to how much better, and on average as strongly as an imitation loss raises its own
       (so that the entropy bonus and the invalid-output penalty keep their weight beside it);
     - ``normalised``: ``normalise(A, weights)``;
-    - ``signed``: A as it is (Eq. 1 as written).
+    - ``signed``: A as it is (Eq. 1 as written);
+    - ``decision``: A signed, scaled so that the steps with A ≠ 0 have weighted mean |A| 1 (A-RIDE puts
+      it on the decision tokens only, and its positive part on the format).
     """
     if mode == "signed":
         return advantages
+    if mode == "decision":
+        magnitude = advantages.abs()
+        kept = magnitude > 0
+        if not bool(kept.any()):
+            return advantages
+        return advantages / ((weights * magnitude)[kept].sum() / weights[kept].sum())
     if mode == "normalised":
         return normalise(advantages, weights)
     if mode != "positive":
-        raise ValueError(f"advantages mode {mode!r} is not positive, normalised or signed")
+        raise ValueError(f"advantages mode {mode!r} is not decision, positive, normalised or signed")
     positive = advantages.clamp(min=0.0)
     kept = positive > 0
     if not bool(kept.any()):

@@ -12,14 +12,19 @@ What the numbers are (x is the prompt of ``distrl.policy.prompt``, z_t the curre
   ``Prompter.action_ids(text)``: the tokenizer's own encoding of the text, then ``<|im_end|>``. Its
   entropy is the mean over y's tokens of H(π(· | x, y_<t)) in nats (a mean, so that it does not grow
   with the answer's length).
-- ``Sample.logprob`` is that same number for the sampled text under the weights that sampled it, so the
-  learner's ρ = π/μ is exactly 1 on-policy. Sampling runs at ``settings.temperature`` (0 is greedy), but
-  log-probs are always at temperature 1: the policy the learner trains, not the sampler's tempered copy.
-  When the sampler ended by itself with exactly the tokens y (the usual case) the sum comes from the
-  generation's own logits; otherwise (it reached ``max_new_tokens``, or spelled the text with other
-  tokens than the tokenizer would) y is scored teacher-forced afterwards.
-- ``Sample.sampled_logprob`` is Σ log π of the tokens actually sampled (``Sample.token_ids``), from the
-  generation's logits; ``score_tokens`` recomputes it teacher-forced.
+- ``Sample.logprob`` is log μ(text | x), the behaviour log-prob: the same sum under the weights that
+  sampled it and the distribution they sampled from, softmax(z_t / T) at ``settings.temperature`` T
+  (greedy decoding, T = 0, is deterministic: log μ = 0). The learner's ρ = π/μ then compares its
+  temperature-1 policy with what the worker really did: exactly 1 on-policy at T = 1, and right for a
+  cooler collection too. When the sampler ended by itself with exactly the tokens y (the usual case) the
+  sum comes from the generation's own logits; otherwise (it reached ``max_new_tokens``, or spelled the
+  text with other tokens than the tokenizer would) y is scored teacher-forced afterwards.
+- ``Sample.sampled_logprob`` is Σ log μ of the tokens actually sampled (``Sample.token_ids``), from the
+  generation's logits; ``score_tokens(..., temperature=T)`` recomputes it teacher-forced.
+- ``token_scores`` gives what the learner's actor loss reads token by token: each answer token's
+  log π, which of them are the decision (``Prompter.decision_mask``), the entropy, and with a
+  ``reference`` (``reference_log_probs``: the same answers under the starting adapter, or none) the
+  mean per-token KL(π ‖ π_ref) over the answer, Σ_v π(v)·(log π(v) − log π_ref(v)) at each token.
 
 Batches are left-padded, and padding changes no number beyond float rounding (tested to 1e-4 in float32).
 """
@@ -68,7 +73,8 @@ class Sample:
     action: Action | InvalidAction
     """``parse_action(text)``: garbage is an ``InvalidAction``, never an exception."""
     logprob: float
-    """log π(text | prompt) at temperature 1 under the weights that sampled it: ``logprobs()`` of it."""
+    """log μ(text | prompt), the behaviour log-prob: under the weights that sampled it, at the sampling
+    temperature (``logprobs(..., temperature=T)`` of it; 0 for greedy decoding)."""
     tokens: int
     """Tokens ``logprob`` sums over: the tokenizer's encoding of ``text`` plus the end token."""
     truncated: bool
@@ -78,7 +84,7 @@ class Sample:
     token_ids: tuple[int, ...]
     """The tokens sampled, up to and with the end token."""
     sampled_logprob: float
-    """Σ log π of ``token_ids`` at temperature 1, from the generation's logits."""
+    """Σ log μ of ``token_ids`` at the sampling temperature, from the generation's logits."""
 
     def step(self, index: int, observation: Observation, version: int, duration_s: float) -> Step:
         """This answer as the ``index``-th step of a trajectory: what was seen, said, meant and by which
@@ -105,6 +111,22 @@ class Scores(NamedTuple):
     """Last hidden state at the last prompt token, ``(batch, hidden)``."""
     answer_state: torch.Tensor | None
     """Last hidden state at the answer's last token, ``(batch, hidden)``."""
+
+
+class TokenScores(NamedTuple):
+    """What ``Policy.token_scores`` returns: the answers token by token, right-aligned in a window of the
+    longest answer's length (a shorter answer's first positions are outside it)."""
+
+    logprob: torch.Tensor
+    """log π of each answer token, ``(batch, window)``; 0 outside the answer."""
+    answer: torch.Tensor
+    """``(batch, window)`` booleans: the position holds an answer token."""
+    decision: torch.Tensor
+    """``(batch, window)`` booleans: the token is part of the decision (``Prompter.decision_mask``)."""
+    entropy: torch.Tensor
+    """Mean per-token entropy over the answer, ``(batch,)``."""
+    kl: torch.Tensor | None
+    """Mean per-token KL(π ‖ π_ref) over the answer, ``(batch,)``; None without a reference."""
 
 
 class Policy:
@@ -186,9 +208,10 @@ class Policy:
         with self._inference(), _seeded(seed, self.device):
             output = self.model.generate(**inputs, generation_config=config)  # type: ignore[no-untyped-call]
             generated = output.sequences[:, prompt_length:]
-            # log π at temperature 1 of each sampled token, from the raw logits, one step at a time
+            # log μ of each sampled token at the sampling temperature, from the raw logits, one step at a time
+            temperature = self.settings.temperature
             steps = [
-                self._log_softmax(logits).gather(-1, generated[:, t, None]).squeeze(-1)
+                self._log_softmax(logits, temperature).gather(-1, generated[:, t, None]).squeeze(-1)
                 for t, logits in enumerate(output.logits)
             ]
             token_logprobs = torch.stack(steps, dim=1).cpu()
@@ -216,12 +239,18 @@ class Policy:
                     sampled_logprob=sampled_logprob,
                 )
             )
-        rescore = [row for row, sample in enumerate(samples) if not sample.canonical]
+        # greedy decoding chose whatever text it wrote with certainty (log μ = 0); a sampled one is scored
+        rescore = [
+            row
+            for row, sample in enumerate(samples)
+            if not sample.canonical and self.settings.temperature > 0
+        ]
         if rescore:
             with self._inference():
                 values, _ = self._score(
                     [encoded[row] for row in rescore],
                     [self.prompter.action_ids(samples[row].text) for row in rescore],
+                    self.settings.temperature,
                 )
             for row, value in zip(rescore, values.tolist(), strict=True):
                 samples[row] = dataclasses.replace(samples[row], logprob=value)
@@ -230,9 +259,10 @@ class Policy:
     # -- learning ----------------------------------------------------------------------------------------
 
     def logprobs(
-        self, batch: Sequence[PolicyInput], actions_text: Sequence[str]
+        self, batch: Sequence[PolicyInput], actions_text: Sequence[str], *, temperature: float = 1.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """log π(text | prompt) and mean per-token entropy for each input, teacher-forced.
+        """log π(text | prompt) and mean per-token entropy for each input, teacher-forced, at
+        ``temperature`` (1: the policy the learner trains; 0: greedy decoding, whose log-prob is 0).
 
         Returns two float32 tensors of shape ``(batch,)`` on the policy's device, differentiable with
         respect to the adapter when gradients are enabled. Runs in the model's current mode
@@ -240,10 +270,11 @@ class Policy:
         """
         if len(batch) != len(actions_text):
             raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
-        return self.score_tokens(batch, [self.prompter.action_ids(text) for text in actions_text])
+        answers = [self.prompter.action_ids(text) for text in actions_text]
+        return self.score_tokens(batch, answers, temperature=temperature)
 
     def score_tokens(
-        self, batch: Sequence[PolicyInput], answers: Sequence[Sequence[int]]
+        self, batch: Sequence[PolicyInput], answers: Sequence[Sequence[int]], *, temperature: float = 1.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``logprobs`` for answers given as token ids (non-empty; normally ending with the end token).
         A forbidden token scores -inf."""
@@ -254,7 +285,66 @@ class Policy:
             return empty, empty
         if not all(answers):
             raise ValueError("an answer has no tokens")
-        return self._score(self.prompter.encode(batch, self.settings.history), answers)
+        return self._score(self.prompter.encode(batch, self.settings.history), answers, temperature)
+
+    def token_scores(
+        self,
+        batch: Sequence[PolicyInput],
+        actions_text: Sequence[str],
+        *,
+        reference: torch.Tensor | None = None,
+    ) -> TokenScores:
+        """The answers' per-token log π, decision mask and entropy, teacher-forced at temperature 1 (as
+        ``logprobs``, differentiable the same way), and with ``reference`` (``reference_log_probs`` of the
+        same inputs and texts) the mean per-token KL to it."""
+        if len(batch) != len(actions_text):
+            raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
+        encoded = self.prompter.encode(batch, self.settings.history)
+        answers = [self.prompter.action_ids(text) for text in actions_text]
+        window = self._window(encoded, answers, 1.0, hidden=False)
+        decision = torch.zeros_like(window.answer)
+        for row, text in enumerate(actions_text):
+            marks = self.prompter.decision_mask(text)
+            decision[row, window.answer.shape[1] - len(marks) :] = torch.tensor(marks, device=self.device)
+        kl = None
+        if reference is not None:
+            if reference.shape != window.log_probs.shape:
+                raise ValueError(
+                    f"the reference is {tuple(reference.shape)}, the answers {tuple(window.log_probs.shape)}"
+                )
+            difference = (window.log_probs - reference).masked_fill(self._forbidden, 0.0)
+            token_kl = (window.log_probs.exp() * difference).sum(dim=-1)
+            kl = torch.where(window.answer, token_kl, 0.0).sum(dim=-1) / window.lengths
+        return TokenScores(
+            torch.where(window.answer, window.token_logprobs, 0.0),
+            window.answer,
+            decision,
+            window.entropy,
+            kl,
+        )
+
+    def reference_log_probs(
+        self,
+        batch: Sequence[PolicyInput],
+        actions_text: Sequence[str],
+        adapter: Mapping[str, torch.Tensor] | None,
+    ) -> torch.Tensor:
+        """log π_ref(· | x, y_<t) over the vocabulary at each position of the answers' window,
+        ``(batch, window, vocab)``, without gradients, in evaluation mode: π_ref is this model with the
+        adapter weights ``adapter`` (``adapter_state()`` names), or with its adapter disabled for None.
+        The adapter is as it was afterwards."""
+        encoded = self.prompter.encode(batch, self.settings.history)
+        answers = [self.prompter.action_ids(text) for text in actions_text]
+        with self._inference():
+            if adapter is None:
+                with self.model.disable_adapter():
+                    return self._window(encoded, answers, 1.0, hidden=False).log_probs
+            own = self.adapter_state()
+            self.load_adapter_state(adapter)
+            try:
+                return self._window(encoded, answers, 1.0, hidden=False).log_probs
+            finally:
+                self.load_adapter_state(own)
 
     def score(self, batch: Sequence[PolicyInput], actions_text: Sequence[str]) -> Scores:
         """``logprobs`` plus the model's last hidden states, for critics that read the policy's features.
@@ -273,40 +363,68 @@ class Policy:
         return self._forward(encoded, [self.prompter.action_ids(text) for text in actions_text], hidden=True)
 
     def _score(
-        self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]]
+        self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]], temperature: float = 1.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sum of log-probs and mean entropy of ``answers`` after their prompts, shape ``(batch,)``."""
-        scores = self._forward(encoded, answers, hidden=False)
+        """Sum of log-probs (at ``temperature``) and mean entropy of ``answers`` after their prompts,
+        shape ``(batch,)``."""
+        scores = self._forward(encoded, answers, hidden=False, temperature=temperature)
         return scores.logprob, scores.entropy
 
     def _forward(
-        self, encoded: Sequence[Encoded], answers: Sequence[Sequence[int]], *, hidden: bool
+        self,
+        encoded: Sequence[Encoded],
+        answers: Sequence[Sequence[int]],
+        *,
+        hidden: bool,
+        temperature: float = 1.0,
     ) -> Scores:
+        window = self._window(encoded, answers, temperature, hidden=hidden)
+        logprob = torch.where(window.answer, window.token_logprobs, 0.0).sum(dim=-1)
+        if window.hidden is None:
+            return Scores(logprob, window.entropy, None, None)
+        last = window.hidden.float()  # (batch, length, hidden)
+        rows = torch.arange(len(answers), device=self.device)
+        state = last[rows, last.shape[1] - 1 - window.lengths]
+        return Scores(logprob, window.entropy, state, last[:, -1])
+
+    def _window(
+        self,
+        encoded: Sequence[Encoded],
+        answers: Sequence[Sequence[int]],
+        temperature: float,
+        *,
+        hidden: bool,
+    ) -> _Window:
+        """One teacher-forced pass over prompts + ``answers``, kept for the answers' window only."""
         window = max(len(ids) for ids in answers)
         sequences = [[*item.ids, *ids] for item, ids in zip(encoded, answers, strict=True)]
         inputs = self._on_device(self.prompter.collate(sequences, encoded))
         # Sequences are left-padded, so every answer sits in the last ``window`` positions; logits at
         # position p predict the token at p + 1, hence one more logit kept and the last one dropped.
         output = self.model(**inputs, logits_to_keep=window + 1, use_cache=False, output_hidden_states=hidden)
-        log_probs = self._log_softmax(output.logits[:, :-1])  # (batch, window, vocab)
+        logits = output.logits[:, :-1]
+        log_probs = self._log_softmax(logits)  # (batch, window, vocab), at temperature 1
         targets = inputs["input_ids"][:, -window:]
         lengths = torch.tensor([len(ids) for ids in answers], device=self.device)
-        mask = torch.arange(window, device=self.device)[None, :] >= (window - lengths)[:, None]
-        token_logprobs = log_probs.gather(-1, targets[..., None]).squeeze(-1)
+        answer = torch.arange(window, device=self.device)[None, :] >= (window - lengths)[:, None]
+        tempered = log_probs if temperature == 1.0 else self._log_softmax(logits, temperature)
+        token_logprobs = tempered.gather(-1, targets[..., None]).squeeze(-1)
         # forbidden tokens have p = 0 and log p = -inf: they add 0 to the entropy, not NaN
         token_entropy = -(log_probs.exp() * log_probs.masked_fill(self._forbidden, 0.0)).sum(dim=-1)
-        logprob = torch.where(mask, token_logprobs, 0.0).sum(dim=-1)
-        entropy = torch.where(mask, token_entropy, 0.0).sum(dim=-1) / lengths
-        if not hidden:
-            return Scores(logprob, entropy, None, None)
-        last = output.hidden_states[-1].float()  # (batch, length, hidden)
-        rows = torch.arange(len(answers), device=self.device)
-        state = last[rows, last.shape[1] - 1 - lengths]
-        return Scores(logprob, entropy, state, last[:, -1])
+        entropy = torch.where(answer, token_entropy, 0.0).sum(dim=-1) / lengths
+        return _Window(
+            log_probs, token_logprobs, answer, lengths, entropy, output.hidden_states[-1] if hidden else None
+        )
 
-    def _log_softmax(self, logits: torch.Tensor) -> torch.Tensor:
-        """log π at temperature 1 in float32, forbidden tokens at -inf; ``(..., vocab)``."""
-        return torch.log_softmax(logits.float().masked_fill(self._forbidden, float("-inf")), dim=-1)
+    def _log_softmax(self, logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """log softmax(z / T) in float32, forbidden tokens at -inf; ``(..., vocab)``. T = 0 is greedy
+        decoding, which picks the highest logit with certainty: log-prob 0 there, -inf elsewhere (the
+        first of equal highest, as ``argmax``)."""
+        logits = logits.float().masked_fill(self._forbidden, float("-inf"))
+        if temperature == 0.0:
+            chosen = logits.argmax(dim=-1, keepdim=True)
+            return torch.full_like(logits, float("-inf")).scatter(-1, chosen, 0.0)
+        return torch.log_softmax(logits / temperature, dim=-1)
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """The adapter's parameters, for an optimiser."""
@@ -379,6 +497,21 @@ class Policy:
                 yield
         finally:
             self.model.train(training)
+
+
+class _Window(NamedTuple):
+    """One teacher-forced pass, kept for the answers' window (``Policy._window``)."""
+
+    log_probs: torch.Tensor
+    """log π over the vocabulary at temperature 1, ``(batch, window, vocab)``."""
+    token_logprobs: torch.Tensor
+    """Each target token's log-prob at the pass's temperature, ``(batch, window)`` (garbage outside
+    ``answer``)."""
+    answer: torch.Tensor
+    lengths: torch.Tensor
+    entropy: torch.Tensor
+    hidden: torch.Tensor | None
+    """The last layer's output over the whole sequence, ``(batch, length, hidden)``, when asked for."""
 
 
 def resolve_device(device: str) -> torch.device:

@@ -36,7 +36,7 @@ import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil, smart_resize
 
-from distrl.actions import format_action
+from distrl.actions import decision_spans, format_action, parse_action
 from distrl.errors import PolicyError
 from distrl.records import Action, InvalidAction, Observation
 
@@ -177,6 +177,23 @@ class Prompter:
     def action_ids(self, text: str) -> list[int]:
         """The tokens of answer ``text``: its own encoding (special tokens split) and ``<|im_end|>``."""
         return [*self._text_ids(text), self.end_id]
+
+    def decision_mask(self, text: str) -> list[bool]:
+        """For each of ``action_ids(text)``: whether the token is part of the decision (it overlaps one of
+        ``decision_spans(text)``: the action type, the points, the typed text) rather than the format
+        every answer shares (the end token included). An answer that is not an action is all decision:
+        nothing in it is the shared format."""
+        if isinstance(parse_action(text), InvalidAction):
+            return [True] * len(self.action_ids(text))
+        spans = decision_spans(text)
+        encoding = self.tokenizer(
+            text, add_special_tokens=False, split_special_tokens=True, return_offsets_mapping=True
+        )
+        marks = [
+            any(start < span_end and span_start < end for span_start, span_end in spans)
+            for start, end in encoding["offset_mapping"]
+        ]
+        return [*marks, False]
 
     def forbidden_ids(self, vocab_size: int) -> list[int]:
         """Token ids an answer may not contain: every special token but ``<|im_end|>`` (image and video

@@ -1,0 +1,356 @@
+"""``Learner``: the core every algorithm runs on: batches, scoring, micro-batches, optimisers, the anchor,
+guards and checkpoints. The algorithm (``distrl.learner.algorithm``) says which steps to train and how.
+
+One ``update()``:
+
+1. Drop trajectories past ``max_policy_lag``; sample ``batch_size`` trajectories from the replay buffer
+   (∝ priority^α where the algorithm is prioritised, else uniformly) with their importance-sampling
+   weights w.
+2. Score every step under the current weights, without gradients, in evaluation mode: log π(a_t|s_t),
+   the entropy, the hidden states the critics read (``distrl.learner.critics``), V(s_t) and
+   ρ_t = π(a_t|s_t)/μ(a_t|s_t) from the stored behaviour log-prob. That is the ``Batch``.
+3. ``algorithm.plan(batch)``: its critics' loss, advantages and new priorities. The critic step (Adam,
+   ``lr_critic``) follows.
+4. ``algorithm.actor_targets(batch, plan)``: each step's weights on its decision and format tokens.
+   During the first ``critic_warmup_updates`` updates an algorithm with critics trains only them: the
+   advantages of an untrained critic (V ≈ 0.5 everywhere) would push the behaviour-cloned start around.
+5. Actor step (AdamW on the adapter, ``lr_actor``) over the steps trained, gradients accumulated over
+   ``micro_batch`` chunks in training mode, the loss ``losses.actor_loss`` (a mean over the steps
+   trained) plus the anchor ``kl_coef``·KL(π ‖ π_ref) to the starting policy: the model with its adapter
+   disabled when the learner starts from a fresh adapter, else a frozen copy of the adapter it started
+   with (what the policy held when the learner was built; a resumed run builds it from the same
+   settings, so its reference is the same).
+6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
+   the learner holds) goes up by one.
+
+Guards: a NaN or infinity in any score, value, priority or loss refuses the whole update
+(``LearnerError``), the critics put back as they were. Checkpoints: ``save``/``load``
+(``distrl.learner.checkpoint``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from distrl.config import LearnerSettings
+from distrl.errors import LearnerError
+from distrl.learner.algorithm import ActorTargets, Batch, make_algorithm
+from distrl.learner.checkpoint import load_learner, save_learner
+from distrl.learner.critics import Critics
+from distrl.learner.losses import actor_loss
+from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
+from distrl.learner.retrace import importance_ratios
+from distrl.policy import Policy, PolicyInput
+from distrl.records import InvalidAction, Step, Trajectory
+
+__all__ = ["Learner", "UpdateReport"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateReport:
+    """What one ``Learner.update`` did."""
+
+    update: int
+    """The update's number (1 for the first); the learner's version after it."""
+    trajectories: int
+    steps: int
+    trained_steps: int
+    """Steps in the actor loss after the algorithm's filters (those whose weights are not both 0)."""
+    actor_loss: float
+    critic_loss: float
+    """The algorithm's critics' loss (0 without critics)."""
+    entropy: float
+    """Mean per-token entropy of the sampled steps' answers."""
+    mean_rho: float
+    clipped_share: float
+    """Share of steps whose ρ exceeded ``rho_clip``."""
+    mean_advantage: float
+    mean_value: float
+    mean_priority: float
+    staleness: tuple[int, ...]
+    """Per sampled step: learner version − the version that chose it."""
+    wall_s: float
+    kl: float = 0.0
+    """Mean per-token KL(π ‖ π_ref) of the trained answers to the starting policy (0 without the anchor)."""
+
+
+class Learner:
+    """Trains ``policy``'s adapter from trajectories with ``settings.algorithm``."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        settings: LearnerSettings,
+        *,
+        max_policy_lag: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.policy = policy
+        self.settings = settings
+        self.algorithm = make_algorithm(settings)
+        self.updates = 0
+        """Updates done: the version of the weights the learner holds."""
+        self.progress: dict[str, int] = {}
+        """The run's own counters that a checkpoint keeps for its resumption (``episodes``, ``env_steps``:
+        where TensorBoard's x-axes go on from); set by the run before each checkpoint."""
+        hidden = int(policy.model.get_input_embeddings().weight.shape[1])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.critics = Critics(hidden).to(policy.device)
+        start = policy.adapter_state()
+        fresh = all(not bool(t.any()) for name, t in start.items() if "lora_B" in name)
+        self.reference: dict[str, torch.Tensor] | None = None if fresh else start
+        """The anchor's π_ref: the adapter the learner started from, or None for a fresh one (then the
+        model with its adapter disabled, the same policy without the adapter's cost)."""
+        if settings.gradient_checkpointing:
+            # non-reentrant: the frozen base's inputs need no gradient for the adapter's to flow
+            model, kwargs = policy.model, {"use_reentrant": False}
+            if hasattr(model, "activation_checkpointing_enable"):  # its newer name
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        self.actor_optimiser = torch.optim.AdamW(policy.trainable_parameters(), lr=settings.lr_actor)
+        self.critic_optimiser = torch.optim.Adam(self.critics.parameters(), lr=settings.lr_critic)
+        prioritised = self.algorithm.prioritised
+        self.replay = ReplayBuffer(
+            settings.replay_capacity,
+            alpha=settings.priority_alpha if prioritised else 0.0,
+            beta=settings.priority_beta if prioritised else 1.0,
+            beta_updates=settings.priority_beta_updates,
+            max_policy_lag=max_policy_lag,
+            seed=seed,
+        )
+        self.rng = random.Random(f"learner/{seed}")
+        """Reserved for the learner's own draws; saved and restored with checkpoints."""
+
+    @property
+    def version(self) -> int:
+        return self.updates
+
+    def add(self, trajectory: Trajectory) -> bool:
+        """Put a scored trajectory in the replay buffer; False if it was refused: empty, too stale, or
+        cut short by a device or policy failure (its outcome says nothing about the policy)."""
+        if trajectory.cut_short:
+            return False
+        return self.replay.add(trajectory, learner_version=self.updates)
+
+    def stats(self) -> ReplayStats:
+        return self.replay.stats()
+
+    def save(self, folder: str | Path) -> None:
+        """Write a checkpoint into ``folder`` (``checkpoint.save_learner``)."""
+        save_learner(self, folder)
+
+    def load(self, folder: str | Path) -> None:
+        """Restore a checkpoint (``checkpoint.load_learner``); on ``CheckpointError`` nothing changed."""
+        load_learner(self, folder)
+
+    # -- one update --------------------------------------------------------------------------------------
+
+    def update(self) -> UpdateReport | None:
+        """One update from a sampled batch (module docstring); None while the buffer is empty."""
+        started = time.monotonic()
+        self.replay.prune(self.updates)
+        if len(self.replay) == 0:
+            return None
+        sample = self.replay.sample(self.settings.batch_size)
+        with self.policy.prompter.remembering_screens():  # each screen processed once, not twice
+            return self._update(sample, started)
+
+    def _update(self, sample: ReplaySample, started: float) -> UpdateReport:
+        settings = self.settings
+        steps = [(i, step) for i, trajectory in enumerate(sample.trajectories) for step in trajectory.steps]
+        inputs = [_input(sample.trajectories[i], step) for i, step in steps]
+        texts = [step.output for _, step in steps]
+        batch = self._batch(sample, steps, inputs, texts)
+        plan = self.algorithm.plan(batch)
+        if plan.priorities is not None:
+            self._finite("priority", torch.tensor(plan.priorities))
+
+        # the critic steps before the actor's loss is known: keep what it had, to undo a refused update
+        critics = copy.deepcopy((self.critics.state_dict(), self.critic_optimiser.state_dict()))
+        critic_loss = self._critic_step(plan.critic_loss)
+        targets = self.algorithm.actor_targets(batch, plan)
+        if self.updates < settings.critic_warmup_updates and self.algorithm.critics:
+            targets = targets.dropping(torch.ones_like(targets.trained))  # critics first
+        try:
+            loss, kl = self._actor_step(inputs, texts, targets)
+        except LearnerError:
+            self.critics.load_state_dict(critics[0])
+            self.critic_optimiser.load_state_dict(critics[1])
+            raise
+
+        if plan.priorities is not None:
+            self.replay.update_priorities(sample.keys, plan.priorities)
+        self.replay.advance()
+        self.updates += 1
+        clip = settings.rho_clip
+        priorities = plan.priorities or [0.0]
+        return UpdateReport(
+            update=self.updates,
+            trajectories=len(sample.trajectories),
+            steps=len(steps),
+            trained_steps=int(targets.trained.sum()),
+            actor_loss=loss,
+            critic_loss=critic_loss,
+            entropy=float(batch.entropy.mean()),
+            mean_rho=float(batch.rhos.mean()),
+            clipped_share=float((batch.rhos > clip).float().mean()) if math.isfinite(clip) else 0.0,
+            mean_advantage=float(plan.advantages.mean()) if plan.advantages is not None else 0.0,
+            mean_value=float(batch.values.mean()),
+            mean_priority=sum(priorities) / len(priorities),
+            staleness=tuple(self.updates - 1 - step.policy_version for _, step in steps),
+            wall_s=time.monotonic() - started,
+            kl=kl,
+        )
+
+    def _batch(
+        self,
+        sample: ReplaySample,
+        steps: Sequence[tuple[int, Step]],
+        inputs: Sequence[PolicyInput],
+        texts: Sequence[str],
+    ) -> Batch:
+        """Step 2 of the module docstring: ``Policy.score`` over all steps, ``micro_batch`` at a time."""
+        device = self.policy.device
+        parts = []
+        size = self.settings.micro_batch
+        with _evaluation(self.policy), torch.no_grad():
+            for start in range(0, len(inputs), size):
+                parts.append(self.policy.score(inputs[start : start + size], texts[start : start + size]))
+            state = torch.cat([p.state for p in parts if p.state is not None])
+            values = torch.sigmoid(Critics.logit(self.critics.step, state))
+        logprob = torch.cat([p.logprob for p in parts])
+        entropy = torch.cat([p.entropy for p in parts])
+        for name, tensor in (("logprob", logprob), ("entropy", entropy), ("value", values)):
+            self._finite(name, tensor)
+        behaviour = torch.tensor([step.behaviour_logprob for _, step in steps], device=device)
+        return Batch(
+            trajectories=sample.trajectories,
+            spans=_spans(sample.trajectories),
+            logprob=logprob,
+            entropy=entropy,
+            state=state,
+            answer_state=torch.cat([p.answer_state for p in parts if p.answer_state is not None]),
+            values=values,
+            rhos=importance_ratios(logprob, behaviour),
+            weights=torch.tensor([sample.weights[i] for i, _ in steps], dtype=torch.float32, device=device),
+            invalid=torch.tensor(
+                [isinstance(step.action, InvalidAction) for _, step in steps],
+                dtype=torch.float32,
+                device=device,
+            ),
+            outcome=torch.tensor(
+                [1.0 if t.success else 0.0 for t in sample.trajectories], dtype=torch.float32, device=device
+            ),
+            critics=self.critics,
+        )
+
+    def _critic_step(self, loss: torch.Tensor | None) -> float:
+        if loss is None:
+            return 0.0
+        self._finite("critic_loss", loss.detach())
+        self.critic_optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
+        torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
+        self.critic_optimiser.step()
+        return float(loss.detach())
+
+    def _actor_step(
+        self, inputs: Sequence[PolicyInput], texts: Sequence[str], targets: ActorTargets
+    ) -> tuple[float, float]:
+        """The actor's step over the steps ``targets`` trains; its loss and mean KL (0, 0 if none)."""
+        settings = self.settings
+        trained = targets.trained
+        rows = [i for i in range(len(inputs)) if bool(trained[i])]
+        if not rows:
+            return 0.0, 0.0
+        total = len(rows)  # the loss is a mean over the steps trained
+        anchored = settings.kl_coef > 0
+        self.policy.train(True)
+        self.actor_optimiser.zero_grad(set_to_none=True)
+        loss_sum = kl_sum = 0.0
+        try:
+            for start in range(0, len(rows), settings.micro_batch):
+                chunk = rows[start : start + settings.micro_batch]
+                chunk_inputs, chunk_texts = [inputs[i] for i in chunk], [texts[i] for i in chunk]
+                reference = (
+                    self.policy.reference_log_probs(chunk_inputs, chunk_texts, self.reference)
+                    if anchored
+                    else None
+                )
+                scores = self.policy.token_scores(chunk_inputs, chunk_texts, reference=reference)
+                decision = (scores.logprob * scores.decision).sum(dim=-1)
+                shared = (scores.logprob * (scores.answer & ~scores.decision)).sum(dim=-1)
+                index = torch.tensor(chunk, device=self.policy.device)
+                loss = actor_loss(
+                    decision,
+                    shared,
+                    scores.entropy,
+                    scores.kl,
+                    targets.decision[index],
+                    targets.shared[index],
+                    targets.sample_weights[index],
+                    entropy_coef=targets.entropy_coef,
+                    kl_coef=settings.kl_coef,
+                    steps=total,
+                )
+                if not torch.isfinite(loss.detach()):
+                    self.actor_optimiser.zero_grad(set_to_none=True)
+                    self._finite("actor_loss", loss.detach())
+                loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
+                loss_sum += float(loss.detach())
+                if scores.kl is not None:
+                    kl_sum += float(scores.kl.detach().sum())
+        finally:
+            self.policy.train(False)
+        torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
+        self.actor_optimiser.step()
+        return loss_sum, kl_sum / total
+
+    def _finite(self, quantity: str, values: torch.Tensor) -> None:
+        """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity."""
+        if not bool(torch.isfinite(values).all()):
+            raise LearnerError(
+                f"update {self.updates + 1} refused: the {quantity.replace('_', ' ')} is not finite (NaN or"
+                " infinite); the learner is as it was before it. A learning rate too high, or damaged"
+                " weights, do this",
+                quantity=quantity,
+                update=self.updates + 1,
+            )
+
+
+def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
+    history = tuple(s.action for s in trajectory.steps[: step.index])
+    return PolicyInput(goal=trajectory.task.goal, observation=step.observation, history=history)
+
+
+def _spans(trajectories: Sequence[Trajectory]) -> list[tuple[int, int]]:
+    spans = []
+    start = 0
+    for trajectory in trajectories:
+        spans.append((start, start + len(trajectory.steps)))
+        start += len(trajectory.steps)
+    return spans
+
+
+class _evaluation:  # used as a context manager, like torch.no_grad
+    """Evaluation mode (no dropout) for the duration, then the mode the policy was in."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.training = policy.model.training
+
+    def __enter__(self) -> None:
+        self.policy.train(False)
+
+    def __exit__(self, *exc: object) -> None:
+        self.policy.train(self.training)
