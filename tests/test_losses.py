@@ -145,7 +145,8 @@ def test_the_decision_and_the_shared_format_take_their_own_weights() -> None:
     # L = −((−0.5·(−2) + 0·(−0.5)) + (1·(−1) + 1·(−0.25))) / 2 = −(1 − 1.25) / 2
     assert loss.item() == pytest.approx(0.125)
     loss.backward()  # type: ignore[no-untyped-call]
-    assert decision.grad is not None and shared.grad is not None
+    assert decision.grad is not None
+    assert shared.grad is not None
     torch.testing.assert_close(decision.grad, _t(0.25, -0.5))  # descent lowers the failure's decision
     torch.testing.assert_close(shared.grad, _t(0.0, -0.5))  # and never its format
 
