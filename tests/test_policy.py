@@ -187,22 +187,92 @@ def test_prompt_shows_recent_history_and_cannot_be_injected() -> None:
 # -- sampling and scoring ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])
+@pytest.mark.parametrize("temperature", [0.0, 0.5, 1.0], ids=["greedy", "cool", "sampled"])
 def test_sampled_logprobs_match_teacher_forcing(temperature: float) -> None:
+    """The behaviour log-prob is of the distribution sampled from: softmax(z / T), 0 for greedy."""
     policy = _policy(temperature=temperature)
     samples = policy.sample(BATCH, seed=1)
     assert len(samples) == len(BATCH)
-    batch_logprob, _ = policy.logprobs(BATCH, [sample.text for sample in samples])
+    texts = [sample.text for sample in samples]
+    batch_logprob, _ = policy.logprobs(BATCH, texts, temperature=temperature)
     for item, sample, batched in zip(BATCH, samples, batch_logprob.tolist(), strict=True):
         # the same tokens, alone (no padding) and teacher-forced
-        alone, _ = policy.score_tokens([item], [sample.token_ids])
+        alone, _ = policy.score_tokens([item], [sample.token_ids], temperature=temperature)
         assert sample.sampled_logprob == _approx(alone.item())
-        # the text's log-prob, as the learner computes it, alone and in the padded batch
-        text_logprob, entropy = policy.logprobs([item], [sample.text])
-        assert sample.logprob == _approx(text_logprob.item())
-        assert batched == _approx(text_logprob.item())
+        # the text's log-prob at the sampling temperature, alone and in the padded batch
+        text_logprob, entropy = policy.logprobs([item], [sample.text], temperature=temperature)
+        if sample.canonical or temperature > 0:
+            assert sample.logprob == _approx(text_logprob.item())
+            assert batched == _approx(text_logprob.item())
         assert sample.tokens == len(policy.prompter.action_ids(sample.text))
         assert 0.0 < entropy.item() <= math.log(policy.prompter.tokenizer.vocab_size)
+
+
+def test_behaviour_logprobs_follow_the_sampling_temperature() -> None:
+    """Greedy decoding is certain (log μ = 0); a cooler sampler is surer of its own choices than π at
+    temperature 1 is (mostly the likeliest tokens, made likelier), so ρ = π/μ < 1 on them on the whole;
+    at temperature 1, μ is π."""
+    texts = [sample.text for sample in _policy(temperature=1.0).sample(BATCH, seed=2)]
+    policy = _policy()
+    at_one, _ = policy.logprobs(BATCH, texts)
+    assert torch.equal(policy.logprobs(BATCH, texts, temperature=1.0)[0], at_one)
+    greedy = [sample.logprob for sample in _policy(temperature=0.0).sample(BATCH, seed=2)]
+    assert greedy == [0.0] * len(BATCH)
+    cool = _policy(temperature=0.25).sample(BATCH, seed=2)
+    cool_at_one, _ = policy.logprobs(BATCH, [sample.text for sample in cool])
+    assert sum(s.logprob for s in cool) > float(cool_at_one.detach().sum())
+
+
+def test_the_decision_tokens_are_the_values_an_answer_chooses() -> None:
+    prompter = _policy().prompter
+    text = format_action(Action(type=ActionType.TYPE, text="gym"))
+    ids, marks = prompter.action_ids(text), prompter.decision_mask(text)
+    assert len(ids) == len(marks)
+    chosen = prompter.decode([i for i, mark in zip(ids, marks, strict=True) if mark])
+    # the type and the typed text; "[-1.0, -1.0]" (no point) follows from the type, the rest is format
+    assert chosen.replace(" ", "") == "TYPEgym"
+    assert marks[-1] is False  # the end token is format
+    tap = prompter.decision_mask(TAP)
+    assert (
+        prompter.decode([i for i, m in zip(prompter.action_ids(TAP), tap, strict=True) if m]).count("0.2500")
+        == 2
+    )
+    assert prompter.decision_mask("not an action") == [True] * len(prompter.action_ids("not an action"))
+
+
+def test_the_kl_to_a_reference_is_worked_out_token_by_token() -> None:
+    policy = _policy(lora_dropout=0.0)
+    start = policy.adapter_state()
+    texts = [HOME, TAP, "garbage"]
+    with torch.no_grad():
+        same = policy.token_scores(BATCH, texts, reference=policy.reference_log_probs(BATCH, texts, start))
+        assert same.kl is not None
+        torch.testing.assert_close(same.kl, torch.zeros(3), atol=1e-6, rtol=0)
+        # fresh LoRA B is 0: the adapter disabled is the same policy
+        bare = policy.reference_log_probs(BATCH, texts, None)
+        assert torch.equal(bare.isinf(), policy.reference_log_probs(BATCH, texts, start).isinf())
+        moved = {k: v + 0.05 * torch.randn_like(v) if "lora_B" in k else v for k, v in start.items()}
+        policy.load_adapter_state(moved)
+        scores = policy.token_scores(BATCH, texts, reference=bare)
+        assert all(torch.equal(v, moved[k]) for k, v in policy.adapter_state().items())  # left as it was
+        # by hand: Σ_v p·(log p − log q) at each answer position, averaged over the answer's tokens
+        p = policy.reference_log_probs(BATCH, texts, moved)
+        for row, text in enumerate(texts):
+            length = len(policy.prompter.action_ids(text))
+            window = slice(p.shape[1] - length, p.shape[1])
+            per_token = [
+                sum(
+                    math.exp(lp) * (lp - lq)
+                    for lp, lq in zip(p[row, t].tolist(), bare[row, t].tolist(), strict=True)
+                    if lp != -math.inf
+                )
+                for t in range(window.start, window.stop)
+            ]
+            assert scores.kl is not None
+            assert scores.kl[row].item() == pytest.approx(sum(per_token) / length, rel=1e-4, abs=1e-6)
+            assert scores.kl[row].item() > 0
+            assert bool(scores.answer[row, window].all())
+            assert not bool(scores.answer[row, : window.start].any())
 
 
 def test_untrained_output_is_an_invalid_action_not_a_crash() -> None:
@@ -253,8 +323,8 @@ def test_training_through_logprobs_teaches_an_action() -> None:
     assert sample.action == Action(type=ActionType.PRESS_HOME)
     assert sample.canonical
     assert not sample.truncated
-    assert sample.logprob == sample.sampled_logprob
-    assert sample.logprob == _approx(policy.logprobs(item, [HOME])[0].item())
+    assert sample.logprob == sample.sampled_logprob == 0.0  # greedy: certain
+    assert policy.logprobs(item, [HOME], temperature=0.0)[0].item() == 0.0
     assert policy.model.training is False
 
 

@@ -2,13 +2,16 @@
 
 - ``Policy`` (``model``): load (``tiny`` or a local Qwen2-VL-family folder), sample answers with their
   log-probs, teacher-forced log-probs and entropy for the learner, the adapter on disk and in memory.
+- ``resolve_device``, ``resolve_dtype`` (``loading``): where and in what a model loads; the base model
+  and its adapter.
 - ``Prompter`` and ``PolicyInput`` (``prompt``): the prompt template and the token ids of answers.
 - ``build_tiny`` (``tiny``): the built-in tiny Qwen2-VL, made from a config and a tokenizer trained here.
 
 Importing this package imports torch and transformers; the light layers never do.
 """
 
-from distrl.policy.model import QWEN_VL_FAMILY, Policy, Sample, Scores, resolve_device, resolve_dtype
+from distrl.policy.loading import QWEN_VL_FAMILY, resolve_device, resolve_dtype
+from distrl.policy.model import Policy, Sample, Scores, TokenScores
 from distrl.policy.prompt import PolicyInput, Prompter, prompt_text
 from distrl.policy.tiny import CHAT_TEMPLATE, TinySpec, build_tiny, build_tokenizer, tiny_config
 
@@ -16,6 +19,7 @@ __all__ = [
     "Policy",
     "Sample",
     "Scores",
+    "TokenScores",
     "PolicyInput",
     "Prompter",
     "prompt_text",

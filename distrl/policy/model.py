@@ -34,34 +34,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import peft
 import torch
-import transformers
-from safetensors import SafetensorError
-from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig, PreTrainedModel
+from transformers import GenerationConfig
 
 from distrl.actions import parse_action
-from distrl.config import BUILT_IN_MODELS, TINY_BC, PolicySettings
+from distrl.config import BUILT_IN_MODELS, PolicySettings
 from distrl.errors import PolicyError
+from distrl.policy.loading import attach_adapter, load_base, resolve_device, resolve_dtype
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
-from distrl.policy.tiny import build_tiny, build_tiny_bc
 from distrl.records import Action, InvalidAction, Observation, Step
 
-__all__ = ["Policy", "Sample", "Scores", "QWEN_VL_FAMILY", "resolve_device", "resolve_dtype"]
-
-QWEN_VL_FAMILY = frozenset({"qwen2_vl", "qwen2_5_vl"})
-"""``model_type`` values of the models ``Prompter`` builds prompts for."""
-
-_DTYPES: Mapping[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
+__all__ = ["Policy", "Sample", "Scores", "TokenScores"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -165,7 +153,7 @@ class Policy:
         torch_device = resolve_device(device)
         torch_dtype = resolve_dtype(dtype or settings.dtype, torch_device)
         with _seeded(seed, torch_device):
-            base, prompter = _load_base(settings.model, torch_dtype, seed)
+            base, prompter = load_base(settings.model, torch_dtype, seed)
             if settings.max_image_pixels:
                 prompter.limit_pixels(settings.max_image_pixels)
             base.to(device=torch_device, dtype=torch_dtype)  # type: ignore[call-arg]  # decorated, untyped
@@ -173,7 +161,7 @@ class Policy:
             base.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated
                 eos_token_id=prompter.end_id, pad_token_id=prompter.pad_id
             )
-            model = _attach_adapter(base, settings)
+            model = attach_adapter(base, settings)
         model.eval()
         return cls(model, prompter, settings)
 
@@ -512,116 +500,6 @@ class _Window(NamedTuple):
     entropy: torch.Tensor
     hidden: torch.Tensor | None
     """The last layer's output over the whole sequence, ``(batch, length, hidden)``, when asked for."""
-
-
-def resolve_device(device: str) -> torch.device:
-    """``auto`` is CUDA when available, else CPU; anything else as ``torch.device`` reads it."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except RuntimeError as exc:
-        raise PolicyError(f"{device!r} is not a device torch knows", phase="load") from exc
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise PolicyError(f"device {device!r} was asked for but CUDA is not available", phase="load")
-    return resolved
-
-
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """``auto`` is bfloat16 on a CUDA device that supports it, else float32; the others by name."""
-    if dtype == "auto":
-        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if bf16 else torch.float32
-    if dtype not in _DTYPES:
-        raise PolicyError(f"dtype {dtype!r} is not one of auto, {', '.join(_DTYPES)}", phase="load")
-    return _DTYPES[dtype]
-
-
-def _load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
-    if model == "tiny":
-        return build_tiny(seed)
-    if model == TINY_BC:
-        return build_tiny_bc()
-    # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
-    folder = Path(model).expanduser()
-    where = repr(str(folder))
-    if not folder.is_dir():
-        raise PolicyError(f"the model folder {where} does not exist", model=model, phase="load")
-    if not (folder / "config.json").is_file():
-        raise PolicyError(
-            f"{where} is not a Hugging Face model folder (it has no config.json)", model=model, phase="load"
-        )
-    try:
-        config = AutoConfig.from_pretrained(str(folder))
-    except (OSError, ValueError, KeyError) as exc:
-        problem = f"{where} has an unreadable config.json ({exc})"
-        raise PolicyError(problem, model=model, phase="load") from exc
-    model_type = getattr(config, "model_type", "") or "unknown"
-    if model_type not in QWEN_VL_FAMILY:
-        raise PolicyError(
-            f"{where} holds a {model_type} model, not a vision-language model distrl can prompt"
-            f" (supported: {', '.join(sorted(QWEN_VL_FAMILY))})",
-            model=model,
-            phase="load",
-        )
-    try:
-        base = AutoModelForImageTextToText.from_pretrained(str(folder), dtype=dtype)
-        prompter = Prompter.from_pretrained(folder)
-    except PolicyError as exc:
-        raise PolicyError(f"{where}: {exc.message}", model=model, phase="load") from exc
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        problem = f"the model in {where} cannot be loaded ({exc})"
-        raise PolicyError(problem, model=model, phase="load") from exc
-    return base, prompter
-
-
-def _attach_adapter(base: PreTrainedModel, settings: PolicySettings) -> peft.PeftModel:
-    if settings.adapter:
-        folder = Path(settings.adapter).expanduser()
-        where = repr(str(folder))
-        if not (folder / "adapter_config.json").is_file():
-            raise PolicyError(
-                f"{where} is not a PEFT adapter folder (it has no adapter_config.json)",
-                model=settings.model,
-                phase="adapter",
-            )
-        try:
-            with _peft_quietly():
-                return peft.PeftModel.from_pretrained(base, str(folder), is_trainable=True)
-        except SafetensorError as exc:  # a truncated or garbled weights file
-            problem = f"the adapter weights in {where} are damaged ({exc})"
-            raise PolicyError(problem, model=settings.model, phase="adapter") from exc
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            problem = f"the adapter in {where} does not fit the model ({exc})"
-            raise PolicyError(problem, model=settings.model, phase="adapter") from exc
-    targets: str | list[str] = (
-        "all-linear" if settings.lora_targets == ("all-linear",) else list(settings.lora_targets)
-    )
-    config = peft.LoraConfig(
-        r=settings.lora_rank,
-        lora_alpha=settings.lora_alpha,  # type: ignore[arg-type]  # annotated int; any number scales
-        lora_dropout=settings.lora_dropout,
-        target_modules=targets,
-    )
-    try:
-        with _peft_quietly():
-            model: peft.PeftModel = peft.get_peft_model(base, config)
-    except ValueError as exc:
-        raise PolicyError(
-            f"the LoRA targets {list(settings.lora_targets)} do not fit the model ({exc})",
-            model=settings.model,
-            phase="adapter",
-        ) from exc
-    return model
-
-
-@contextlib.contextmanager
-def _peft_quietly() -> Iterator[None]:
-    """peft reads ``is_gradient_checkpointing``, which transformers 5 deprecates with a FutureWarning."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
-        yield
 
 
 @contextlib.contextmanager
