@@ -7,6 +7,7 @@ import collections
 import dataclasses
 from pathlib import Path
 
+import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl.fleet.board import Board
@@ -31,6 +32,7 @@ def _report(update: int, trained_steps: int) -> UpdateReport:
         mean_priority=0.5,
         staleness=(0, 1),
         wall_s=0.1,
+        kl=0.02 * update,
     )
 
 
@@ -81,6 +83,8 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     assert set(scalars["collect/success_rate"]) == {(30, 0.25)}  # not a 0 before the first episode
     assert [step for step, _ in scalars["learner/actor_loss"]] == [2]  # not during the warm-up
     assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
+    assert [step for step, _ in scalars["learner/kl"]] == [1, 2]  # the anchor's distance to the start
+    assert [value for _, value in scalars["learner/kl"]] == pytest.approx([0.02, 0.04])
     assert [value for _, value in scalars["fleet/hosts_up"]] == [2, 2]  # the shutdown's 0 is not written
     assert scalars["collect/failed"][-1][1] == 1  # the stopped episodes are not failures
 

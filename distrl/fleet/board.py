@@ -44,6 +44,7 @@ _LEARNER_SCALARS = (
     "mean_advantage",
     "mean_value",
     "mean_priority",
+    "kl",
     "wall_s",
 )
 
