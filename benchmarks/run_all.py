@@ -44,6 +44,7 @@ PLAN = (
     Program("wire_throughput", limit_s=60),
     Program("weight_diff", limit_s=120),
     Program("sim_throughput", limit_s=150),
+    Program("gym_env", limit_s=45),
     Program(
         "emulator_reset",
         ("--time-scale", "0.1", "--repeats", "2", "--figure", f"{CUT}/emulator_reset.png"),

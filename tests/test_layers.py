@@ -60,6 +60,7 @@ LAYERS: dict[str, set[str]] = {
     "deploy": {"build", "config", "errors", "transport"},
     "tasks": {"records", "errors"},
     "episodes": {"records"},
+    "env": {"records", "actions", "device", "tasks"},
     "sim": {"records", "actions", "errors", "config", "device"},
     "device": {"records", "actions", "errors", "config"},
     "weights": {"errors"},

@@ -7,6 +7,8 @@ them out.
   phone's state), ``adb`` (shell checks on any Android, ``distrl.tasks.checks``) and ``judge`` (a VLM
   over an OpenAI-compatible endpoint, ``distrl.tasks.judge``).
 - ``TaskSampler``: which task each free device plays next.
+- ``distrl.tasks.registry``: task sources and evaluators by name, as packages register them (entry
+  points; the sim registers its suites and its ``sim`` evaluator), for code that may not import them.
 
 This part imports records and errors only: not the sim, not torch.
 """

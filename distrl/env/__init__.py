@@ -1,0 +1,28 @@
+"""The Gymnasium environment: a phone (the simulated one, or any adb device) playing distrl's tasks.
+
+Importing this package registers ``distrl/Phone-v0``::
+
+    import gymnasium
+    import distrl.env
+
+    env = gymnasium.make("distrl/Phone-v0", suite="general", split="train")
+    observation, info = env.reset(seed=0)
+
+``PhoneEnv`` (``distrl.env.phone``) is the environment; ``distrl.env.spaces`` its spaces. It needs the
+``gym`` extra: ``pip install 'distrl[gym]'``.
+"""
+
+try:
+    import gymnasium
+except ModuleNotFoundError as exc:  # the optional extra is missing: say which
+    raise ModuleNotFoundError("distrl.env needs gymnasium: pip install 'distrl[gym]'", name=exc.name) from exc
+
+from distrl.env.phone import PhoneEnv
+
+__all__ = ["ENV_ID", "PhoneEnv"]
+
+ENV_ID = "distrl/Phone-v0"
+"""The id ``gymnasium.make`` knows the environment by."""
+
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=ENV_ID, entry_point="distrl.env.phone:PhoneEnv")
