@@ -82,6 +82,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-no-kl": {"kl_coef": 0.0},
     "a-ride-kl1": {"kl_coef": 1.0},
     "a-ride-positive-kl": {"advantages": "positive"},
+    "a-ride-positive-kl1": {"advantages": "positive", "kl_coef": 1.0},
     "digirl-no-kl": {"kl_coef": 0.0},
     "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
     "a-ride-vtraj-value": {"trajectory_filter": "value"},

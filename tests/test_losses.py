@@ -117,12 +117,16 @@ def test_positive_advantages_keep_the_better_steps_at_weighted_mean_one() -> Non
         actor_advantages(advantages, weights, "clipped")
 
 
-def test_decision_advantages_keep_their_sign_at_weighted_mean_magnitude_one() -> None:
+def test_decision_advantages_are_centred_and_scaled_whatever_the_critics_bias() -> None:
     advantages, weights = _t(-1.0, 0.0, 2.0), _t(1.0, 1.0, 2.0)
     decision = actor_advantages(advantages, weights, "decision")
-    # the steps with A ≠ 0 have weighted mean |A| (1·1 + 2·2) / 3 = 5/3
-    torch.testing.assert_close(decision, _t(-0.6, 0.0, 1.2))
-    torch.testing.assert_close(actor_advantages(_t(0.0, 0.0), _t(1.0, 1.0), "decision"), _t(0.0, 0.0))
+    # weighted mean (−1 + 0 + 2·2) / 4 = 0.75, weighted variance (1.75² + 0.75² + 2·1.25²) / 4 = 1.6875
+    std = 1.6875**0.5
+    torch.testing.assert_close(decision, _t(-1.75 / std, -0.75 / std, 1.25 / std), atol=1e-5, rtol=1e-5)
+    # a critic biased high (every advantage 0.5 lower) changes nothing: the batch pushes up as it pushes down
+    torch.testing.assert_close(
+        actor_advantages(advantages - 0.5, weights, "decision"), decision, atol=1e-5, rtol=1e-5
+    )
 
 
 def test_the_decision_and_the_shared_format_take_their_own_weights() -> None:

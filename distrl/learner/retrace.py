@@ -115,20 +115,14 @@ def actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str)
       positive advantage is all zeros). Only actions better than the critic expected are raised, each
       in proportion to how much better, and on average as strongly as an imitation loss raises its own
       (so that the entropy bonus and the invalid-output penalty keep their weight beside it);
-    - ``normalised``: ``normalise(A, weights)``;
-    - ``signed``: A as it is (Eq. 1 as written);
-    - ``decision``: A signed, scaled so that the steps with A ≠ 0 have weighted mean |A| 1 (A-RIDE puts
-      it on the decision tokens only, and its positive part on the format).
+    - ``normalised`` and ``decision``: ``normalise(A, weights)``, so that a batch pushes up as much as it
+      pushes down whatever the critic's bias (A-RIDE puts the ``decision`` ones on the decision tokens
+      only, and their positive part on the format);
+    - ``signed``: A as it is (Eq. 1 as written).
     """
     if mode == "signed":
         return advantages
-    if mode == "decision":
-        magnitude = advantages.abs()
-        kept = magnitude > 0
-        if not bool(kept.any()):
-            return advantages
-        return advantages / ((weights * magnitude)[kept].sum() / weights[kept].sum())
-    if mode == "normalised":
+    if mode in ("normalised", "decision"):
         return normalise(advantages, weights)
     if mode != "positive":
         raise ValueError(f"advantages mode {mode!r} is not decision, positive, normalised or signed")
