@@ -9,11 +9,12 @@ action-to-gesture mapping a device uses.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
 
-from distrl.actions import EndEpisode, to_gesture
+from distrl.actions import EndEpisode, Tap, to_gesture
 from distrl.records import ActionType, Task
 from distrl.sim.apps.basic import BASIC_APPS
 from distrl.sim.apps.calculator import calculate
@@ -21,6 +22,7 @@ from distrl.sim.apps.clock import days_text, parse_time_text, timer_digits
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 from distrl.sim.suites import SPLITS, expert_action, is_successful, setup_commands, template_of
+from distrl.sim.suites.clock_tasks import typed_timer
 from distrl.sim.suites.general import GENERAL, TEMPLATES
 from distrl.sim.ui import Element, text_width_dp
 
@@ -438,6 +440,25 @@ def test_timer_keypad_start_pause_and_countdown() -> None:
     assert phone.data["apps"][CLOCK]["timer"] is None
 
 
+def test_timer_keypad_takes_typed_digits() -> None:
+    """With no field focused, typed digits press the timer keypad's keys (as a keyboard's do on a Pixel)."""
+    phone = _phone()
+    phone.launch(CLOCK)
+    phone.type_text("15")  # the alarm tab takes no keys
+    _tap(phone, "clock/tab/timer")
+    assert phone.top_frame["args"].get("digits", "") == ""
+    phone.type_text("0 9:0m00")  # a leading zero and what is not a digit do nothing
+    assert _text(phone, "clock/timer/display") == "00h 90m 00s"
+    assert _find(phone, "keyboard/panel") is None  # no field, no keyboard: Start stays in reach
+    _tap(phone, "clock/timer/key/del")
+    phone.type_text("5")
+    _tap(phone, "clock/timer/start")
+    assert phone.data["apps"][CLOCK]["timer"]["duration_s"] == 90 * 60 + 5
+    phone.type_text("1")  # a running timer takes no digits
+    assert phone.data["apps"][CLOCK]["timer"]["duration_s"] == 90 * 60 + 5
+    assert phone.top_frame["args"]["digits"] == ""
+
+
 def test_stopwatch_runs_in_virtual_time() -> None:
     phone = _phone()
     phone.launch(CLOCK)
@@ -516,6 +537,22 @@ def test_calculator_really_calculates() -> None:
     for key in ("divide", "0", "equals"):
         _tap(phone, f"calc/key/{key}")
     assert data["history"][-1]["result"] == "Can't divide by 0"
+
+
+def test_calculator_takes_typed_keys() -> None:
+    """With no field focused, each typed character presses its key; ``=`` evaluates."""
+    phone = _phone()
+    phone.launch(CALCULATOR)
+    phone.type_text("12 + 34*2=")
+    data = phone.data["apps"][CALCULATOR]
+    assert data["history"][-1] == {"expr": "12+34x2", "result": "80"}
+    phone.type_text("÷4=")  # an operator continues from the result
+    assert data["history"][-1] == {"expr": "80/4", "result": "20"}
+    phone.type_text("7×(1-3)")  # a digit starts over
+    assert _text(phone, "calc/expr") == "7x(1-3)"
+    phone.type_text("abc!")  # other characters press nothing
+    _tap(phone, "calc/key/equals")  # tapped keys still work
+    assert data["history"][-1] == {"expr": "7x(1-3)", "result": "-14"}
 
 
 @pytest.mark.parametrize(
@@ -817,3 +854,131 @@ def test_expert_walks_out_of_whatever_the_last_task_left() -> None:
         assert ok, f"{task.id} ({task.goal!r}) after {steps} steps, in {phone.top_package}"
         solved += 1
     assert solved >= 150
+
+
+_KEYS_NOT_TO_TAP = (
+    "clock/edit/hour/",
+    "clock/edit/minute/",
+    "clock/edit/plus",
+    "clock/edit/minus",
+    "clock/edit/am",
+    "clock/edit/pm",
+    "clock/timer/key/",
+    "calc/key/",
+    "keyboard/",
+)
+"""Grids and keypads that enter a value by taps: the expert types values instead."""
+
+
+def _tapped(phone: Phone, x: float, y: float) -> str:
+    """The id of the element a tap at pixel ``(x, y)`` reaches ("" for none)."""
+    for element in reversed(phone.elements()):
+        if element.box.contains(x, y):
+            if element.tappable:
+                return element.id
+            if element.fill is not None or element.kind in ("button", "field", "card", "key", "bar"):
+                return ""
+    return ""
+
+
+def _typed_and_tapped(task: Task) -> tuple[list[str], list[str]]:
+    """The expert's episode on a clean phone: the texts it typed and the ids of what it tapped."""
+    phone = _phone()
+    for command in setup_commands(task):
+        assert run_shell(phone, command).exit_code == 0, command
+    typed: list[str] = []
+    tapped: list[str] = []
+    for _ in range(task.max_steps):
+        action = expert_action(task, phone)
+        gesture = to_gesture(action, phone.width, phone.height)
+        if isinstance(gesture, EndEpisode):
+            break
+        if action.type is ActionType.TYPE:
+            typed.append(action.text)
+        if isinstance(gesture, Tap):
+            tapped.append(_tapped(phone, gesture.x, gesture.y))
+        phone.perform(gesture)
+        phone.advance(1.0)
+    assert is_successful(task, phone.state()), task.id
+    return typed, tapped
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+", text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["alarm", "alarm_labelled", "alarm_days", "timer", "calculator", "calculator_heldout", "app_search",
+     "app_search_heldout", "search_google"],
+)  # fmt: skip
+def test_the_expert_types_the_values_of_the_goal(template: str) -> None:
+    """Times, timer lengths, sums and search words are typed as the goal writes them, never tapped out on
+    a grid or keypad: a policy that imitates the expert learns to copy values from the goal."""
+    tasks = [task for task in GENERAL.tasks() if task.params["template"] == template]
+    assert tasks
+    for task in tasks:
+        typed, tapped = _typed_and_tapped(task)
+        assert not [t for t in tapped if t.startswith(_KEYS_NOT_TO_TAP)], (task.goal, tapped)
+        p = task.params
+        if template.startswith("alarm"):
+            if (p["hour"], p["minute"]) == (0, 0):
+                assert not [t for t in typed if _numbers(t)], task.goal  # a new alarm's picker shows 12:00 AM
+                continue
+            times = [t for t in typed if _numbers(t)]
+            assert len(times) == 1, (task.goal, typed)
+            assert _numbers(times[0]) == _numbers(task.goal), (task.goal, times)
+            assert times[0].split()[0] in task.goal, (task.goal, times)  # 6:30am, 6:30, 18:30, 6
+            if p["label"]:
+                assert str(p["label"]) in typed, (task.goal, typed)
+        elif template == "timer":
+            (number,) = _numbers(task.goal)
+            assert typed == [typed_timer(p)], (task.goal, typed)
+            assert typed[0].startswith(number), (task.goal, typed)
+            assert set(typed[0][len(number) :]) == {"0"}, (task.goal, typed)
+        elif template.startswith("calculator"):
+            assert typed == [f"{p['a']}{p['op']}{p['b']}="], (task.goal, typed)
+            assert _numbers(typed[0]) == _numbers(task.goal), (task.goal, typed)
+        else:
+            query = str(p.get("query") or p.get("thing"))
+            assert typed == [query], (task.goal, typed)
+            assert query in task.goal
+
+
+def _finish(task: Task, phone: Phone) -> list[str]:
+    """Let the expert finish ``task`` from wherever ``phone`` is; the texts it typed."""
+    typed: list[str] = []
+    for _ in range(task.max_steps):
+        action = expert_action(task, phone)
+        if action.type is ActionType.STATUS_TASK_COMPLETE:
+            break
+        if action.type is ActionType.TYPE:
+            typed.append(action.text)
+        phone.perform(to_gesture(action, phone.width, phone.height))
+        phone.advance(1.0)
+    assert is_successful(task, phone.state()), task.id
+    return typed
+
+
+def test_the_expert_types_again_after_stray_input() -> None:
+    alarm = _task("alarm", hour=23, minute=0, style=0)
+    assert alarm.goal.endswith(" 11pm")
+    phone = _phone()
+    _new_alarm(phone)
+    _tap(phone, "clock/edit/minute/50")  # "11pm" typed now would be 11:50 PM
+    assert _finish(alarm, phone) == ["11:00pm"]
+    timer = _task("timer", minutes=15)
+    phone = _phone()
+    phone.launch(CLOCK)
+    _tap(phone, "clock/tab/timer")
+    phone.type_text("7")
+    assert _finish(timer, phone) == ["1500"]  # after a tap on DEL
+    calc = _task("calculator", a=12, b=34, op="+")
+    phone = _phone()
+    phone.launch(CALCULATOR)
+    phone.type_text("1")
+    assert _finish(calc, phone) == ["2+34="]  # the rest of a right beginning
+    phone = _phone()
+    phone.launch(CALCULATOR)
+    phone.type_text("99")
+    assert _finish(calc, phone) == ["12+34="]  # after a tap on AC

@@ -67,6 +67,12 @@ class App(Protocol):
         """A VIEW intent for ``url``; True when this app handled it."""
         ...
 
+    def on_text(self, ctx: Context, text: str) -> None:
+        """Text typed while no field has focus (``input text``, a hardware keyboard's keys). Apps whose
+        screens take key presses without a text field (the Calculator's keypad, the Clock's timer keypad)
+        handle it; by default it goes nowhere, as on Android."""
+        ...
+
 
 class BaseApp:
     """Defaults for the optional hooks; apps subclass it and set the class attributes."""
@@ -94,6 +100,9 @@ class BaseApp:
 
     def open_url(self, ctx: Context, url: str) -> bool:
         return False
+
+    def on_text(self, ctx: Context, text: str) -> None:
+        return None
 
 
 @dataclass(frozen=True)

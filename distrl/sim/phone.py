@@ -7,10 +7,12 @@ same seed and the same inputs give the same pixels on every machine.
 
 Android behaviour kept on purpose: HOME shows the launcher and keeps apps running (launching one again
 resumes where it was); BACK closes a dialog, then the keyboard, then the top screen, then the app;
-typing goes to the focused field only; the keyboard covers the bottom of the screen; a page may still
-be loading when the next screenshot is taken. Time is virtual: each input and each screenshot moves the
-clock by a fixed step (``INPUT_S``, ``SCREENSHOT_S``), so page loads and pop-ups play out the same way
-however fast the caller drives the phone.
+typing goes to the focused field, or with none focused to the app in front, which drops it unless its
+screen takes key presses (``App.on_text``: the Calculator, the Clock's timer keypad); the keyboard
+covers the bottom of the screen; a page may still be loading when the next screenshot is taken. Time
+is virtual: each input and each screenshot moves the clock by a fixed step (``INPUT_S``,
+``SCREENSHOT_S``), so page loads and pop-ups play out the same way however fast the caller drives the
+phone.
 """
 
 from __future__ import annotations
@@ -401,7 +403,8 @@ class Phone:
                 pass
 
     def type_text(self, text: str) -> None:
-        """Type ``text`` into the focused field (nothing focused: the text goes nowhere, as on Android)."""
+        """Type ``text`` into the focused field; with nothing focused the app in front gets the keys
+        (``App.on_text``), which most apps drop, as on Android."""
         self._input()
         self.insert_text(text)
 
@@ -424,11 +427,21 @@ class Phone:
         self._changed()
 
     def insert_text(self, text: str) -> None:
-        """Add ``text`` to the focused field, with no time passing (the keyboard's keys use it)."""
+        """Add ``text`` to the focused field, with no time passing (the keyboard's keys use it).
+
+        With no field focused the keys go to the app's screen (``App.on_text``), unless a dialog or a
+        loading page is in front of it.
+        """
         top = self.top_frame
         focus = top["focus"]
         clean = "".join(ch for ch in text if ch.isprintable())
-        if focus is None or not clean:
+        if not clean:
+            return
+        if focus is None:
+            ctx = self.context()
+            if top["dialog"] is None and not ctx.loading:
+                ctx.app.on_text(ctx, clean)
+                self._changed()
             return
         top["fields"][focus] = str(top["fields"].get(focus, "")) + clean
         self._changed()

@@ -2,8 +2,11 @@
 
 The display shows the expression as typed; ``=`` evaluates it (``+ - x /``, parentheses, decimals, with
 the usual precedence) and shows the result, which the next operator continues from and the next digit
-replaces. Data: ``expr`` (the display), ``fresh`` (a result is showing), ``history`` (``{"expr",
-"result"}`` for every ``=``, which success checks read).
+replaces. Typed text works as on a Pixel with a keyboard: each character presses its key (``12+34=``;
+``*`` and ``×`` are ``x``, ``÷`` is ``/``), spaces and other characters do nothing.
+
+Data: ``expr`` (the display), ``fresh`` (a result is showing), ``history`` (``{"expr", "result"}`` for
+every ``=``, which success checks read).
 """
 
 from __future__ import annotations
@@ -97,6 +100,16 @@ _CALC_KEYS: tuple[tuple[tuple[str, str], ...], ...] = (
     (("1", "1"), ("2", "2"), ("3", "3"), ("+", "plus")),
     (("0", "0"), (".", "dot"), ("DEL", "del"), ("=", "equals")),
 )
+
+
+_TYPED_KEYS: dict[str, tuple[str, str]] = {
+    **{text: (name, text) for row in _CALC_KEYS for text, name in row if len(text) == 1},
+    "X": ("times", "x"),
+    "*": ("times", "x"),
+    "×": ("times", "x"),
+    "÷": ("divide", "/"),
+}
+"""Typed characters and the keys they press: (key name, key text)."""
 
 
 class Calculator(BaseApp):
@@ -193,6 +206,12 @@ class Calculator(BaseApp):
                     )
                 )
         return out
+
+    def on_text(self, ctx: Context, text: str) -> None:
+        for ch in text:
+            key = _TYPED_KEYS.get(ch)
+            if key is not None:
+                self._press(ctx, *key)
 
     def _press(self, ctx: Context, name: str, text: str) -> None:
         data = ctx.data

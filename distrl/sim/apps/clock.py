@@ -8,8 +8,9 @@ Data (``state["apps"]["com.google.android.deskclock"]``):
 - ``cities``: the world clocks; ``timer``: ``{"duration_s", "running", "end_at", "remaining_s"}`` or None;
   ``stopwatch``: ``{"running", "started_at", "elapsed_s"}``.
 
-Screens: ``main`` (arg ``tab``: ``alarm``, ``clock``, ``timer`` or ``stopwatch``; ``digits`` typed on
-the timer keypad), ``edit`` (the alarm editor, ``alarm_editor``: a time picker both a tapper and a
+Screens: ``main`` (arg ``tab``: ``alarm``, ``clock``, ``timer`` or ``stopwatch``; ``digits`` entered on
+the timer keypad, by taps on its keys or typed: ``input text 1500`` is 15 minutes, as a keyboard's digit
+keys are on a Pixel), ``edit`` (the alarm editor, ``alarm_editor``: a time picker both a tapper and a
 typer can drive), ``cities`` (the cities a world clock can show).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from distrl.sim.app import BaseApp, Context, Json
 from distrl.sim.apps.alarm_editor import (
@@ -44,6 +46,7 @@ __all__ = [
     "stopwatch_elapsed",
     "timer_digits",
     "timer_remaining",
+    "timer_seconds",
 ]
 
 TAB_H = 72.0
@@ -122,6 +125,14 @@ class Clock(BaseApp):
             ),
             p_dialog=0.2,
         )
+
+    def on_text(self, ctx: Context, text: str) -> None:
+        """Typed digits press the timer keypad's keys while it shows; other screens drop typed text."""
+        if ctx.screen != "main" or ctx.args.get("tab") != "timer" or ctx.data.get("timer"):
+            return
+        for ch in text:
+            if ch.isdigit():
+                _press_timer_key(ctx, ch)
 
     def view(self, ctx: Context) -> list[Element]:
         if ctx.screen == "edit":
@@ -401,7 +412,8 @@ def _slug(text: str) -> str:
     return text.lower().replace(" ", "_")
 
 
-def _timer_seconds(digits: str) -> int:
+def timer_seconds(digits: str) -> int:
+    """The length of a timer entered as keypad ``digits`` (``hhmmss`` from the right: ``130`` is 1:30)."""
     padded = digits.rjust(6, "0")[-6:]
     return int(padded[:2]) * 3600 + int(padded[2:4]) * 60 + int(padded[4:])
 
@@ -449,15 +461,6 @@ def _timer(ctx: Context) -> list[Element]:
         x = x0 + col * (key_w + 20)
         y = 180 + row * (key_h + 12)
         name = "del" if key == "DEL" else key
-
-        def press(key: str = key) -> None:
-            current = str(ctx.args.get("digits", ""))
-            if key == "DEL":
-                current = current[:-1]
-            elif current or key.strip("0"):
-                current = (current + key)[:6]
-            ctx.frame["args"]["digits"] = current
-
         out.append(
             Element(
                 id=f"clock/timer/key/{name}",
@@ -468,7 +471,7 @@ def _timer(ctx: Context) -> list[Element]:
                 align="centre",
                 radius=32,
                 fill=Palette.CARD,
-                on_tap=press,
+                on_tap=partial(_press_timer_key, ctx, key),
             )
         )
     if digits:
@@ -476,8 +479,18 @@ def _timer(ctx: Context) -> list[Element]:
     return out
 
 
+def _press_timer_key(ctx: Context, key: str) -> None:
+    """A timer keypad key: a digit (or ``00``) goes on the right, six at most, no leading zeros."""
+    current = str(ctx.args.get("digits", ""))
+    if key == "DEL":
+        current = current[:-1]
+    elif current or key.strip("0"):
+        current = (current + key)[:6]
+    ctx.frame["args"]["digits"] = current
+
+
 def _start_timer(ctx: Context) -> None:
-    seconds = _timer_seconds(str(ctx.args.get("digits", "")))
+    seconds = timer_seconds(str(ctx.args.get("digits", "")))
     if seconds <= 0:
         return
     ctx.data["timer"] = {

@@ -15,14 +15,16 @@ goal says so); the fresh Clock's own alarms (7:00 AM, 8:30 AM, 9:00 AM, 10:00 PM
 
 from __future__ import annotations
 
+import re
+
 from distrl.records import Action
 from distrl.sim.app import Json
-from distrl.sim.apps.clock import picked_time, timer_digits
+from distrl.sim.apps.clock import picked_time, timer_seconds
 from distrl.sim.suites import Params, Template, held_out
 from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import CLOCK, Screen, clock_tab, norm, open_app, phrased, template
 
-__all__ = ["HELD_OUT_ALARM_TIMES", "TRAIN", "UNSEEN"]
+__all__ = ["HELD_OUT_ALARM_TIMES", "TRAIN", "UNSEEN", "typed_time", "typed_timer"]
 
 
 def _alarms(state: Json) -> list[Json]:
@@ -164,12 +166,28 @@ def _alarm_check(p: Params, state: Json) -> bool:
 
 _HOUR_FIELD = "clock/edit/hour"
 
-_MINUTE_FIELD = "clock/edit/minute"
-
 _LABEL_FIELD = "clock/edit/label"
 
 
+def typed_time(p: Params, *, with_minutes: bool = False) -> str:
+    """What the expert types into the alarm editor's hour field: the goal's time as the goal writes it
+    (``6:30am``, ``6:30 AM``, ``6 p.m.``, ``18:30``), with "in the morning" as ``am`` and "in the
+    afternoon" or "in the evening" as ``pm`` (the field takes a whole time, ``parse_time_text``).
+
+    A time on the hour the goal writes without minutes (``6 p.m.``) keeps the picker's minutes; when
+    they are not ``00`` (a stray tap moved them) ``with_minutes`` writes them out: ``6:00 p.m.``.
+    """
+    said = _say_time(int(p["hour"]), int(p["minute"]), int(p["style"]))
+    for words, half in ((" in the morning", " am"), (" in the afternoon", " pm"), (" in the evening", " pm")):
+        said = said.replace(words, half)
+    if with_minutes:
+        said = re.sub(r"^(\d+)(?![\d:])", rf"\g<1>:{int(p['minute']):02d}", said)
+    return said
+
+
 def _alarm_plan(p: Params, screen: Screen) -> Action:
+    """New alarm; its repeat days (taps, before a keyboard covers them); the label typed; the time typed
+    into the hour field (at the top, never under the keyboard; a tap selects it, which clears it); Save."""
     phone = screen.phone
     step = open_app(screen, CLOCK)
     if step is not None:
@@ -177,17 +195,7 @@ def _alarm_plan(p: Params, screen: Screen) -> Action:
     frame = phone.top_frame
     if frame["screen"] != "edit" or int(frame["args"].get("alarm_id", -1)) >= 0:
         return clock_tab(screen, "alarm") or screen.tap_or_scroll("clock/add_alarm")
-    hour, minute = int(p["hour"]), int(p["minute"])
-    picked = picked_time(phone.context(CLOCK))
     fields = frame["fields"]
-    if picked is None or picked[0] != hour:
-        return screen.tap_or_scroll(f"clock/edit/hour/{hour}")
-    if picked[1] != minute:
-        if minute % 5 == 0:
-            return screen.tap_or_scroll(f"clock/edit/minute/{minute}")
-        if frame["focus"] == _MINUTE_FIELD and not fields.get(_MINUTE_FIELD):
-            return ex.type_text(f"{minute:02d}")
-        return screen.tap_or_scroll(_MINUTE_FIELD)
     want_days = {int(d) for d in str(p["days"])}
     days = {int(d) for d in frame["args"].get("days", [])}
     if days != want_days:
@@ -200,6 +208,13 @@ def _alarm_plan(p: Params, screen: Screen) -> Action:
         if label.startswith(text):
             return ex.type_text(label[len(text) :])
         return screen.tap_or_scroll("keyboard/delete")
+    if picked_time(phone.context(CLOCK)) != (int(p["hour"]), int(p["minute"])):
+        minutes_shown = int(frame["args"]["minute"]) == int(p["minute"])
+        time_text = typed_time(p, with_minutes=not minutes_shown)
+        typed = str(fields.get(_HOUR_FIELD, ""))
+        if frame["focus"] == _HOUR_FIELD and typed != time_text and time_text.startswith(typed):
+            return ex.type_text(time_text[len(typed) :])
+        return screen.tap_or_scroll(_HOUR_FIELD)
     return screen.tap_or_scroll("clock/edit/save")
 
 
@@ -292,7 +307,18 @@ def _timer_check(p: Params, state: Json) -> bool:
     return bool(timer) and bool(timer["running"]) and int(timer["duration_s"]) == int(p["minutes"]) * 60
 
 
+def typed_timer(p: Params) -> str:
+    """What the expert types on the timer keypad: the goal's number, then ``00`` per unit below it
+    (``1500`` for 15 minutes, ``9000`` for 90 minutes, ``20000`` for 2 hours; the keypad reads ``hhmmss``
+    from the right and takes 90 minutes as ``00h 90m 00s``)."""
+    minutes = int(p["minutes"])
+    if minutes % 60 == 0:
+        return f"{minutes // 60}0000"
+    return f"{minutes}00"
+
+
 def _timer_plan(p: Params, screen: Screen) -> Action:
+    """Timer tab; the length typed (typed digits press the keypad's keys); Start."""
     step = clock_tab(screen, "timer")
     if step is not None:
         return step
@@ -303,13 +329,12 @@ def _timer_plan(p: Params, screen: Screen) -> Action:
             return screen.tap_or_scroll("clock/timer/pause")
         return screen.tap_or_scroll("clock/timer/delete")
     digits = str(phone.top_frame["args"].get("digits", ""))
-    target = timer_digits(int(p["minutes"]))
-    if digits == target:
+    if digits and timer_seconds(digits) == int(p["minutes"]) * 60:
         return screen.tap_or_scroll("clock/timer/start")
-    if not target.startswith(digits):
+    text = typed_timer(p)
+    if not text.startswith(digits):
         return screen.tap_or_scroll("clock/timer/key/del")
-    rest = target[len(digits) :]
-    return screen.tap_or_scroll(f"clock/timer/key/{'00' if rest.startswith('00') else rest[0]}")
+    return ex.type_text(text[len(digits) :])
 
 
 _STOPWATCH_GOALS = ("Start the stopwatch", "start a stopwatch", "Open the clock and start the stopwatch")

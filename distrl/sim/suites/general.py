@@ -45,7 +45,7 @@ from distrl.sim.suites.system_expert import (
     top,
 )
 
-__all__ = ["GENERAL", "TEMPLATES"]
+__all__ = ["GENERAL", "TEMPLATES", "typed_sum"]
 
 
 _TRAIN_APPS = (
@@ -115,8 +115,6 @@ _CALC_PHRASES = (
 
 _OPS = {"+": ("plus", "+"), "-": ("minus", "-"), "x": ("times", "x"), "/": ("divided by", "/")}
 
-_KEYS = {"+": "plus", "-": "minus", "x": "times", "/": "divide"}
-
 _HELD_OUT_PAIRS = ((23, 45), (99, 11), (37, 26))
 """Operands of the ``test`` split's sums and products."""
 
@@ -156,7 +154,15 @@ def _calc_check(p: Params, state: Json) -> bool:
     return str(last["expr"]) in exprs and str(last["result"]) == calculate(_calc_expr(p))
 
 
+def typed_sum(p: Params) -> str:
+    """What the expert types into the Calculator: the goal's numbers and operator, then ``=``
+    (``12+34=``, ``56x7=``; typed characters press the keypad's keys)."""
+    return f"{_calc_expr(p)}="
+
+
 def _calc_plan(p: Params, screen: Screen) -> Action:
+    """Calculator; the sum typed with its ``=`` (the rest of it after a right beginning; AC first after a
+    wrong one)."""
     step = open_app(screen, CALCULATOR)
     if step is not None:
         return step
@@ -167,8 +173,7 @@ def _calc_plan(p: Params, screen: Screen) -> Action:
         return screen.tap("calc/key/equals")
     if not target.startswith(expr):
         return screen.tap("calc/key/clear")
-    char = target[len(expr)]
-    return screen.tap(f"calc/key/{_KEYS.get(char, char)}")
+    return ex.type_text(typed_sum(p)[len(expr) :])
 
 
 _CAMERA_GOALS = (
