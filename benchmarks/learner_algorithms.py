@@ -83,6 +83,8 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-kl1": {"kl_coef": 1.0},
     "a-ride-positive-kl": {"advantages": "positive"},
     "a-ride-positive-kl1": {"advantages": "positive", "kl_coef": 1.0},
+    "a-ride-floor": {"push_down_floor": 0.8},
+    "a-ride-floor-kl1": {"push_down_floor": 0.8, "kl_coef": 1.0},
     "digirl-no-kl": {"kl_coef": 0.0},
     "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
     "a-ride-vtraj-value": {"trajectory_filter": "value"},
@@ -95,7 +97,11 @@ DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as
 shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%."""
-VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
+COLLECTION: dict[str, float] = {"a-ride-t05": 0.5, "digirl-t05": 0.5, "a-ride-positive-t05": 0.5}
+"""Variants that collect at another temperature than 1 (their learner settings: the algorithm's
+defaults, or the option of the same name without ``-t05``). The behaviour log-prob is the sampled
+distribution's, so A-RIDE's ρ stays right."""
+VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS, *COLLECTION)
 _SPLIT_LABELS = {
     "test": "test split (held-out values and wordings), greedy",
     "test@1": "test split, at temperature 1",
@@ -111,7 +117,8 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    changes = {**ABLATIONS.get(variant, {}), **OPTIONS.get(variant, {})}
+    base = variant.removesuffix("-t05")
+    changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
 
@@ -236,7 +243,10 @@ def _start(model: str, splits: dict[str, tuple[int | None, float]], seed: int) -
 
 def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     """Train ``job``'s variant for its budget, evaluate it on every split, and say how it went."""
-    policy = Policy.load(PolicySettings(model=job.model), device="cpu", seed=job.seed)
+    temperature = COLLECTION.get(job.variant, 1.0)
+    policy = Policy.load(
+        PolicySettings(model=job.model, temperature=temperature), device="cpu", seed=job.seed
+    )
     learner = Learner(policy, _settings(job.variant, job.lr_actor, job.entropy_coef), seed=job.seed)
 
     def progress(r: Round) -> None:

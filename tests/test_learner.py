@@ -530,3 +530,40 @@ def test_a_curriculum_trains_the_actor_on_its_top_share_of_the_batch_only(
     assert top.steps == everything.steps  # the same batch; the critics see it all
     assert 0 < top.trained_steps <= longest  # ⌈0.3 × 3⌉ = one trajectory's steps at most
     assert everything.trained_steps > top.trained_steps
+
+
+def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
+    """Steps whose answers have lost enough likelihood since they were played (ρ below the floor) stop
+    being pushed down; the others are weighed as before."""
+    failures = _failures(played)
+    plain = _filled("a-ride", failures, kl_coef=0.0)
+    floored = _filled("a-ride", failures, kl_coef=0.0, push_down_floor=0.9)
+    for learner in (plain, floored):  # the answers were played by likelier weights than these
+        shrunk = [
+            dataclasses.replace(
+                t,
+                steps=tuple(
+                    dataclasses.replace(s, behaviour_logprob=s.behaviour_logprob + math.log(2))
+                    for s in t.steps[:3]
+                )
+                + t.steps[3:],
+            )
+            for t in failures
+        ]
+        learner.replay = _filled("a-ride", shrunk).replay
+    sample = plain.replay.sample(3)
+    steps = [(i, s) for i, t in enumerate(sample.trajectories) for s in t.steps]
+    inputs = [_input(sample.trajectories[i], s) for i, s in steps]
+    texts = [s.output for _, s in steps]
+    batches = [learner._batch(sample, steps, inputs, texts) for learner in (plain, floored)]
+    targets = [
+        learner.algorithm.actor_targets(batch, learner.algorithm.plan(batch))
+        for learner, batch in zip((plain, floored), batches, strict=True)
+    ]
+    rhos = batches[0].rhos
+    spent = rhos < 0.9
+    assert bool(spent.any())
+    assert bool((~spent).any())
+    assert bool((targets[0].decision[spent] < 0).any())
+    assert bool((targets[1].decision[spent] >= 0).all())  # no push down past the floor
+    torch.testing.assert_close(targets[1].decision[~spent], targets[0].decision[~spent])

@@ -238,6 +238,10 @@ class LearnerSettings:
     moves included (README, "Benchmarks": 0.5 trains better than 1 on ``tiny``)."""
     rho_clip: float = _num(1.0, gt=0, allow_inf=True)
     """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
+    push_down_floor: float = _num(0.0, ge=0, le=1)
+    """A-RIDE: a step whose weight is negative (a negative advantage, an invalid answer) stops pushing its
+    answer down once ρ = π/μ has fallen below this, as PPO's clip at 1 − ε stops a push down; 0 never
+    stops (the push then fades only with ρ itself)."""
     entropy_coef: float = _num(0.05, ge=0)
     """β, the entropy bonus coefficient."""
     invalid_penalty: float = _num(1.0, ge=0)

@@ -26,7 +26,8 @@
 
 The invalid-answer penalty is an advantage of −κ on answers that did not parse (every token of such an
 answer counts as a decision), weighted by the same clipped ρ so that its push fades once such answers
-have become unlikely. With ``trajectory_filter``, only the batch's top ``trajectory_top`` trajectories
+have become unlikely; with ``push_down_floor`` a push down stops once ρ is below it, as PPO's clip
+does. With ``trajectory_filter``, only the batch's top ``trajectory_top`` trajectories
 by V_traj(s_H, a_H) (``value``) or r − V_traj (``advantage``) train the actor, as the paper filters its
 buffer to high-value trajectories. The loss is the mean over the steps trained (see
 ``losses.actor_loss``).
@@ -102,6 +103,10 @@ class ARide:
             if mode == "decision"
             else decision
         )
+        if settings.push_down_floor > 0:  # a push down stops where the answer has lost enough already
+            spent = batch.rhos < settings.push_down_floor
+            decision = decision.masked_fill(spent & (decision < 0), 0.0)
+            shared = shared.masked_fill(spent & (shared < 0), 0.0)
         targets = ActorTargets(
             decision=decision,
             shared=shared,
