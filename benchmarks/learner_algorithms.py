@@ -1,7 +1,8 @@
 """A-RIDE vs DigiRL vs filtered BC, and A-RIDE's ablations, from the same behaviour-cloned ``tiny`` start.
 
 For each variant and seed (``--seeds``): a fresh LoRA adapter (rank 16) on the BC model, then
-``distrl.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time
+``distrl.local.train_local`` on the ``general`` train split for ``--minutes`` of wall time (or
+``--rounds`` rounds, whichever ends first: equal data whatever the load)
 (rounds of ``--episodes`` episodes sampled at temperature 1 on in-process sim phones, then
 ``--updates`` learner updates), then evaluations of the trained policy (and of the BC start, the same
 way): success on every task of the ``general`` test split, greedy (``test``: what users deploy) and at
@@ -224,6 +225,7 @@ class _Job:
     lr_actor: float
     entropy_coef: float | None
     minutes: float
+    rounds: int | None
     episodes: int
     updates: int
     splits: dict[str, tuple[int | None, float]]
@@ -258,7 +260,12 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
         )
 
     rounds = train_local(
-        learner, minutes=job.minutes, episodes=job.episodes, updates=job.updates, on_round=progress
+        learner,
+        minutes=job.minutes,
+        rounds=job.rounds,
+        episodes=job.episodes,
+        updates=job.updates,
+        on_round=progress,
     )
     rates = [r.success_rate for r in rounds]
     first_third, last_third = _gain(rates)
@@ -313,6 +320,13 @@ def main() -> None:
     parser.add_argument("--pretrain-minutes", type=float, default=10.0)
     parser.add_argument(
         "--minutes", type=float, default=8.0, help="training budget per algorithm (default 8)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="also end each run after this many rounds: the same data and updates for every variant"
+        " whatever the machine's load (the minutes stay a cap)",
     )
     parser.add_argument(
         "--algorithms",
@@ -393,6 +407,7 @@ def main() -> None:
                 args.lr_actor,
                 args.entropy_coef,
                 args.minutes,
+                args.rounds,
                 args.episodes,
                 args.updates,
                 splits,
@@ -440,6 +455,7 @@ def main() -> None:
                 "jobs": args.jobs,
                 "torch_threads": 1 if args.jobs > 1 else torch.get_num_threads(),
                 "minutes_per_run": args.minutes,
+                "rounds_per_run": args.rounds,
                 "seeds": seeds,
                 "episodes_per_round": args.episodes,
                 "updates_per_round": args.updates,
