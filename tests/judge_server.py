@@ -5,7 +5,9 @@ bodies of OpenAI's API, ``Authorization: Bearer``, 429 with ``Retry-After``), so
 talks to it exactly as to OpenAI, vLLM or Ollama. Its verdicts come from an oracle the test gives (the
 sim's truth for the final screenshot), optionally flipped for a known share of episodes (a fallible
 judge) and delayed (a slow one). On demand it fails: ``script`` holds what the next requests get
-(``429``, ``500``, ``timeout``, ``drop``, ``garbage``, ``refuse``).
+(``429``, ``500``, ``timeout``, ``drop``, ``garbage``, ``refuse``), or misbehaves as a hostile server
+would: ``drip`` (a verdict a byte every ``drip_s``), ``huge`` (a 200 of ``huge_bytes`` with a verdict in
+it), ``flood`` (a chunked answer without end), ``429-forever`` (``Retry-After: 100000``).
 """
 
 from __future__ import annotations
@@ -53,8 +55,14 @@ class JudgeServer:
     """Added before every answer (a slow judge)."""
     hang_s: float = 5.0
     """How long a ``timeout`` entry holds its request before answering."""
+    drip_s: float = 0.05
+    """Pause between two bytes of a ``drip`` answer."""
+    huge_bytes: int = 8 << 20
+    """Size of a ``huge`` answer."""
     asked: list[Asked] = field(default_factory=list)
     requests: int = 0
+    bytes_sent: int = 0
+    """Bytes of ``drip`` and ``flood`` answers written before the client hung up."""
 
     def respond(self, body: dict[str, Any], authorization: str) -> tuple[int, dict[str, str], bytes]:
         self.requests += 1
@@ -65,6 +73,8 @@ class JudgeServer:
             time.sleep(self.delay_s)
         if step == "429":
             return 429, {"Retry-After": "0"}, _error("Rate limit reached", "rate_limit_exceeded")
+        if step == "429-forever":
+            return 429, {"Retry-After": "100000"}, _error("Rate limit reached", "rate_limit_exceeded")
         if step == "500":
             return 500, {}, _error("The server had an error", "server_error")
         if step == "refuse":
@@ -101,7 +111,16 @@ class JudgeServer:
                 "total_tokens": len(text) // 4 + 85 * len(images) + len(answer) // 4,
             },
         }
-        return 200, {}, json.dumps(completion).encode()
+        if step == "huge":
+            padding = " " * max(self.huge_bytes - len(json.dumps(completion)), 0)
+            completion["choices"] = [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": padding + answer},
+                    "finish_reason": "stop",
+                }
+            ]
+        return 200, {"X-Step": step} if step else {}, json.dumps(completion).encode()
 
 
 def _error(message: str, code: str) -> bytes:
@@ -129,8 +148,45 @@ def serve_judge(oracle: Oracle) -> Iterator[JudgeServer]:
                 self.close_connection = True
                 self.connection.close()
                 return
+            if server.script and server.script[0] == "flood":
+                server.script.popleft()
+                server.requests += 1
+                self._flood(server)
+                return
             status, headers, payload = server.respond(body, self.headers.get("Authorization", ""))
+            if headers.pop("X-Step", "") == "drip":
+                self._drip(server, payload)
+                return
             self._send(status, headers, payload)
+
+        def _drip(self, server: JudgeServer, payload: bytes) -> None:
+            """A whole, valid verdict, one byte every ``drip_s``, until the client hangs up."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                for index in range(len(payload)):
+                    self.wfile.write(payload[index : index + 1])
+                    self.wfile.flush()
+                    server.bytes_sent += 1
+                    time.sleep(server.drip_s)
+
+        def _flood(self, server: JudgeServer) -> None:
+            """A chunked 200 that never ends, until the client hangs up."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.close_connection = True
+            opening = b'{"choices": [{"message": {"content": "'
+            chunk = b" " * 65536
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(opening), opening))
+                while True:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    server.bytes_sent += len(chunk)
 
         def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
             self.send_response(status)

@@ -132,6 +132,42 @@ async def test_busy_slow_and_lost_answers_are_retried(server: JudgeServer, failu
     assert judge.stats.retries == len(failures)
 
 
+async def test_timeout_s_is_one_deadline_for_the_whole_answer(server: JudgeServer) -> None:
+    """A judge that sends a whole verdict a byte at a time (each read well within any per-read limit)
+    is cut off at ``timeout_s`` per try, and no verdict is read from it."""
+    server.script.extend(["drip", "drip"])
+    server.drip_s = 0.05  # the verdict's ~400 bytes would take ~20 s
+    async with _judge(server, timeout_s=0.5, max_retries=1) as judge:
+        with anyio.fail_after(8):
+            with pytest.raises(JudgeError, match=r"did not answer within timeout_s = 0.5 s") as caught:
+                await judge.verdict(_trajectory("a", final="won"))
+    assert (caught.value.reason, server.requests) == ("unreachable", 2)
+    assert 0 < server.bytes_sent < 2 * 60
+
+
+@pytest.mark.parametrize("step", ["huge", "flood"])
+async def test_an_answer_over_max_response_bytes_is_dropped_unread(server: JudgeServer, step: str) -> None:
+    """A 200 with a verdict in 8 MB (declared), or a chunked answer without end: the judge stops at its
+    cap and gives no verdict, then asks again."""
+    server.script.append(step)
+    async with _judge(server, max_response_bytes=64 * 1024, max_retries=0) as judge:
+        with anyio.fail_after(8):
+            with pytest.raises(JudgeError, match=r"over max_response_bytes = 65536") as caught:
+                await judge.verdict(_trajectory("a", final="won"))
+        assert caught.value.reason == "garbage"
+        if step == "flood":
+            assert server.bytes_sent < 64 << 20  # it hung up, not read without end
+        assert (await judge.verdict(_trajectory("a", final="won"))).success is True
+
+
+async def test_retry_after_is_honoured_only_up_to_max_backoff_s(server: JudgeServer) -> None:
+    server.script.extend(["429-forever", "429-forever"])
+    async with _judge(server, max_backoff_s=0.2) as judge:
+        with anyio.fail_after(10):  # 100000 s each, honoured, would never end
+            verdict = await judge.verdict(_trajectory("a", final="won"))
+    assert (verdict.success, server.requests, judge.stats.retries) == (True, 3, 2)
+
+
 async def test_a_judge_that_stays_down_is_a_judge_error_never_a_failure(server: JudgeServer) -> None:
     server.script.extend(["500"] * 4)
     async with _judge(server, max_retries=3) as judge:

@@ -146,9 +146,14 @@ class JudgeSettings:
     max_concurrency: int = _num(8, gt=0, le=1024)
     """Most calls in flight at once."""
     timeout_s: float = _num(60.0, gt=0)
-    """Limit on one call."""
+    """Deadline of one call, in seconds: the connect, the request and the whole answer."""
     max_retries: int = _num(5, ge=0, le=100)
     """Tries again after a 429, a 5xx, a timeout or a lost connection, with exponential backoff."""
+    max_backoff_s: float = _num(30.0, ge=0)
+    """Longest wait between two tries of one call, in seconds; a server's ``Retry-After`` beyond it is
+    cut to it."""
+    max_response_bytes: int = _num(1 << 20, ge=1024)
+    """Largest answer read, in bytes; a bigger one is dropped unread past it (no verdict)."""
     screens: int = _num(1, ge=1, le=16)
     """The last screenshots shown to the judge (the paper's judge saw the final one)."""
     cache: str = ""

@@ -96,6 +96,8 @@ def build_judge(inventory: Inventory) -> Judge:
         max_concurrency=settings.max_concurrency,
         timeout_s=settings.timeout_s,
         max_retries=settings.max_retries,
+        max_backoff_s=settings.max_backoff_s,
+        max_response_bytes=settings.max_response_bytes,
         screens=settings.screens,
         cache_dir=settings.cache,
     )

@@ -7,7 +7,11 @@ declare success more readily) and the last actions, and answers ``Status: succes
 ``Status: failure`` with a short reason, which is kept with the trajectory.
 
 - Calls run concurrently up to ``max_concurrency``; 429s, 5xx answers, timeouts and lost connections
-  are retried with exponential backoff (a server's ``Retry-After`` is honoured), ``max_retries`` times.
+  are retried with exponential backoff, ``max_retries`` times. A server's ``Retry-After`` is honoured up
+  to ``max_backoff_s``, the judge's own longest wait: a server cannot hold a run longer than its settings.
+- ``timeout_s`` is one deadline per call, covering the connect, the request and the whole answer (a
+  server that answers a byte at a time cannot stretch it), and an answer over ``max_response_bytes`` is
+  dropped unread past that size.
 - Verdicts are cached on disk, keyed by the prompt's version, the model, the goal, the actions shown
   and the screens' hashes: judging the same episode again costs nothing.
 - No verdict (the judge is down, refuses, or answers without a status) is a ``JudgeError``: the caller
@@ -31,15 +35,12 @@ import random
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from distrl.errors import JudgeError
 from distrl.records import Observation, Step, Trajectory
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["PROMPT_VERSION", "Judge", "JudgeStats", "Verdict", "judge_messages", "parse_verdict"]
 
@@ -50,9 +51,9 @@ PROMPT_VERSION = 1
 ACTIONS_SHOWN = 3
 """The last actions the judge reads (the paper's judge read the last two)."""
 MAX_BACKOFF_S = 30.0
-"""Longest wait between two tries of one call."""
-MAX_RETRY_AFTER_S = 120.0
-"""Longest ``Retry-After`` honoured."""
+"""Longest wait between two tries of one call (a server's ``Retry-After`` included), by default."""
+MAX_RESPONSE_BYTES = 1 << 20
+"""Largest answer read, by default: a verdict of 256 tokens is a few kB."""
 
 SYSTEM_PROMPT = """\
 You are an expert evaluator of an agent that controls an Android phone to fulfil a user's instruction.
@@ -173,6 +174,8 @@ class Judge:
         screens: int = 1,
         cache_dir: str | Path | None = None,
         backoff_s: float = 1.0,
+        max_backoff_s: float = MAX_BACKOFF_S,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         try:
             import httpx
@@ -184,6 +187,9 @@ class Judge:
         self.screens = screens
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
         self._url = base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout_s))
@@ -229,37 +235,45 @@ class Judge:
             if attempt:
                 self.stats.retries += 1
             self.stats.requests += 1
-            wait_s = min(self.backoff_s * 2**attempt, MAX_BACKOFF_S) * random.uniform(0.5, 1.5)
+            wait_s = min(self.backoff_s * 2**attempt, self.max_backoff_s) * random.uniform(0.5, 1.5)
             try:
-                response = await self._client.post(self._url, json=body)
-            except httpx.TimeoutException:
-                error = JudgeError(f"the judge did not answer in time ({self._url})", reason="unreachable")
+                answer = await self._post(body)
+            except (httpx.TimeoutException, TimeoutError):
+                error = JudgeError(
+                    f"the judge did not answer within timeout_s = {self.timeout_s:g} s ({self._url})",
+                    reason="unreachable",
+                )
             except httpx.TransportError as exc:
                 error = JudgeError(f"cannot reach the judge at {self._url}: {exc}", reason="unreachable")
+            except _TooLarge as exc:
+                error = JudgeError(
+                    f"the judge's answer is over max_response_bytes = {self.max_response_bytes} ({exc})",
+                    reason="garbage",
+                    status=exc.status,
+                )
             else:
-                status = response.status_code
-                if status == 429 or status >= 500:
+                if answer.status == 429 or answer.status >= 500:
                     error = JudgeError(
-                        f"the judge answered HTTP {status}: {_excerpt(response)}",
+                        f"the judge answered HTTP {answer.status}: {answer.excerpt()}",
                         reason="busy",
-                        status=status,
+                        status=answer.status,
                     )
-                    wait_s = _retry_after(response) or wait_s
-                elif status != 200:
+                    wait_s = _retry_after(answer.retry_after, self.max_backoff_s) or wait_s
+                elif answer.status != 200:
                     self.stats.errors["refused"] += 1
                     raise JudgeError(
-                        f"the judge refused the request, HTTP {status}: {_excerpt(response)}",
+                        f"the judge refused the request, HTTP {answer.status}: {answer.excerpt()}",
                         reason="refused",
-                        status=status,
+                        status=answer.status,
                     )
                 else:
-                    verdict = self._read(response)
+                    verdict = self._read(answer.content)
                     if verdict is not None:
                         return verdict
                     error = JudgeError(
-                        f"the judge's answer has no 'Status: success|failure': {_excerpt(response)}",
+                        f"the judge's answer has no 'Status: success|failure': {answer.excerpt()}",
                         reason="garbage",
-                        status=status,
+                        status=answer.status,
                     )
             if attempt < self.max_retries:
                 log.debug("judge: %s; trying again in %.1f s", error, wait_s)
@@ -267,18 +281,34 @@ class Judge:
         self.stats.errors[error.reason or "unreachable"] += 1
         raise error
 
-    def _read(self, response: httpx.Response) -> Verdict | None:
+    async def _post(self, body: dict[str, Any]) -> _Answer:
+        """One request and its whole answer, within ``timeout_s`` all told (``TimeoutError`` past it) and
+        ``max_response_bytes`` (``_TooLarge`` past it: the rest is never read)."""
+        with anyio.fail_after(self.timeout_s):
+            async with self._client.stream("POST", self._url, json=body) as response:
+                status = response.status_code
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_response_bytes:
+                    raise _TooLarge(f"it declares {int(declared)} bytes", status)
+                content = bytearray()
+                async for chunk in response.aiter_bytes():
+                    content += chunk
+                    if len(content) > self.max_response_bytes:
+                        raise _TooLarge(f"more than {self.max_response_bytes} bytes came", status)
+                return _Answer(status, response.headers.get("retry-after", ""), bytes(content))
+
+    def _read(self, content: bytes) -> Verdict | None:
         try:
-            data = response.json()
+            data = json.loads(content)
             usage = data.get("usage") or {}
             self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-            content = data["choices"][0]["message"]["content"]
+            said = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return None
-        if isinstance(content, list):  # some servers answer in parts
-            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-        return parse_verdict(content) if isinstance(content, str) else None
+        if isinstance(said, list):  # some servers answer in parts
+            said = " ".join(part.get("text", "") for part in said if isinstance(part, dict))
+        return parse_verdict(said) if isinstance(said, str) else None
 
     # ------------------------------------------------------------------ the cache
     def _key(self, trajectory: Trajectory, screens: list[Observation]) -> str:
@@ -325,15 +355,33 @@ class Judge:
             log.warning("judge cache: cannot write %s (%s)", path, exc)
 
 
-def _excerpt(response: httpx.Response) -> str:
-    text = " ".join(response.text.split())
-    return text[:200] or "(empty)"
+class _TooLarge(Exception):
+    """An answer over the judge's ``max_response_bytes``."""
+
+    def __init__(self, detail: str, status: int) -> None:
+        super().__init__(detail)
+        self.status = status
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "")
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+    """One HTTP answer, read whole."""
+
+    status: int
+    retry_after: str
+    content: bytes
+
+    def excerpt(self) -> str:
+        text = " ".join(self.content[:4096].decode("utf-8", "replace").split())
+        return text[:200] or "(empty)"
+
+
+def _retry_after(value: str, longest_s: float) -> float | None:
+    """A ``Retry-After`` in seconds, at most ``longest_s`` (None: absent or not a number of seconds)."""
     try:
         seconds = float(value)
     except ValueError:
         return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), longest_s)
