@@ -9,6 +9,7 @@ table, what it cost (tokens, requests, this process's CPU) and how long an episo
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import random
 import time
@@ -41,6 +42,8 @@ class Calibration:
     true_negative: int
     unscored: int
     """Episodes the judge gave no verdict for."""
+    why_unscored: str = ""
+    """Why, in the judge's most frequent words (a 401, a judge down, its timeouts); empty if none."""
     requests: int
     retries: int
     cache_hits: int
@@ -91,7 +94,8 @@ class Calibration:
         per = max(self.judged + self.unscored, 1)
         return "\n".join(
             [
-                f"{self.judged} episodes judged ({self.unscored} without a verdict) in {self.wall_s:.1f} s",
+                f"{self.judged} episodes judged ({self.unscored} without a verdict) in {self.wall_s:.1f} s"
+                + (f"; no verdict because {self.why_unscored}" if self.why_unscored else ""),
                 f"accuracy {self.accuracy:.1%}  precision {self.precision:.1%}  recall {self.recall:.1%}",
                 "                  judge: success   judge: failure",
                 f"  truly success   {self.true_positive:>14}   {self.false_negative:>14}",
@@ -141,6 +145,7 @@ async def calibrate(judge: Judge, episodes: Sequence[Trajectory]) -> Calibration
     """Ask ``judge`` about each episode (as many at once as it allows) and compare with their
     ``success``."""
     verdicts: dict[str, bool | None] = {}
+    why: collections.Counter[str] = collections.Counter()
     started, cpu = time.perf_counter(), time.process_time()
     requests, retries, hits = judge.stats.requests, judge.stats.retries, judge.stats.cache_hits
     tokens_in, tokens_out = judge.stats.prompt_tokens, judge.stats.completion_tokens
@@ -149,8 +154,9 @@ async def calibrate(judge: Judge, episodes: Sequence[Trajectory]) -> Calibration
     async def ask(trajectory: Trajectory) -> None:
         try:
             verdicts[trajectory.id] = (await judge.verdict(trajectory)).success
-        except JudgeError:
+        except JudgeError as exc:
             verdicts[trajectory.id] = None
+            why[str(exc)] += 1
 
     async with anyio.create_task_group() as tg:
         for trajectory in episodes:
@@ -164,6 +170,7 @@ async def calibrate(judge: Judge, episodes: Sequence[Trajectory]) -> Calibration
         false_positive=sum(1 for truth, said in pairs if not truth and said is True),
         true_negative=sum(1 for truth, said in pairs if not truth and said is False),
         unscored=sum(1 for _, said in pairs if said is None),
+        why_unscored=why.most_common(1)[0][0] if why else "",
         requests=stats.requests - requests,
         retries=stats.retries - retries,
         cache_hits=stats.cache_hits - hits,

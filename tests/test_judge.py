@@ -305,6 +305,40 @@ def test_judge_eval_reports_the_judges_agreement_with_the_sim(
     assert "truly failure" in report
 
 
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        ("refuse", "HTTP 401"),
+        ("down", "cannot reach the judge"),
+        ("timeout", "did not answer within timeout_s = 0.5 s"),
+    ],
+)
+def test_judge_eval_fails_and_says_why_when_no_episode_was_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], failure: str, said: str
+) -> None:
+    """A judge that refuses (401), is down, or never answers in time: judge-eval exits 1 and says so,
+    not "accuracy 0.0%" and 0."""
+    from distrl.cli import main
+
+    command = ["judge-eval", "--episodes", "4", "--seed", "1"]
+    with serve_judge(lambda goal, final: True) as server:
+        server.script.extend([failure] * 4)
+        server.hang_s = 3.0
+        hosts = _hosts_with_judge(tmp_path, server.url)
+        hosts.write_text(
+            hosts.read_text().replace("[judge]\n", "[judge]\nmax_retries = 0\ntimeout_s = 0.5\n")
+        )
+        if failure != "down":
+            status = main([*command, str(hosts)])
+    if failure == "down":
+        status = main([*command, str(hosts)])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "gave no verdict for any of the 4 episode(s)" in err
+    assert said in err
+    assert "Traceback" not in err
+
+
 def test_judge_eval_needs_a_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from distrl.cli import main
 

@@ -310,6 +310,12 @@ def _judge_eval(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_json()))
     else:
         _say(result.report())
+    if not result.judged:
+        return _fail(
+            f"the judge at {inventory.judge.base_url} gave no verdict for any of the {result.unscored}"
+            f" episode(s): {result.why_unscored or 'no reason given'}",
+            EXIT_FAILED,
+        )
     return 0
 
 
