@@ -120,6 +120,12 @@ def test_check_names_a_local_path_that_does_not_exist(tmp_path: Path) -> None:
     assert_one_sentence_error(result, 2, "policy.model", "models/mine")
     (tmp_path / "models" / "mine").mkdir(parents=True)
     assert distrl("check", str(inventory)).returncode == 0
+    inventory.write_text(
+        '[[hosts]]\nname = "here"\naddress = "localhost"\npython = "/nonexistent/python3"\n'
+        "devices = { sim = 1 }\n"
+    )
+    result = distrl("check", str(inventory))
+    assert_one_sentence_error(result, 2, "hosts[0].python", "/nonexistent/python3", "is no program")
 
 
 def test_a_run_whose_every_host_is_given_up_fails_and_says_why(tmp_path: Path) -> None:

@@ -91,6 +91,18 @@ def test_a_text_file_is_one_instruction_a_line(tmp_path: Path) -> None:
         ({"goal": "g", "check": {"equals": "1"}}, r"check\[0\].command must be a non-empty string"),
         ({"goal": "g", "check": 5}, "check must be a check object or a list"),
         ({"goal": "g", "split": "a b"}, "split must be a name"),
+        # what the wire would refuse, and ids that are not plain names
+        ({"goal": "g" * 10_000_000}, "goal is 10000000 bytes long, over the 16384"),
+        ({"goal": "g", "setup": ["true", "x" * 100_000]}, r"setup\[1\] is 100000 bytes long, over the 16384"),
+        ({"goal": "g", "check": {"command": "x" * 20_000, "equals": "1"}}, r"check\[0\] is 200\d\d bytes"),
+        ({"goal": "g", "setup": ["x" * 15_000] * 5}, "the task is 750\\d\\d bytes long, over the 65536"),
+        ('{"goal": "\\ud800"}', "goal holds a lone surrogate"),
+        ({"goal": "g", "id": "a/../../b"}, r"id must be a plain name.*not 'a/\.\./\.\./b'"),
+        ({"goal": "g", "id": "/etc/passwd"}, "id must be a plain name"),
+        ({"goal": "g", "id": "a//b"}, "id must be a plain name"),
+        ({"goal": "g", "id": "a/./b"}, "id must be a plain name"),
+        ({"goal": "g", "id": "a/"}, "id must be a plain name"),
+        ({"goal": "g", "id": "x" * 129}, "id must be a plain name"),
     ],
 )
 def test_a_bad_line_names_the_file_and_the_line(tmp_path: Path, line: object, problem: str) -> None:
@@ -98,6 +110,44 @@ def test_a_bad_line_names_the_file_and_the_line(tmp_path: Path, line: object, pr
     with pytest.raises(TaskFileError, match=rf"tasks\.jsonl:2: .*{problem}") as caught:
         load_task_files([path], max_steps=10)
     assert (caught.value.file, caught.value.line) == (str(path), 2)
+
+
+def test_a_task_the_reader_takes_fits_the_wire(tmp_path: Path) -> None:
+    """The largest task a file may hold travels to a worker within the wire's header limit; plain ids
+    with dots and slashes are still names."""
+    from distrl.tasks.files import MAX_TASK_BYTES, MAX_TEXT_BYTES
+    from distrl.wire import MAX_HEADER_BYTES, EpisodeRequest, encode
+
+    big = {"goal": "é" * (MAX_TEXT_BYTES // 2), "id": "v1.2/open_app-3", "setup": ["s" * MAX_TEXT_BYTES] * 2}
+    path = _write(tmp_path / "big.jsonl", big)
+    (task,) = load_task_files([path], max_steps=10)
+    assert task.id == "v1.2/open_app-3"
+    frame = encode(EpisodeRequest(episode_id="e" * 64, device="sim-0", task=task, policy_version=0))
+    assert len(frame) < MAX_TASK_BYTES * 2 < MAX_HEADER_BYTES
+    with pytest.raises(TaskFileError, match=r"big\.txt:1: the goal is over the 16384 bytes"):
+        load_task_files([_write(tmp_path / "big.txt", "g" * (MAX_TEXT_BYTES + 1))], max_steps=10)
+
+
+def test_the_expert_is_refused_on_file_tasks_by_check_and_collect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sim's expert plays only the sim's suites: on a task file's tasks the worker would fail every
+    episode forever, so ``check`` and ``collect`` refuse, naming the file and its first task's line."""
+    _write(tmp_path / "plain.jsonl", "# mine", {"goal": "Open the clock", "evaluator": "judge"})
+    hosts = tmp_path / "hosts.toml"
+    judge = '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    hosts.write_text(ONE_SIM_HOST + '[tasks]\nfiles = ["plain.jsonl"]\n' + judge)
+    assert main(["check", str(hosts)]) == 0  # the inventory's policy, tiny, can play them
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["collect", str(hosts), "--policy", "expert", "--episodes", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "plain.jsonl:2: the expert policy" in err[0]
+    assert "plays only the sim's own suites" in err[0]
+    hosts.write_text('[policy]\nmodel = "expert"\n' + hosts.read_text())
+    assert main(["check", str(hosts)]) == 2
+    assert "plain.jsonl:2: the expert policy" in capsys.readouterr().err
 
 
 def test_bad_files_are_refused_whole(tmp_path: Path) -> None:

@@ -214,6 +214,15 @@ def _missing_local_path(inventory: Inventory) -> str:
             return str(
                 ConfigError.at(where, f"{path!r} does not exist on this machine", inventory.source or None)
             )
+    for index, host in enumerate(inventory.hosts):
+        if host.is_local and host.python and not shutil.which(host.python):
+            return str(
+                ConfigError.at(
+                    f"hosts[{index}].python",
+                    f"{host.python!r} is no program on this machine (the local worker's python)",
+                    inventory.source or None,
+                )
+            )
     return ""
 
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import Inventory
-from distrl.errors import ConfigError, JudgeError
+from distrl.config import EXPERT, Inventory
+from distrl.errors import ConfigError, JudgeError, TaskFileError
 from distrl.records import Task, Trajectory
 from distrl.tasks import TaskFiles, TaskSource, resolve_evaluators
+from distrl.tasks.files import read_task_file
 
 if TYPE_CHECKING:
     from distrl.tasks.judge import Judge, Verdict
@@ -58,6 +59,8 @@ def run_tasks(
     source: TaskSource
     if settings.files and suite is None:
         source = TaskFiles(settings.files, max_steps=settings.max_steps)
+        if inventory.policy.model == EXPERT:
+            raise _expert_refused(settings.files[0], settings.max_steps)
     else:
         from distrl.sim.suites import suite as sim_suite
 
@@ -72,6 +75,17 @@ def run_tasks(
             inventory.source or None,
         )
     return _resolved(inventory, pool)
+
+
+def _expert_refused(path: str, max_steps: int) -> TaskFileError:
+    """The expert cannot play a task file's tasks: the error naming the file's first task."""
+    line = next(iter(read_task_file(path, max_steps=max_steps)))[0]
+    return TaskFileError.at(
+        path,
+        line,
+        "the expert policy (policy.model or --policy expert) plays only the sim's own suites, not a task"
+        " file's tasks: give a model, or no task files",
+    )
 
 
 def _resolved(inventory: Inventory, tasks: Sequence[Task]) -> list[Task]:

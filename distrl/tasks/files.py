@@ -8,7 +8,12 @@ console is reset), ``check`` (the ``adb`` evaluator's checks: ``[{"command": ...
 ``#`` are skipped in both formats. Every mistake is a ``TaskFileError`` naming the file and the line.
 
 A file's tasks have its name without the extension as their ``suite``, and as the start of their ids
-(``my-tasks/7`` for line 7) unless the line gives one.
+(``my-tasks/7`` for line 7) unless the line gives one. An id is a plain name: parts of letters, digits,
+'.', '_', '-' between single '/', none of them '.' or '..' (ids name files of episodes and caches).
+
+A task travels to the workers in a frame's header, whose size the wire limits (``distrl.wire``,
+``MAX_HEADER_BYTES``, 1 MiB): a task's texts (its goal, each setup command, each check) are limited to
+``MAX_TEXT_BYTES`` and the whole task to ``MAX_TASK_BYTES``, so that a task the reader takes always fits.
 """
 
 from __future__ import annotations
@@ -23,13 +28,27 @@ from distrl.errors import TaskFileError
 from distrl.records import EVALUATORS, Task
 from distrl.tasks.checks import check_from_json
 
-__all__ = ["MAX_STEPS_LIMIT", "TASK_FILE_SUFFIXES", "TaskFiles", "load_task_files", "read_task_file"]
+__all__ = [
+    "MAX_STEPS_LIMIT",
+    "MAX_TASK_BYTES",
+    "MAX_TEXT_BYTES",
+    "TASK_FILE_SUFFIXES",
+    "TaskFiles",
+    "load_task_files",
+    "read_task_file",
+]
 
 TASK_FILE_SUFFIXES = (".jsonl", ".txt")
 MAX_STEPS_LIMIT = 1000
 """Most steps a task may ask for."""
+MAX_TEXT_BYTES = 16 * 1024
+"""Longest goal, setup command or check of a task, in UTF-8 bytes."""
+MAX_TASK_BYTES = 64 * 1024
+"""Longest task, in UTF-8 bytes of its JSON: far within the wire's 1 MiB header, with room for the episode's
+other fields (a test holds the two together)."""
 _KEYS = ("goal", "id", "split", "max_steps", "setup", "apps", "check", "evaluator")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
+_PLAIN_ID = re.compile(r"(?!.{129})[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*", re.DOTALL)
 _PACKAGE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+")
 
 
@@ -84,6 +103,10 @@ def read_task_file(path: str | Path, *, max_steps: int) -> Iterator[tuple[int, T
     count = 0
     for number, text in _lines(file, data):
         if suffix == ".txt":
+            if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+                raise TaskFileError.at(
+                    file, number, f"the goal is over the {MAX_TEXT_BYTES} bytes a task's text may take"
+                )
             task = Task(id=f"{suite}/{number}", suite=suite, goal=text, max_steps=max_steps)
         else:
             task = _json_task(file, number, text, suite, max_steps)
@@ -121,8 +144,11 @@ def _json_task(file: str, line: int, text: str, suite: str, max_steps: int) -> T
     if not isinstance(goal, str) or not goal.strip():
         raise fail("goal must be a non-empty string")
     task_id = entry.get("id", f"{suite}/{line}")
-    if not isinstance(task_id, str) or not _NAME.fullmatch(task_id):
-        raise fail("id must be a string of letters, digits, '.', '_', '-', '/' (at most 128)")
+    if not isinstance(task_id, str) or not _PLAIN_ID.fullmatch(task_id):
+        raise fail(
+            "id must be a plain name: parts of letters, digits, '.', '_', '-' (each starting with a letter"
+            f" or digit) between single '/', at most 128 characters; not {_shown(task_id)}"
+        )
     split = entry.get("split", "train")
     if not isinstance(split, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", split):
         raise fail("split must be a name such as train or test")
@@ -130,15 +156,28 @@ def _json_task(file: str, line: int, text: str, suite: str, max_steps: int) -> T
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_LIMIT:
         raise fail(f"max_steps must be an integer from 1 to {MAX_STEPS_LIMIT}")
     setup = _strings(entry.get("setup", []), "setup", fail)
-    apps = _strings(entry.get("apps", []), "apps", fail)
-    bad = [app for app in apps if not _PACKAGE.fullmatch(app)]
-    if bad:
-        raise fail(f"apps must be Android package names (com.example.app), not {bad[0]!r}")
     raw_checks = entry.get("check", [])
     if isinstance(raw_checks, dict):
         raw_checks = [raw_checks]
     if not isinstance(raw_checks, list):
         raise fail("check must be a check object or a list of them")
+    shown = [json.dumps(check, ensure_ascii=False) for check in raw_checks]
+    for key, texts in (("goal", [goal]), ("setup", setup), ("check", shown)):
+        for index, value in enumerate(texts):
+            where = key if key == "goal" else f"{key}[{index}]"
+            try:
+                size = len(value.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise fail(f"{where} holds a lone surrogate (a \\ud800-style escape): not text") from None
+            if size > MAX_TEXT_BYTES:
+                raise fail(f"{where} is {size} bytes long, over the {MAX_TEXT_BYTES} a task's text may take")
+    size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_TASK_BYTES:
+        raise fail(f"the task is {size} bytes long, over the {MAX_TASK_BYTES} a task may take on the wire")
+    apps = _strings(entry.get("apps", []), "apps", fail)
+    bad = [app for app in apps if not _PACKAGE.fullmatch(app)]
+    if bad:
+        raise fail(f"apps must be Android package names (com.example.app), not {bad[0]!r}")
     try:
         checks = tuple(check_from_json(c, f"check[{i}]") for i, c in enumerate(raw_checks))
     except ValueError as exc:
@@ -167,3 +206,9 @@ def _strings(value: Any, key: str, fail: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
         raise fail(f"{key} must be a list of non-empty strings")
     return tuple(value)
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error may quote it: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
