@@ -9,7 +9,9 @@ import logging
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -137,8 +139,151 @@ def test_half_written_and_foreign_folders_are_passed_over_or_named(tmp_path: Pat
     (tmp_path / "run~abc~2.partial").mkdir()  # a write cut short
     assert [t.id for t in read_episodes(tmp_path)] == ["run/abc/1"]
     (tmp_path / "run~abc~1" / "episode.json").write_text('{"format": 99}')
-    with pytest.raises(ValueError, match=r"run~abc~1 is not an episode of this format: format 99"):
+    with pytest.raises(ValueError, match=r"run~abc~1/episode\.json: format 99, not 1"):
         list(read_episodes(tmp_path))
+
+
+def _edit_json(path: Path, change: Callable[[Any], Any]) -> None:
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+
+def _edit_steps(path: Path, change: Callable[[list[Any]], None]) -> None:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    change(lines)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _set(key: str, value: object, *, step: int | None = None) -> Callable[[Path], None]:
+    def corrupt(folder: Path) -> None:
+        if step is None:
+            _edit_json(folder / "episode.json", lambda head: {**head, key: value})
+        else:
+            _edit_steps(folder / "steps.jsonl", lambda lines: lines[step].__setitem__(key, value))
+
+    return corrupt
+
+
+def _outside_link(folder: Path) -> None:
+    (folder.parent.parent / "secret.jpg").write_bytes(b"not yours")
+    (folder / "001.jpg").unlink()
+    (folder / "001.jpg").symlink_to(folder.parent.parent / "secret.jpg")
+
+
+CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
+    ("a list", lambda f: (f / "episode.json").write_text("[1, 2]"), r"episode\.json: must be a JSON object"),
+    ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
+    ("not UTF-8", lambda f: (f / "steps.jsonl").write_bytes(b"\xff\xfe{}"), r"steps\.jsonl: is not UTF-8"),
+    ("task a string", _set("task", "t/1"), r"episode\.json: 'task' must be dict, not str"),
+    (
+        "no host",
+        lambda f: _edit_json(f / "episode.json", lambda h: {k: v for k, v in h.items() if k != "host"}),
+        r"episode\.json: has no 'host'",
+    ),
+    ("success a string", _set("success", "yes"), r"'success' must be bool or null, not str"),
+    ("end reason", _set("end_reason", "bored"), r"'end_reason' 'bored' is no end reason"),
+    (
+        "a deleted screen",
+        lambda f: (f / "001.jpg").unlink(),
+        r"steps\.jsonl:2: 'screen': the screen 001\.jpg is missing",
+    ),
+    (
+        "no steps",
+        lambda f: (f / "steps.jsonl").write_text(""),
+        r"holds 0 step\(s\), but episode\.json says 2",
+    ),
+    (
+        "a step short",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines.pop()),
+        r"holds 1 step\(s\), but episode\.json says 2",
+    ),
+    (
+        "an escaping screen",
+        _set("screen", "../../x.jpg", step=0),
+        r"steps\.jsonl:1: 'screen': '\.\./\.\./x\.jpg' is not a file of the episode's folder",
+    ),
+    (
+        "an absolute final",
+        _set("final_screen", "/etc/passwd"),
+        r"'final_screen': '/etc/passwd' is not a file of the episode's folder",
+    ),
+    (
+        "a link out",
+        _outside_link,
+        r"steps\.jsonl:2: 'screen': '001\.jpg' is not a file of the episode's folder",
+    ),
+    ("steps out of order", _set("index", 5, step=1), r"steps\.jsonl:2: 'index' is 5, not 1"),
+    (
+        "an unknown action",
+        _set("action", {"type": "FLY"}, step=0),
+        r"'action' 'type' 'FLY' is no action type",
+    ),
+    (
+        "a touch of text",
+        _set("action", {"type": "DUAL_POINT", "touch": "here", "lift": None, "text": ""}, step=0),
+        r"'action' 'touch' must be null or \[x, y\]",
+    ),
+    ("a width as text", _set("width", "27", step=0), r"'width' must be int, not str"),
+]
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "problem"), [c[1:] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS]
+)
+def test_a_malformed_episode_is_refused_with_its_file_and_skipped_by_view_and_export(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, corrupt: Callable[[Path], object], problem: str
+) -> None:
+    from distrl.episodes.export import write_metadata
+    from distrl.episodes.view import write_viewer
+
+    folder = tmp_path / "runs" / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    bad = writer.write(_trajectory("2", success=False))
+    assert bad is not None
+    corrupt(bad)
+    with pytest.raises(ValueError, match=rf"run~abc~2/(\S+: )?{problem}"):
+        read_episode(bad)
+    with caplog.at_level(logging.WARNING):
+        page = write_viewer(folder)
+        _, rows = write_metadata(folder)
+    assert "1 episodes, 1 successes" in page.read_text()
+    assert "run/abc/2" not in page.read_text()
+    assert rows == 2  # the good episode's two steps; nothing of the bad one
+    assert "run/abc/2" not in (folder / "metadata.jsonl").read_text()
+    assert re.search(rf"skipping the episode in .*run~abc~2: .*{problem}", caplog.text)
+    with pytest.raises(ValueError, match=rf"run~abc~2/(\S+: )?{problem}"):
+        write_viewer(folder, strict=True)
+    with pytest.raises(ValueError, match=rf"run~abc~2/(\S+: )?{problem}"):
+        write_metadata(folder, strict=True)
+
+
+def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Path) -> None:
+    folder = tmp_path / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    bad = writer.write(_trajectory("2"))
+    assert bad is not None
+    _set("screen", "../../../etc/passwd", step=0)(bad)
+    for command in ("view", "export"):
+        done = subprocess.run(
+            [sys.executable, "-m", "distrl", command, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "run~abc~2/steps.jsonl:1: 'screen'" in done.stderr
+        assert "Traceback" not in done.stderr
+        strict = subprocess.run(
+            [sys.executable, "-m", "distrl", command, "--strict", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert strict.returncode == 2
+        (line,) = strict.stderr.strip().splitlines()
+        assert line.startswith("distrl: error: ")
+        assert "is not a file of the episode's folder" in line
 
 
 def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
@@ -231,7 +376,7 @@ def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) 
     assert green > 0.01  # the second's
     assert _share(shown, (255, 0, 80), tolerance=60) > 0.00005  # the tap's mark over the first screen
     for screen in folder.rglob("*.jpg"):
-        screen.unlink()
+        Image.new("RGB", (27, 60), (10, 10, 200)).save(screen, "JPEG")  # every screen blue now
     assert (
         _share(_rendered(write_viewer(folder), tmp_path), (200, 10, 10)) < red / 10
     )  # the files are what showed

@@ -330,6 +330,9 @@ def _parser() -> argparse.ArgumentParser:
         "went, the model's answer and the reward. Open it in a browser; nothing else is needed.",
     )
     view.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    view.add_argument(
+        "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
+    )
     view.set_defaults(command=_view)
 
     export = commands.add_parser(
@@ -340,6 +343,9 @@ def _parser() -> argparse.ArgumentParser:
         'datasets.load_dataset("imagefolder", data_dir=DIR) reads the episodes as a dataset.',
     )
     export.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    export.add_argument(
+        "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
+    )
     export.set_defaults(command=_export)
 
     save_model = commands.add_parser(

@@ -323,7 +323,7 @@ def _view(args: argparse.Namespace) -> int:
     from distrl.episodes.view import write_viewer
 
     try:
-        page = write_viewer(args.folder)
+        page = write_viewer(args.folder, strict=args.strict)
     except (OSError, ValueError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     _say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
@@ -334,7 +334,7 @@ def _export(args: argparse.Namespace) -> int:
     from distrl.episodes.export import write_metadata
 
     try:
-        target, rows = write_metadata(args.folder)
+        target, rows = write_metadata(args.folder, strict=args.strict)
     except (OSError, ValueError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     _say(f"wrote {target}: {rows} steps; load them with")

@@ -21,9 +21,10 @@ __all__ = ["METADATA", "write_metadata"]
 METADATA = "metadata.jsonl"
 
 
-def write_metadata(folder: str | Path) -> tuple[Path, int]:
-    """Write ``folder/metadata.jsonl`` for its episodes; the file and its number of rows. ValueError when
-    the folder holds no episode."""
+def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, int]:
+    """Write ``folder/metadata.jsonl`` for its episodes; the file and its number of rows. A malformed
+    episode is left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder
+    holds no episode."""
     folder = Path(folder)
     rows = [
         {
@@ -41,7 +42,7 @@ def write_metadata(folder: str | Path) -> tuple[Path, int]:
             "task_id": head["task"]["id"],
             "split": head["task"]["split"],
         }
-        for name, head, steps in raw_episodes(folder)
+        for name, head, steps in raw_episodes(folder, strict=strict)
         for step in steps
     ]
     target = folder / METADATA

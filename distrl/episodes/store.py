@@ -140,25 +140,180 @@ def episode_folders(folder: str | Path) -> list[Path]:
 
 
 def read_raw(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """An episode's ``episode.json`` and its ``steps.jsonl`` lines, as JSON, as written."""
-    head = json.loads((path / EPISODE_FILE).read_text(encoding="utf-8"))
-    lines = (path / STEPS_FILE).read_text(encoding="utf-8").splitlines()
-    return head, [json.loads(line) for line in lines if line.strip()]
+    """An episode's ``episode.json`` and its ``steps.jsonl`` lines, as JSON, checked: every field the
+    format has, of its type; a step count equal to ``episode.json``'s; every screen a file of the
+    episode's own folder. ``ValueError`` naming the file (and the line) when it is not an episode."""
+    head_file, steps_file = path / EPISODE_FILE, path / STEPS_FILE
+    try:
+        head = json.loads(head_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{head_file}: {_why(exc)}") from None
+    _check_head(head, path, head_file)
+    try:
+        text = steps_file.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{steps_file}: {_why(exc)}") from None
+    lines: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{steps_file}:{number}"
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{where}: is not JSON ({exc})") from None
+        _check_step(data, len(lines), path, where)
+        lines.append(data)
+    if len(lines) != head["steps"]:
+        raise ValueError(f"{steps_file}: holds {len(lines)} step(s), but {EPISODE_FILE} says {head['steps']}")
+    return head, lines
 
 
-def raw_episodes(folder: str | Path) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot be read ({exc.strerror or exc})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "is not UTF-8 text"
+    return f"is not JSON ({exc})"
+
+
+_NUMBER = (int, float)
+_HEAD: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "host": (str,),
+    "device": (str,),
+    "end_reason": (str,),
+    "success": (bool, type(None)),
+    "verdict": (str, type(None)),
+    "started_at_s": _NUMBER,
+    "duration_s": _NUMBER,
+    "steps": (int,),
+    "final_screen": (str, type(None)),
+    "final_size": (list, type(None)),
+    "task": (dict,),
+}
+_TASK: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "suite": (str,),
+    "goal": (str,),
+    "split": (str,),
+    "max_steps": (int,),
+    "setup": (list,),
+    "apps": (list,),
+    "evaluator": (str,),
+}
+_STEP: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "goal": (str,),
+    "output": (str,),
+    "action": (dict,),
+    "logprob": _NUMBER,
+    "policy_version": (int,),
+    "reward": _NUMBER,
+    "duration_s": _NUMBER,
+    "screen": (str,),
+    "width": (int,),
+    "height": (int,),
+}
+
+
+def _check_fields(data: object, fields: dict[str, tuple[type, ...]], where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: must be a JSON object, not {type(data).__name__}")  # noqa: TRY004 (a bad file is a ValueError)
+    for key, types in fields.items():
+        if key not in data:
+            raise ValueError(f"{where}: has no {key!r}")
+        value = data[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise ValueError(f"{where}: {key!r} must be {wanted}, not {type(value).__name__}")
+    return data
+
+
+def _check_head(head: object, folder: Path, where: Path) -> None:
+    if isinstance(head, dict) and head.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{where}: format {head.get('format')!r}, not {FORMAT_VERSION}")
+    data = _check_fields(head, _HEAD, str(where))
+    _check_fields(data["task"], _TASK, f"{where}: task")
+    if data["end_reason"] not in {reason.value for reason in EndReason}:
+        raise ValueError(f"{where}: 'end_reason' {data['end_reason']!r} is no end reason")
+    task = data["task"]
+    for key in ("setup", "apps"):
+        if not all(isinstance(item, str) for item in task[key]):
+            raise ValueError(f"{where}: task {key!r} must be a list of strings")
+    if data["steps"] < 0:
+        raise ValueError(f"{where}: 'steps' must be 0 or more")
+    if data["final_screen"] is not None:
+        _check_screen(data["final_screen"], folder, f"{where}: 'final_screen'")
+        size = data["final_size"]
+        if not (isinstance(size, list) and len(size) == 2 and all(_is_int(v) for v in size)):
+            raise ValueError(f"{where}: 'final_size' must be [width, height]")
+
+
+def _check_step(step: object, index: int, folder: Path, where: str) -> None:
+    data = _check_fields(step, _STEP, where)
+    if data["index"] != index:
+        raise ValueError(f"{where}: 'index' is {data['index']}, not {index} (the step's place)")
+    _check_screen(data["screen"], folder, f"{where}: 'screen'")
+    action = data["action"]
+    if "invalid" in action:
+        if not isinstance(action["invalid"], str):
+            raise ValueError(f"{where}: 'action' 'invalid' must be the reason, a string")
+        return
+    if action.get("type") not in ActionType.__members__:
+        raise ValueError(f"{where}: 'action' 'type' {action.get('type')!r} is no action type")
+    for key in ("touch", "lift"):
+        point = action.get(key)
+        if point is not None and not (
+            isinstance(point, list) and len(point) == 2 and all(_is_number(v) for v in point)
+        ):
+            raise ValueError(f"{where}: 'action' {key!r} must be null or [x, y]")
+    if not isinstance(action.get("text"), (str, type(None))):
+        raise ValueError(f"{where}: 'action' 'text' must be null or a string")  # noqa: TRY004 (a bad file is a ValueError)
+
+
+def _check_screen(name: str, folder: Path, where: str) -> None:
+    """A screen is a file of the episode's own folder, named plainly (no path, no '..', no link out)."""
+    plain = name and "/" not in name and "\\" not in name and name not in (".", "..") and "\0" not in name
+    if not plain or (folder / name).resolve().parent != folder.resolve():
+        raise ValueError(f"{where}: {name!r} is not a file of the episode's folder")
+    if not (folder / name).is_file():
+        raise ValueError(f"{where}: the screen {name} is missing")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def raw_episodes(
+    folder: str | Path, *, strict: bool = False
+) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
     """``(folder name, episode.json, step lines)`` for each episode in ``folder`` (for the viewer and the
-    export, which read the format as it is); ValueError when it holds none."""
-    found = (
-        [(path.name, *read_raw(path)) for path in episode_folders(folder)] if Path(folder).is_dir() else []
-    )
+    export, which read the format as it is). A malformed episode is skipped with a warning naming its
+    file, or (``strict``) is a ``ValueError``; ``ValueError`` too when the folder holds no good one."""
+    found = []
+    skipped = 0
+    for path in episode_folders(folder) if Path(folder).is_dir() else []:
+        try:
+            found.append((path.name, *read_raw(path)))
+        except ValueError as exc:
+            if strict:
+                raise
+            skipped += 1
+            log.warning("skipping the episode in %s: %s", path, exc)
     if not found:
-        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE})")
+        bad = f" ({skipped} malformed, skipped)" if skipped else ""
+        raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE}){bad}")
     return found
 
 
 def read_episodes(folder: str | Path) -> Iterator[Trajectory]:
-    """Every episode of ``folder``, in the order of their ids (half-written ones skipped)."""
+    """Every episode of ``folder``, in the order of their ids (half-written ones skipped); ``ValueError``
+    naming the file of the first malformed one."""
     for path in episode_folders(folder):
         yield read_episode(path)
 
@@ -166,10 +321,8 @@ def read_episodes(folder: str | Path) -> Iterator[Trajectory]:
 def read_episode(path: str | Path) -> Trajectory:
     """The episode in ``path``; ValueError naming the file when it is not one."""
     path = Path(path)
+    head, lines = read_raw(path)
     try:
-        head, lines = read_raw(path)
-        if head.get("format") != FORMAT_VERSION:
-            raise ValueError(f"format {head.get('format')!r}, not {FORMAT_VERSION}")  # noqa: TRY301
         steps = tuple(_step_from_json(line, path) for line in lines)
         final = head["final_screen"]
         task = head["task"]

@@ -62,11 +62,12 @@ figure { margin: 0; width: 180px; } figcaption { font-size: 12px; overflow-wrap:
 """
 
 
-def write_viewer(folder: str | Path) -> Path:
-    """Write ``index.html`` into ``folder`` for the episodes there; its path. ValueError when the folder
-    holds no episode."""
+def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
+    """Write ``index.html`` into ``folder`` for the episodes there; its path. A malformed episode is
+    left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder holds no
+    episode."""
     folder = Path(folder)
-    episodes = raw_episodes(folder)
+    episodes = raw_episodes(folder, strict=strict)
     by_task: collections.Counter[str] = collections.Counter()
     won: collections.Counter[str] = collections.Counter()
     for _, head, _ in episodes:
