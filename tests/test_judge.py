@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -361,3 +366,135 @@ def test_distrl_runs_without_httpx_and_the_judge_says_how_to_get_it(monkeypatch:
     monkeypatch.setitem(sys.modules, "httpx", None)
     with pytest.raises(JudgeError, match=r"pip install 'distrl\[judge\]'"):
         Judge(base_url="http://127.0.0.1:9/v1", model="m")
+
+
+def _collect_hosts(tmp_path: Path, url: str, unreachable_s: float) -> Path:
+    """The expert on two sim phones, every episode scored by the judge at ``url``."""
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        f'[run]\nname = "c"\noutput_dir = "{tmp_path / "runs"}"\n[policy]\nmodel = "expert"\n'
+        '[tasks]\nevaluator = "judge"\n[sim]\nlatency = "off"\n'
+        f'[judge]\nbase_url = "{url}"\nmodel = "test-judge"\nmax_retries = 0\ntimeout_s = 2\n'
+        f'cache = "{tmp_path / "cache"}"\nunreachable_s = {unreachable_s}\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+    )
+    return hosts
+
+
+def _on_disk(folder: Path) -> list[Trajectory]:
+    from distrl.episodes import read_episodes
+
+    return list(read_episodes(folder)) if folder.is_dir() else []
+
+
+def test_collect_with_its_judge_down_stops_after_unreachable_s_keeping_every_episode(tmp_path: Path) -> None:
+    """A judge down from the start: collect (of 1000 episodes) ends after ``[judge] unreachable_s``,
+    not never, and every episode it played is on disk, unscored, saying why."""
+
+    with serve_judge(lambda goal, final: True) as gone:
+        url = gone.url
+    out = tmp_path / "out"
+    hosts = _collect_hosts(tmp_path, url, unreachable_s=2)
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "collect", str(hosts), "--episodes", "1000", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("distrl: error: collect stopped: the judge gave no verdict for 2 s"), last
+    assert "cannot reach the judge" in last
+    said = re.search(
+        rf"(\d+) episodes written to {re.escape(str(out))} \(none scored, (\d+) unscored", done.stdout
+    )
+    assert said, done.stdout
+    kept = _on_disk(out)
+    assert len(kept) == int(said[1]) == int(said[2]) >= 1
+    assert all(
+        t.success is None and t.verdict.startswith("no verdict: the judge gave no verdict") for t in kept
+    )
+
+
+def test_ctrl_c_on_collect_keeps_every_episode_played_on_disk(tmp_path: Path) -> None:
+    """Episodes reach ``--out`` as they arrive (the judge up); the judge goes down, episodes wait for it;
+    at Ctrl-C every one played is on disk, the waiting ones unscored, and the last line says so."""
+
+    out = tmp_path / "out"
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    with serve_judge(lambda goal, final: True) as server:
+        hosts = _collect_hosts(tmp_path, server.url, unreachable_s=0)  # wait for the judge for ever
+        command = [
+            sys.executable,
+            "-m",
+            "distrl",
+            "collect",
+            str(hosts),
+            "--episodes",
+            "1000",
+            "--out",
+            str(out),
+        ]
+        # Started with SIGINT at its default, as from a terminal (a test runner may have it ignored).
+        collector = subprocess.Popen(
+            command,
+            stdout=stdout.open("w"),
+            stderr=stderr.open("w"),
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while len(list(out.glob("*/episode.json"))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert len(list(out.glob("*/episode.json"))) >= 2, "no episode written while collect ran"
+        except BaseException:
+            collector.kill()
+            raise
+        # down: a connection kept alive is dropped at its next request, and the port closes
+        server.script.extend(["drop"] * 100_000)
+    try:  # the judge is down now: the next episodes wait for it
+        deadline = time.monotonic() + 60
+        while "judge: no verdict" not in stderr.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "judge: no verdict" in stderr.read_text(), stderr.read_text()
+        collector.send_signal(signal.SIGINT)
+        assert collector.wait(timeout=60) == 130
+    finally:
+        collector.kill()
+    assert "Traceback" not in stderr.read_text()
+    last = stdout.read_text().strip().splitlines()[-1]
+    said = re.fullmatch(
+        rf"stopped \(Ctrl-C\): (\d+) episodes written to {re.escape(str(out))} \((\d+) unscored\);.*", last
+    )
+    assert said, last
+    kept = _on_disk(out)
+    unscored = [t for t in kept if t.success is None]
+    assert len(kept) == int(said[1])
+    assert len(unscored) == int(said[2]) >= 1
+    assert all(t.verdict == "no verdict: the run stopped before the judge answered" for t in unscored)
+    assert sum(t.success is True for t in kept) >= 2  # those the judge scored, as it scored them
+
+
+def test_run_with_its_judge_down_stops_after_unreachable_s_and_records_its_episodes(tmp_path: Path) -> None:
+    """``run`` honours ``[judge] unreachable_s`` too: it ends with the reason, its episodes recorded
+    unscored."""
+
+    with serve_judge(lambda goal, final: True) as gone:
+        url = gone.url
+    hosts = _collect_hosts(tmp_path, url, unreachable_s=2)
+    text = hosts.read_text().replace('model = "expert"', "max_new_tokens = 24")
+    hosts.write_text(text.replace('latency = "off"', 'latency = "off"\nwidth = 270\nheight = 600'))
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "run", str(hosts)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "distrl: error: the run stopped before its goal: the judge gave no verdict for 2 s"
+    )
+    kept = _on_disk(tmp_path / "runs" / "c" / "episodes")
+    assert kept
+    assert all(
+        t.success is None and t.verdict.startswith("no verdict: the judge gave no verdict") for t in kept
+    )

@@ -63,10 +63,13 @@ def _run(args: argparse.Namespace) -> int:
             f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached),"
             f" {judge['requests']:.0f} requests, p50 {judge['latency_p50_s']:.1f} s to a verdict,"
             f" {judge['prompt_tokens']:.0f} +"
-            f" {judge['completion_tokens']:.0f} tokens; {stats.judging} episode(s) left unjudged at the stop."
+            f" {judge['completion_tokens']:.0f} tokens."
         )
     if stats.unscored:
-        _say(f"{stats.unscored} episode(s) came back with no score and were not trained on (see the log).")
+        _say(
+            f"{stats.unscored} episode(s) came back with no score (or still waited for the judge at the"
+            " stop) and were not trained on (see the log)."
+        )
     problem = stats.achieved_nothing
     if problem:
         return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
@@ -243,11 +246,23 @@ def _collect(args: argparse.Namespace) -> int:
     writer = EpisodeWriter(args.out)
     if writer.bytes:
         _say(f"{args.out} already holds episodes: the new ones go beside them")
-    result = anyio.run(
-        lambda: collect(inventory, policy=policy, split=args.split, episodes=args.episodes, seed=args.seed)
-    )
-    for trajectory in result.trajectories:
-        writer.write(trajectory)
+    try:  # each episode is written as it arrives, those waiting for the judge at the stop unscored
+        result = anyio.run(
+            lambda: collect(
+                inventory,
+                policy=policy,
+                split=args.split,
+                episodes=args.episodes,
+                seed=args.seed,
+                out=writer,
+            )
+        )
+    except KeyboardInterrupt:
+        _say(
+            f"stopped (Ctrl-C): {writer.written} episodes written to {args.out} ({writer.unscored}"
+            " unscored); read them with distrl.episodes.read_episodes"
+        )
+        return 130
     stats = result.stats
     scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
     _say(
@@ -255,6 +270,8 @@ def _collect(args: argparse.Namespace) -> int:
         f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s; read them with"
         " distrl.episodes.read_episodes"
     )
+    if stats.ended == "judge":
+        return _fail(f"collect stopped: {stats.achieved_nothing}", EXIT_FAILED)
     if stats.completed < args.episodes:
         return _fail(
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED

@@ -154,6 +154,9 @@ class JudgeSettings:
     cut to it."""
     max_response_bytes: int = _num(1 << 20, ge=1024)
     """Largest answer read, in bytes; a bigger one is dropped unread past it (no verdict)."""
+    unreachable_s: float = _num(300.0, ge=0)
+    """Longest the judge may give no verdict, in seconds from its first failed call: then ``run`` and
+    ``collect`` stop, keeping the episodes that wait for it, unscored. 0: wait for ever."""
     screens: int = _num(1, ge=1, le=16)
     """The last screenshots shown to the judge (the paper's judge saw the final one)."""
     cache: str = ""

@@ -72,6 +72,8 @@ class EpisodeWriter:
         self.quality = quality
         self.written = 0
         """Episodes written by this writer."""
+        self.unscored = 0
+        """Of ``written``, those with no score (``success`` null and not cut short)."""
         self.skipped = 0
         """Episodes not written: outside the share, or past the budget."""
         self.bytes = _size(self.folder)
@@ -121,6 +123,7 @@ class EpisodeWriter:
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)
         self.written += 1
+        self.unscored += trajectory.success is None and not trajectory.cut_short
         self.bytes += _size(target)
         return target
 

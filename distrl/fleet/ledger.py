@@ -50,7 +50,8 @@ class RunStats:
     ``completed``, but not trained on."""
     unscored: int = 0
     """Trajectories that arrived with no score (their device could not report what their evaluator
-    reads): counted in ``completed``, not in the success rate, and not trained on."""
+    reads, or the run stopped while they waited for the judge): counted in ``completed``, not in the
+    success rate, and not trained on."""
     judging: int = 0
     """Trajectories waiting for the judge's verdict (not yet in ``completed``)."""
     judge: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -90,7 +91,11 @@ class RunStats:
     """The run's time budget (``run.duration_s``); 0 for none."""
     ended: str = ""
     """Why the run stopped: ``goal`` (its episodes), ``deadline`` (``run.duration_s``), ``hosts`` (every
-    host was done or given up first). Empty while it runs, and when it was cancelled."""
+    host was done or given up first), ``judge`` (no verdict for ``judge.unreachable_s``). Empty while it
+    runs, and when it was cancelled."""
+    judge_unreachable: str = ""
+    """Why the judge stopped the run (``ended`` is ``judge``): how long it gave no verdict, its last
+    error."""
     recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
     """Success of the last 100 trajectories, oldest first."""
 
@@ -105,6 +110,8 @@ class RunStats:
             if self.retired:
                 return f"{self.retired} device(s) retired after failing episode after episode, none left"
             return "every host stopped before the run's goal"
+        if self.ended == "judge":
+            return self.judge_unreachable or "the judge gave no verdict"
         if self.ended and not self.completed:
             return "no episode came back"
         return ""
@@ -215,6 +222,7 @@ class Ledger:
         self.device_errors = 0
         self.cut_short = 0
         self.unscored = 0
+        self._unscored_warned = False
         self.recent: collections.deque[bool] = collections.deque(maxlen=100)
         self._staleness: collections.defaultdict[str, collections.deque[int]] = collections.defaultdict(
             lambda: collections.deque(maxlen=500)
@@ -240,7 +248,8 @@ class Ledger:
         unscored = trajectory.success is None and not trajectory.cut_short
         if unscored:
             self.unscored += 1
-            if self.unscored == 1:
+            if not trajectory.verdict and not self._unscored_warned:  # the judge's queue says its own
+                self._unscored_warned = True
                 log.warning(
                     "episode %s (%s, evaluator %s) came back with no score: its device cannot report what"
                     " the evaluator reads; such episodes are counted as unscored and not trained on",

@@ -2,7 +2,8 @@
 writes it (``distrl.episodes.EpisodeWriter``) in a thread, off the sessions' path.
 
 Its queue is bounded: when the disk falls behind, an episode is dropped (counted), never waited for.
-When the run stops, what is queued is still written (for at most ``DRAIN_S``).
+When the run stops, ``drain`` writes what is queued then, the episodes that still waited for the
+judge included (for at most ``DRAIN_S``).
 """
 
 from __future__ import annotations
@@ -41,20 +42,22 @@ class Recorder:
             self.dropped += 1
 
     async def run(self) -> None:
-        """Write what is offered until cancelled; then what is still queued."""
-        try:
-            async for trajectory in self._receive:
-                # taken off the queue, it is written whatever happens: a stop now must not lose it
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._write, trajectory)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(DRAIN_S):
-                while True:
-                    try:
-                        trajectory = self._receive.receive_nowait()
-                    except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                        break
-                    await anyio.to_thread.run_sync(self._write, trajectory)
+        """Write what is offered until cancelled (then ``drain`` writes the rest)."""
+        async for trajectory in self._receive:
+            # taken off the queue, it is written whatever happens: a stop now must not lose it
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._write, trajectory)
+
+    async def drain(self) -> None:
+        """Write what is still queued, for at most ``DRAIN_S``, shielded: once the run has stopped and
+        nothing offers any more."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(DRAIN_S):
+            while True:
+                try:
+                    trajectory = self._receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                await anyio.to_thread.run_sync(self._write, trajectory)
 
     def _write(self, trajectory: Trajectory) -> None:
         try:

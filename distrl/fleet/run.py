@@ -10,11 +10,13 @@ Each part owns its state and gets only what it needs (its settings, the stop eve
 - ``Trainer``: the learner's updates in a thread, the publish and checkpoint cadence;
 - ``Publisher``: each version to every worker, newest first, without holding up the trainer;
 - ``HostSupervisor``: each host's worker started, set up, caught up and restarted after a loss;
-- ``Recorder``: the episodes written to ``<output>/episodes``;
+- ``Recorder``: the episodes written as they arrive, to ``<output>/episodes`` (``collect``: to ``out``);
 - ``Board``: progress and TensorBoard.
 
-The run stops at its episode budget, its deadline, when every host is done or given up, or when
-cancelled; then every worker is shut down and (``train``) the last checkpoint is written.
+The run stops at its episode budget, its deadline, when every host is done or given up, when the judge
+gives no verdict for ``judge.unreachable_s``, or when cancelled; then every worker is shut down, the
+episodes still waiting for the judge go on unscored and are written with the rest, and (``train``) the
+last checkpoint is written.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ async def collect(
     split: str = "test",
     episodes: int,
     seed: int | None = None,
+    out: EpisodeWriter | str | Path | None = None,
     on_progress: Callable[[RunStats], None] | None = None,
 ) -> CollectResult:
     """Run a policy on a fleet and bring back ``episodes`` trajectories, without training.
@@ -76,8 +79,10 @@ async def collect(
     every device busy, ``sync`` plays rounds (every device one episode, then a barrier), as ``train``
     would without its updates. ``policy`` is the policy to run (its settings, or a model folder; default
     the inventory's ``[policy]``): each worker loads it itself. ``tasks`` is a list of tasks, or a suite
-    name (its ``split``), default the inventory's suite. Cancelling the call (a timeout, Ctrl-C in a
-    notebook) stops the workers and returns nothing.
+    name (its ``split``), default the inventory's suite. ``out`` (a folder, or a writer into one) gets
+    each episode as it arrives (``distrl.episodes`` format). Cancelling the call (a timeout, Ctrl-C in a
+    notebook) stops the workers and returns nothing; what arrived is in ``out`` all the same, with the
+    episodes that still waited for the judge, unscored.
     """
     inventory = _inventory(hosts)
     if isinstance(policy, str):
@@ -97,8 +102,12 @@ async def collect(
         limit=episodes,
         stop=stop,
     )
-    ledger = Ledger(stop=stop, limit=episodes, version=lambda: 0, keep=True)
-    judging = _judging(inventory, pool, ledger)
+    # collect keeps every trajectory anyway: its recorder's queue can hold every one that may arrive
+    recorder = _collect_recorder(out, episodes + 2 * inventory.device_count)
+    ledger = Ledger(
+        stop=stop, limit=episodes, version=lambda: 0, keep=True, record=recorder.offer if recorder else None
+    )
+    judging = _judging(inventory, pool, ledger, stop)
     sessions = Sessions(
         sampler=sampler,
         arrive=judging.arrive if judging else ledger.arrive,
@@ -116,8 +125,19 @@ async def collect(
         devices=inventory.device_count,
         on_progress=on_progress,
     )
-    jobs = [*([rounds.run] if rounds else []), *([judging.run] if judging else [])]
-    stats = await _run(inventory, stop, supervisor, board, *jobs)
+    jobs = [
+        *([rounds.run] if rounds else []),
+        *([judging.run] if judging else []),
+        *([recorder.run] if recorder else []),
+    ]
+    stats = await _run(inventory, stop, supervisor, board, *jobs, judging=judging, recorder=recorder)
+    if recorder is not None and (recorder.dropped or recorder.failed):
+        log.warning(
+            "collect: %d episode(s) not written to %s (%d could not be written)",
+            recorder.dropped + recorder.failed,
+            recorder.writer.folder,
+            recorder.failed,
+        )
     if stats.completed < episodes:
         log.warning(
             "collect: %d of %d episodes came back (failed: %s): %s",
@@ -205,7 +225,7 @@ async def train(
     ledger = Ledger(
         stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer, record=record
     )
-    judging = _judging(inventory, pool, ledger)
+    judging = _judging(inventory, pool, ledger, stop)
     sessions = Sessions(
         sampler=sampler,
         arrive=judging.arrive if judging else ledger.arrive,
@@ -271,7 +291,7 @@ async def train(
             *([judging.run] if judging else []),
             *([recorder.run] if recorder else []),
         ]
-        return await _run(inventory, stop, supervisor, board, *jobs)
+        return await _run(inventory, stop, supervisor, board, *jobs, judging=judging, recorder=recorder)
     finally:
         await trainer.finish()
 
@@ -343,9 +363,12 @@ async def _run(
     hosts: HostSupervisor,
     board: Board,
     *jobs: Callable[[], Coroutine[Any, Any, None]],
+    judging: Judging | None = None,
+    recorder: Recorder | None = None,
 ) -> RunStats:
-    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``; the final
-    numbers."""
+    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``; then, however
+    it stopped (cancelled too), the episodes still waiting for ``judging`` go on unscored and
+    ``recorder`` writes what is queued; the final numbers."""
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(board.run, stop)
@@ -366,6 +389,11 @@ async def _run(
             raise group.exceptions[0] from None
         raise
     finally:
+        with anyio.CancelScope(shield=True):  # after every job, so that nothing offers any more
+            if judging is not None:
+                await judging.release()
+            if recorder is not None:
+                await recorder.drain()
         stats = board.close()
     return stats
 
@@ -398,6 +426,7 @@ def _stats(
         unscored=ledger.unscored,
         judging=judging.waiting if judging else 0,
         judge=judging.judge.stats.scalars() if judging else {},
+        judge_unreachable=judging.unreachable if judging else "",
         actor_loss=trainer.last.actor_loss
         if trainer and trainer.last and trainer.last.trained_steps
         else None,
@@ -447,8 +476,16 @@ def _recorder(inventory: Inventory) -> Recorder | None:
     return Recorder(writer)
 
 
-def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger) -> Judging | None:
-    """The judge's queue, where some task is the judge's."""
+def _collect_recorder(out: EpisodeWriter | str | Path | None, capacity: int) -> Recorder | None:
+    """``collect``'s episodes to ``out`` as they arrive, if anywhere."""
+    if out is None:
+        return None
+    return Recorder(out if isinstance(out, EpisodeWriter) else EpisodeWriter(out), capacity=capacity)
+
+
+def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger, stop: Stop) -> Judging | None:
+    """The judge's queue, where some task is the judge's; a judge that gives no verdict for
+    ``judge.unreachable_s`` stops the run."""
     if not any(task.evaluator == "judge" for task in tasks):
         return None
     settings = inventory.judge
@@ -457,4 +494,6 @@ def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger) -> Jud
         ledger.arrive,
         capacity=max(settings.max_concurrency, inventory.device_count) * 2,
         concurrency=settings.max_concurrency,
+        stop=stop,
+        unreachable_s=settings.unreachable_s,
     )

@@ -7,7 +7,10 @@ key lives in one place), off the sessions' path: a session hands its trajectory 
 
 A trajectory the judge cannot score yet (it is down, busy, or answers garbage) waits, unscored, and is
 asked again with backoff; the queue is bounded, so a long outage holds the sessions back instead of
-filling memory. Only scored trajectories reach the ledger and the trainer.
+filling memory. Only scored trajectories reach the ledger and the trainer while the run goes on. A judge
+that gives no verdict for ``[judge] unreachable_s`` stops the run; when the run stops, for that or any
+reason, every trajectory still waiting goes on to the ledger unscored (``release``): nothing played is
+lost.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import anyio
 
 from distrl.config import EXPERT, Inventory
 from distrl.errors import ConfigError, JudgeError, TaskFileError
+from distrl.fleet.stop import Stop
 from distrl.records import Task, Trajectory
 from distrl.tasks import TaskFiles, TaskSource, resolve_evaluators
 from distrl.tasks.files import read_task_file
@@ -119,7 +123,8 @@ def build_judge(inventory: Inventory) -> Judge:
 
 class Judging:
     """The judge's queue: trajectories of ``judge`` tasks wait here for their verdict, then go on to
-    ``arrive`` (the ledger's). Everything else goes straight on."""
+    ``arrive`` (the ledger's). Everything else goes straight on. With ``stop``, a judge that gives no
+    verdict for ``unreachable_s`` seconds from its first failed call (0: never) stops the run."""
 
     def __init__(
         self,
@@ -129,16 +134,34 @@ class Judging:
         capacity: int,
         concurrency: int,
         first_retry_s: float = FIRST_RETRY_S,
+        stop: Stop | None = None,
+        unreachable_s: float = 0.0,
     ) -> None:
         self.judge = judge
         self._arrive = arrive
         self._concurrency = concurrency
         self._first_retry_s = first_retry_s
+        self._stop = stop
+        self._unreachable_s = unreachable_s
         self._send, self._receive = anyio.create_memory_object_stream[Trajectory](capacity)
-        self.waiting = 0
-        """Trajectories handed to the judge and not yet scored (queued or being asked about)."""
+        self._held: dict[str, Trajectory] = {}
+        """Trajectories handed to the judge and not yet passed on, by id (queued, being asked about, or
+        still waiting for room in the queue)."""
         self._failing = 0
-        """Askers whose last try gave no verdict: the judge is down while this is above 0."""
+        """Askers whose last try gave no verdict."""
+        self._failed = anyio.Event()
+        """Set by a call that gave no verdict; replaced by a new one at the next verdict."""
+        self._answered = anyio.Event()
+        """Set by the first verdict after a failed call; replaced by a new one at the next failure."""
+        self._last_error = ""
+        self.unreachable = ""
+        """Why the judge stopped the run (empty: it did not): how long it gave no verdict, its last
+        error."""
+
+    @property
+    def waiting(self) -> int:
+        """Trajectories handed to the judge and not yet scored (queued or being asked about)."""
+        return len(self._held)
 
     @staticmethod
     def needs_judge(trajectory: Trajectory) -> bool:
@@ -154,7 +177,7 @@ class Judging:
         if not self.needs_judge(trajectory):
             await self._arrive(trajectory)
             return
-        self.waiting += 1
+        self._held[trajectory.id] = trajectory  # from here on it is the judge's to keep, or release
         await self._send.send(trajectory)
 
     async def run(self) -> None:
@@ -164,6 +187,8 @@ class Judging:
             async with anyio.create_task_group() as tg:
                 for _ in range(self._concurrency):
                     tg.start_soon(self._ask_each)
+                if self._stop is not None and self._unreachable_s > 0:
+                    tg.start_soon(self._watch, self._stop)
         except BaseExceptionGroup as group:
             refused = group.subgroup(JudgeError)
             if refused is None:
@@ -171,16 +196,43 @@ class Judging:
             raise refused.exceptions[0] from None
         finally:
             if self.waiting:
-                log.warning("%d episode(s) were still waiting for the judge when the run ended", self.waiting)
+                log.warning(
+                    "%d episode(s) were still waiting for the judge when the run ended: kept, unscored",
+                    self.waiting,
+                )
             await self.judge.aclose()
+
+    async def release(self) -> None:
+        """Pass every trajectory still waiting on to ``arrive``, unscored (``success`` None, the verdict
+        saying why). For the run's stop, once ``run`` has ended: nothing played is lost."""
+        why = f"no verdict: {self.unreachable or 'the run stopped before the judge answered'}"
+        held, self._held = list(self._held.values()), {}
+        for trajectory in held:
+            await self._arrive(dataclasses.replace(trajectory, verdict=why))
 
     async def _ask_each(self) -> None:
         while True:
             trajectory = await self._receive.receive()
             verdict = await self._verdict(trajectory)
-            self.waiting -= 1
+            self._held.pop(trajectory.id, None)
             scored = dataclasses.replace(trajectory, success=verdict.success, verdict=verdict.reason)
             await self._arrive(scored)
+
+    async def _watch(self, stop: Stop) -> None:
+        """Stop the run when the judge gives no verdict for ``unreachable_s`` after a failed call."""
+        while True:
+            await self._failed.wait()
+            answered = self._answered
+            with anyio.move_on_after(self._unreachable_s) as waited:
+                await answered.wait()
+            if waited.cancelled_caught:
+                break
+        self.unreachable = (
+            f"the judge gave no verdict for {self._unreachable_s:g} s (judge.unreachable_s); its last"
+            f" error: {self._last_error}"
+        )
+        log.warning("%s: the run stops, keeping the episodes that wait for it, unscored", self.unreachable)
+        stop.set("judge")
 
     async def _verdict(self, trajectory: Trajectory) -> Verdict:
         delay = self._first_retry_s
@@ -188,10 +240,14 @@ class Judging:
         try:
             while True:
                 try:
-                    return await self.judge.verdict(trajectory)
+                    verdict = await self.judge.verdict(trajectory)
                 except JudgeError as exc:
                     if exc.reason == "refused":  # a wrong key, model or URL: no retry will mend it
                         raise
+                    self._last_error = str(exc)
+                    if not self._failed.is_set():
+                        self._answered = anyio.Event()
+                        self._failed.set()
                     if not failed:
                         failed = True
                         self._failing += 1
@@ -201,8 +257,13 @@ class Judging:
                             )
                     await anyio.sleep(delay)
                     delay = min(delay * 2, MAX_RETRY_S)
+                else:
+                    if self._failed.is_set():
+                        self._failed = anyio.Event()
+                        self._answered.set()
+                    if failed and self._failing == 1:
+                        log.warning("judge: answering again")
+                    return verdict
         finally:
             if failed:
                 self._failing -= 1
-                if self._failing == 0:
-                    log.warning("judge: answering again")

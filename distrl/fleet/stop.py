@@ -9,7 +9,8 @@ __all__ = ["Stop"]
 
 class Stop:
     """Set once, by whichever part ends the run first: ``goal`` (the ledger has its episodes),
-    ``deadline`` (``run.duration_s``), ``hosts`` (every host is done or given up)."""
+    ``deadline`` (``run.duration_s``), ``hosts`` (every host is done or given up), ``judge`` (it gave
+    no verdict for ``judge.unreachable_s``)."""
 
     def __init__(self) -> None:
         self._event = anyio.Event()
