@@ -79,7 +79,8 @@ class UpdateReport:
     """Per sampled step: learner version − the version that chose it."""
     wall_s: float
     kl: float = 0.0
-    """Mean per-token KL(π ‖ π_ref) of the trained answers to the starting policy (0 without the anchor)."""
+    """Mean KL(π ‖ π_ref) of the trained answers to the starting policy, per answer (its tokens' KLs
+    summed; 0 without the anchor)."""
 
 
 class Learner:

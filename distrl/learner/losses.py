@@ -8,7 +8,7 @@
   a positive weight, lowers that of invalid answers, and raises the entropy.
   Its signed form weighs only the decision tokens with A_t and the shared format with max(A_t, 0)
   (``distrl.learner.a_ride``); ``actor_loss`` takes the two weights apart.
-- The anchor: + κ_KL·(1/N)·Σ_t w_t·KL_t, the mean per-token KL(π ‖ π_ref) of each answer to the
+- The anchor: + κ_KL·(1/N)·Σ_t w_t·KL_t, the KL(π ‖ π_ref) of each answer (its tokens' summed) to the
   starting policy, so that the deployed (greedy) policy cannot drift from its start for free.
 - DigiRL: imitation (−(1/N)·Σ log π) of the steps its two hard filters keep: trajectories whose
   instruction-level advantage r − V_instr(c) is positive, and in them the steps whose doubly robust
@@ -67,7 +67,7 @@ def actor_loss(
 
     with log π_decision and log π_shared the sums of log π over an answer's decision and format tokens
     (together its log π), d and s their weights (``a_ride_weights``, or 1 and 1 for imitation), w the
-    sample weights, H the mean per-token entropy and KL the mean per-token KL(π ‖ π_ref) to the starting
+    sample weights, H the mean per-token entropy and KL the answer's KL(π ‖ π_ref) (summed over its tokens) to the starting
     policy (None: no anchor). Weights are constants; the log-probs, H and KL carry the gradients."""
     inner = decision_weights * decision_logprob + shared_weights * shared_logprob + entropy_coef * entropy
     if kl is not None and kl_coef:

@@ -24,7 +24,8 @@ What the numbers are (x is the prompt of ``distrl.policy.prompt``, z_t the curre
 - ``token_scores`` gives what the learner's actor loss reads token by token: each answer token's
   log π, which of them are the decision (``Prompter.decision_mask``), the entropy, and with a
   ``reference`` (``reference_log_probs``: the same answers under the starting adapter, or none) the
-  mean per-token KL(π ‖ π_ref) over the answer, Σ_v π(v)·(log π(v) − log π_ref(v)) at each token.
+  answer's KL(π ‖ π_ref): at each of its tokens Σ_v π(v)·(log π(v) − log π_ref(v)), summed over the
+  answer as its log-prob is (the sequence-level KL along the answer).
 
 Batches are left-padded, and padding changes no number beyond float rounding (tested to 1e-4 in float32).
 """
@@ -114,7 +115,8 @@ class TokenScores(NamedTuple):
     entropy: torch.Tensor
     """Mean per-token entropy over the answer, ``(batch,)``."""
     kl: torch.Tensor | None
-    """Mean per-token KL(π ‖ π_ref) over the answer, ``(batch,)``; None without a reference."""
+    """KL(π ‖ π_ref) at each answer token, summed over the answer, ``(batch,)``; None without a
+    reference."""
 
 
 class Policy:
@@ -284,7 +286,7 @@ class Policy:
     ) -> TokenScores:
         """The answers' per-token log π, decision mask and entropy, teacher-forced at temperature 1 (as
         ``logprobs``, differentiable the same way), and with ``reference`` (``reference_log_probs`` of the
-        same inputs and texts) the mean per-token KL to it."""
+        same inputs and texts) the KL to it at each answer token, summed over the answer."""
         if len(batch) != len(actions_text):
             raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
         encoded = self.prompter.encode(batch, self.settings.history)
@@ -302,7 +304,7 @@ class Policy:
                 )
             difference = (window.log_probs - reference).masked_fill(self._forbidden, 0.0)
             token_kl = (window.log_probs.exp() * difference).sum(dim=-1)
-            kl = torch.where(window.answer, token_kl, 0.0).sum(dim=-1) / window.lengths
+            kl = torch.where(window.answer, token_kl, 0.0).sum(dim=-1)
         return TokenScores(
             torch.where(window.answer, window.token_logprobs, 0.0),
             window.answer,
