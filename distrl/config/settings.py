@@ -273,9 +273,9 @@ class LearnerSettings:
     into answers that do not parse (README, "Learner")."""
     kl_coef: float = _num(0.1, ge=0)
     """κ_KL, the weight of the anchor: the KL(π ‖ π_ref) of each trained answer (per token, summed over
-    the answer, as its log-prob is) to the
-    starting policy π_ref (the model with its adapter disabled when training starts from a fresh adapter,
-    else a frozen copy of the adapter the learner started from). 0 turns it off (no reference pass). It
+    the answer, as its log-prob is) to the starting policy π_ref (the model with its adapter disabled
+    when training starts from a fresh adapter, else a frozen copy of the adapter the learner started
+    from). 0 turns it off (no reference pass). It
     keeps the greedy policy, which users deploy, from drifting away from its start while sampled success
     rises (README, "Benchmarks")."""
     priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})

@@ -67,8 +67,9 @@ def actor_loss(
 
     with log π_decision and log π_shared the sums of log π over an answer's decision and format tokens
     (together its log π), d and s their weights (``a_ride_weights``, or 1 and 1 for imitation), w the
-    sample weights, H the mean per-token entropy and KL the answer's KL(π ‖ π_ref) (summed over its tokens) to the starting
-    policy (None: no anchor). Weights are constants; the log-probs, H and KL carry the gradients."""
+    sample weights, H the mean per-token entropy and KL the answer's KL(π ‖ π_ref) (summed over its
+    tokens) to the starting policy (None: no anchor). Weights are constants; the log-probs, H and KL
+    carry the gradients."""
     inner = decision_weights * decision_logprob + shared_weights * shared_logprob + entropy_coef * entropy
     if kl is not None and kl_coef:
         inner = inner - kl_coef * kl
