@@ -84,6 +84,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-kl1": {"kl_coef": 1.0},
     "a-ride-positive-kl": {"advantages": "positive"},
     "a-ride-positive-kl1": {"advantages": "positive", "kl_coef": 1.0},
+    "a-ride-positive-lr1e-4": {"advantages": "positive", "kl_coef": 0.0, "lr_actor": 1e-4},
     "a-ride-floor": {"push_down_floor": 0.8},
     "a-ride-floor-kl1": {"push_down_floor": 0.8, "kl_coef": 1.0},
     "digirl-no-kl": {"kl_coef": 0.0},
