@@ -180,35 +180,40 @@ def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory
 
 
 def test_a_ride_learns_from_failures_on_their_decision_tokens_only(played: list[Trajectory]) -> None:
-    """Signed advantages on the decision: failed episodes' choices lose likelihood; the format every
-    answer shares gets no push down (its weight is the advantage's positive part, 0 here)."""
+    """Decision advantages: the batch's worse steps are pushed down on their decision tokens (the
+    action type, points, typed text) and never on the format every answer shares; its better steps are
+    pushed up on both. An update trains every step, failures included."""
     failures = _failures(played)
-    learner = _filled("a-ride", failures, advantages="decision", kl_coef=0.0, entropy_coef=0.0)
-    inputs = [_input(t, s) for t in failures for s in t.steps]
-    texts = [s.output for t in failures for s in t.steps]
-    policy = learner.policy
-    decision = torch.tensor(policy.prompter.decision_mask(texts[0]))
-    assert 0 < int(decision.sum()) < len(decision)  # "PRESS_HOME" is decision, the rest format
-
-    def decision_logprob() -> float:
+    success = dataclasses.replace(
+        _failures([dataclasses.replace(played[-1], success=False)])[0], success=True
+    )
+    learner = _learner("a-ride", advantages="decision", kl_coef=0.0)
+    for trajectory in [*failures, success]:  # on-policy: the behaviour log-probs of these weights
+        _, trajectory_inputs, trajectory_texts = _flat([trajectory])
         with torch.no_grad():
-            scores = policy.token_scores(inputs, texts)
-        return float((scores.logprob * scores.decision).sum())
+            logprob, _ = learner.policy.logprobs(trajectory_inputs, trajectory_texts)
+        steps = tuple(
+            dataclasses.replace(s, behaviour_logprob=float(lp))
+            for s, lp in zip(trajectory.steps, logprob.tolist(), strict=True)
+        )
+        assert learner.add(dataclasses.replace(trajectory, steps=steps))
+    sample = learner.replay.sample(8)
+    steps, inputs, texts = _flat(list(sample.trajectories))
+    batch = learner._batch(sample, steps, inputs, texts)
+    plan = learner.algorithm.plan(batch)
+    targets = learner.algorithm.actor_targets(batch, plan)
+    valid = batch.invalid == 0
+    down = valid & (targets.decision < 0)
+    assert bool(down.any())  # some failed choices are pushed down ...
+    assert bool((targets.shared[valid] >= 0).all())  # ... and no valid answer's format ever is
+    up = valid & (targets.decision > 0)
+    assert bool(up.any())
+    torch.testing.assert_close(targets.shared[up], targets.decision[up])  # the better ones: the whole answer
+    assert bool(targets.trained.all())
 
-    before = decision_logprob()
-    seen: dict[str, list[torch.Tensor]] = {}
-
-    def at_actor_step() -> None:
-        seen["grads"] = [p.grad.clone() for p in policy.trainable_parameters() if p.grad is not None]
-
-    _spy(learner.actor_optimiser, at_actor_step)
     report = learner.update()
     assert report is not None
-    assert report.trained_steps == report.steps  # every failed step trains
-    assert report.mean_advantage < 0
-    assert seen["grads"]
-    assert any(bool(g.abs().sum() > 0) for g in seen["grads"])
-    assert decision_logprob() < before
+    assert report.trained_steps == report.steps
 
 
 def _flat(trajectories: list[Trajectory]) -> tuple[list[Any], list[Any], list[str]]:
