@@ -192,11 +192,11 @@ def test_a_ride_learns_from_failures_on_their_decision_tokens_only(played: list[
         _, trajectory_inputs, trajectory_texts = _flat([trajectory])
         with torch.no_grad():
             logprob, _ = learner.policy.logprobs(trajectory_inputs, trajectory_texts)
-        steps = tuple(
+        on_policy = tuple(
             dataclasses.replace(s, behaviour_logprob=float(lp))
             for s, lp in zip(trajectory.steps, logprob.tolist(), strict=True)
         )
-        assert learner.add(dataclasses.replace(trajectory, steps=steps))
+        assert learner.add(dataclasses.replace(trajectory, steps=on_policy))
     sample = learner.replay.sample(8)
     steps, inputs, texts = _flat(list(sample.trajectories))
     batch = learner._batch(sample, steps, inputs, texts)
