@@ -11,8 +11,8 @@ critics that have just trained:
    weights are 0 is not trained. The core turns them into the actor loss (``losses.actor_loss``) with
    the KL anchor, runs the micro-batches and takes the step.
 
-An algorithm owns no optimiser and no model; it reads the critics the core holds. ``make_algorithm``
-builds the one ``LearnerSettings.algorithm`` names.
+An algorithm owns no optimiser and no model; it reads the critics the core holds. The core builds the
+one ``LearnerSettings.algorithm`` names.
 
 Shapes: B trajectories, N steps in all (trajectory i's steps are ``spans[i]``), H the hidden size.
 """
@@ -25,11 +25,10 @@ from typing import Protocol
 
 import torch
 
-from distrl.config import LearnerSettings
 from distrl.learner.critics import Critics
 from distrl.records import Trajectory
 
-__all__ = ["ActorTargets", "Algorithm", "Batch", "Plan", "imitation", "make_algorithm"]
+__all__ = ["ActorTargets", "Algorithm", "Batch", "Plan", "imitation"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,17 +122,3 @@ class Algorithm(Protocol):
     def plan(self, batch: Batch) -> Plan: ...
 
     def actor_targets(self, batch: Batch, plan: Plan) -> ActorTargets: ...
-
-
-def make_algorithm(settings: LearnerSettings) -> Algorithm:
-    """The algorithm ``settings.algorithm`` names, with its settings."""
-    from distrl.learner.a_ride import ARide
-    from distrl.learner.digirl import DigiRL
-    from distrl.learner.filtered_bc import FilteredBC
-
-    algorithms: dict[str, type[ARide] | type[DigiRL] | type[FilteredBC]] = {
-        "a-ride": ARide,
-        "digirl": DigiRL,
-        "filtered-bc": FilteredBC,
-    }
-    return algorithms[settings.algorithm](settings)

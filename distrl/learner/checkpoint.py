@@ -20,16 +20,19 @@ import copy
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import torch
 from safetensors.torch import load_file
 
+from distrl.config import LearnerSettings
 from distrl.errors import CheckpointError, PolicyError
 from distrl.learner.replay import ReplayBuffer
 from distrl.learner.tensor_files import (
@@ -41,11 +44,7 @@ from distrl.learner.tensor_files import (
     rng_state,
     save_tensors,
 )
-
-if TYPE_CHECKING:
-    import torch
-
-    from distrl.learner.core import Learner
+from distrl.policy import Policy
 
 __all__ = [
     "LATEST",
@@ -74,6 +73,27 @@ _REPLAY_FILE = "replay.bin"
 _ADAPTER_DIR = "adapter"
 
 # --- a learner's state ----------------------------------------------------------------------------------
+
+
+class Learner(Protocol):
+    """What a checkpoint holds of a learner (``distrl.learner.core.Learner``)."""
+
+    replay: ReplayBuffer
+    updates: int
+    progress: dict[str, int]
+
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def settings(self) -> LearnerSettings: ...
+    @property
+    def critics(self) -> torch.nn.Module: ...
+    @property
+    def actor_optimiser(self) -> torch.optim.Optimizer: ...
+    @property
+    def critic_optimiser(self) -> torch.optim.Optimizer: ...
+    @property
+    def rng(self) -> random.Random: ...
 
 
 def save_learner(learner: Learner, folder: str | Path) -> None:

@@ -42,9 +42,12 @@ import torch
 
 from distrl.config import LearnerSettings
 from distrl.errors import LearnerError
-from distrl.learner.algorithm import ActorTargets, Batch, make_algorithm
+from distrl.learner.a_ride import ARide
+from distrl.learner.algorithm import ActorTargets, Algorithm, Batch
 from distrl.learner.checkpoint import load_learner, save_learner
 from distrl.learner.critics import Critics
+from distrl.learner.digirl import DigiRL
+from distrl.learner.filtered_bc import FilteredBC
 from distrl.learner.losses import actor_loss
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import importance_ratios
@@ -96,7 +99,7 @@ class Learner:
     ) -> None:
         self.policy = policy
         self.settings = settings
-        self.algorithm = make_algorithm(settings)
+        self.algorithm: Algorithm = _ALGORITHMS[settings.algorithm](settings)
         self.updates = 0
         """Updates done: the version of the weights the learner holds."""
         self.progress: dict[str, int] = {}
@@ -327,6 +330,14 @@ class Learner:
                 quantity=quantity,
                 update=self.updates + 1,
             )
+
+
+_ALGORITHMS: dict[str, type[ARide] | type[DigiRL] | type[FilteredBC]] = {
+    "a-ride": ARide,
+    "digirl": DigiRL,
+    "filtered-bc": FilteredBC,
+}
+"""The algorithm each ``LearnerSettings.algorithm`` names."""
 
 
 def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
