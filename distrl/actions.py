@@ -278,7 +278,8 @@ class Swipe:
 
 @dataclass(frozen=True, slots=True)
 class TypeText:
-    """Type text into the focused field (``input text``); no focus tap, no enter."""
+    """Type text (``input text``): into the focused field, or to the app in front where none is (a
+    keypad that takes keys); no focus tap, no enter."""
 
     text: str
 
