@@ -27,12 +27,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from safetensors.torch import load_file
 
-from distrl.config import LearnerSettings
 from distrl.errors import CheckpointError, PolicyError
 from distrl.learner.replay import ReplayBuffer
 from distrl.learner.tensor_files import (
@@ -44,7 +43,10 @@ from distrl.learner.tensor_files import (
     rng_state,
     save_tensors,
 )
-from distrl.policy import Policy
+
+if TYPE_CHECKING:  # read through the learner; importing the policy here would cost every importer
+    from distrl.config import LearnerSettings
+    from distrl.policy import Policy
 
 __all__ = [
     "LATEST",

@@ -33,10 +33,13 @@ def outcome_rewards(trajectory: Trajectory) -> list[float]:
 
 
 def rewarded(trajectory: Trajectory) -> Trajectory:
-    """``trajectory`` with ``outcome_rewards`` recorded in its steps' ``reward``."""
+    """``trajectory`` with ``outcome_rewards`` recorded in its steps' ``reward`` (itself where they are)."""
+    rewards = outcome_rewards(trajectory)
+    if all(step.reward == reward for step, reward in zip(trajectory.steps, rewards, strict=True)):
+        return trajectory
     steps = tuple(
         dataclasses.replace(step, reward=reward)
-        for step, reward in zip(trajectory.steps, outcome_rewards(trajectory), strict=True)
+        for step, reward in zip(trajectory.steps, rewards, strict=True)
     )
     return dataclasses.replace(trajectory, steps=steps)
 
