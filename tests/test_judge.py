@@ -129,8 +129,8 @@ async def test_the_judge_sees_the_last_screens_final_last(server: JudgeServer) -
 )
 async def test_busy_slow_and_lost_answers_are_retried(server: JudgeServer, failures: list[str]) -> None:
     server.script.extend(failures)
-    server.hang_s = 1.0
-    async with _judge(server, timeout_s=0.3) as judge:
+    server.hang_s = 5.0  # a "timeout" holds its answer well past timeout_s; a healthy one, even on a
+    async with _judge(server, timeout_s=1.5) as judge:  # loaded machine, answers well within it
         verdict = await judge.verdict(_trajectory("a", final="won"))
     assert verdict.success is True
     assert server.requests == len(failures) + 1
