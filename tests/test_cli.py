@@ -237,7 +237,7 @@ def test_verbose_run_shows_the_workers_log_too() -> None:
     assert "INFO" not in quiet.stderr
     verbose = distrl("probe", str(EXAMPLE), "--heartbeats", "1", "-v")
     assert verbose.returncode == 0
-    assert "INFO distrl.worker: worker local: serving 32 device(s)" in verbose.stderr
+    assert "INFO distrl.worker.agent: worker local: serving 32 device(s)" in verbose.stderr
 
 
 def test_a_bad_number_argument_is_named_in_words() -> None:

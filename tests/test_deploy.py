@@ -194,7 +194,7 @@ def test_probe_and_a_short_run_use_the_deployed_python(
     assert probe.status == 0, probe.out + probe.err
     assert re.search(r"fresh +ok +2 devices", probe.out)
     # the worker's interpreter was the virtualenv's: its bytecode cache is there now
-    assert list(venv.rglob("distrl/__pycache__/worker*.pyc"))
+    assert list(venv.rglob("distrl/worker/__pycache__/agent*.pyc"))
     run = _distrl(code, "run", str(deployed.inventory), "--new", timeout=300)
     assert run.status == 0, run.out + run.err[-3000:]
     episodes = re.search(r"^(\d+) episodes", run.out, re.MULTILINE)

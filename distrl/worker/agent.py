@@ -1,20 +1,17 @@
-"""The worker agent: ``python -m distrl worker``, one per host, speaking frames on stdin/stdout.
-
-The learner starts it (as a subprocess, or over SSH), and it lives exactly as long as its stdin:
-end of input means the learner is gone, and the worker exits. Its protocol, in order:
+"""The worker agent's protocol on one frame stream: ``serve``.
 
 1. receive the learner's ``Hello`` (within ``handshake_s``), check the protocol version;
 2. answer with its own ``Hello``: the devices it drives and what it runs on;
 3. serve, each message in its own task so that a slow one never holds up a heartbeat:
    - ``Heartbeat``: echoed;
    - ``Setup``: the policy, sim and timeout settings. The worker opens its devices (``sim-N`` are
-     in-process simulated phones, anything else an adb serial) and loads its policy replica, then
-     acks; a bad setting or an unloadable model is an ``ErrorReport``. With ``model = "expert"`` there
-     is no model: the simulated phone's scripted expert chooses each step (sim devices only);
-   - ``Weights``: a full snapshot or a diff against the version held, applied between inference
-     batches (``Batcher.exclusive``), verified against the learner's checksum, then acked with the new
-     version. A diff that does not apply changes nothing and is answered with its ``WeightsError``:
-     the learner then sends a full snapshot;
+     in-process simulated phones, anything else an adb serial) and loads its policy replica
+     (``inference.py``), then acks; a bad setting or an unloadable model is an ``ErrorReport``. With
+     ``model = "expert"`` there is no model: the simulated phone's scripted expert chooses each step
+     (sim devices only);
+   - ``Weights``: a full snapshot or a diff against the version held, applied by the replica between
+     inference batches, then acked with the new version. A diff that does not apply changes nothing and
+     is answered with its ``WeightsError``: the learner then sends a full snapshot;
    - ``EpisodeRequest``: one episode on that device. Reset to the task, then observe → ask the
      batched policy → act, until a STATUS action or the task's step limit. Every step goes back as a
      ``StepReport`` the moment it is taken, tagged with the policy version that chose it, and an
@@ -24,15 +21,10 @@ end of input means the learner is gone, and the worker exits. Its protocol, in o
      far; the next episode resets it;
    - ``Shutdown``: acked, then the worker exits.
 
-A worker that hears nothing from the learner for ``--silence-timeout`` (the learner's
+A worker that hears nothing from the learner for ``silence_s`` (the learner's
 ``timeouts.heartbeat_timeout_s``) exits with status 3, from the handshake on (the learner sends
 heartbeats): its machine may have vanished without the connection closing. A malformed frame from the
 learner, at any point, is one log line and exit status 2.
-
-Inference runs in one thread for all devices (``distrl.policy.Batcher``): requests from the device
-coroutines are gathered into batches of at most ``policy.max_batch``.
-
-Anything the process prints goes to stderr: stdout carries frames only.
 """
 
 from __future__ import annotations
@@ -42,14 +34,13 @@ import dataclasses
 import logging
 import os
 import platform
-import sys
 import time
 import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+from anyio.abc import TaskGroup
 
 from distrl import __version__
 from distrl.build import build_id
@@ -58,9 +49,7 @@ from distrl.errors import (
     ConfigError,
     DeviceError,
     DistrlError,
-    PolicyError,
     ProtocolMismatch,
-    WeightsError,
     WireError,
     error_from_wire,
     error_to_wire,
@@ -81,26 +70,27 @@ from distrl.wire import (
     StepReport,
     Weights,
 )
+from distrl.worker.inference import Replica, expert_step, import_heavy
 
 if TYPE_CHECKING:
-    import torch
-
     from distrl.device.host import HostDevices
     from distrl.device.protocol import Device
-    from distrl.policy import Policy, PolicyInput, Sample
-    from distrl.policy.batching import Batcher
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_DELAY_ENV = "DISTRL_TEST_WEIGHTS_DELAY_S"
-"""For benchmarks and tests: seconds this worker waits before taking in each weights message after its
-first, as if its link were slow (``benchmarks/slow_worker.py``). Unset or 0 in real runs."""
 
-
-async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, silence_s: float = 60.0) -> int:
+async def serve(
+    stream: FrameStream,
+    *,
+    host: str,
+    handshake_s: float = 60.0,
+    silence_s: float = 60.0,
+    bytes_heard: Callable[[], float] = lambda: 0.0,
+) -> int:
     """Run the worker protocol on ``stream`` until shutdown or end of input; returns an exit status: 0, 2
     for a malformed frame or a protocol mismatch, 3 when the learner went silent for ``silence_s``
-    (``timeouts.heartbeat_timeout_s`` once ``Setup`` has said)."""
+    (``timeouts.heartbeat_timeout_s`` once ``Setup`` has said). ``bytes_heard`` says when bytes last
+    came from the learner (``time.monotonic``): a big frame still arriving is no silence."""
     with anyio.fail_after(handshake_s):
         first = await stream.receive()
     if not isinstance(first, Hello) or first.role != "learner":
@@ -141,7 +131,7 @@ async def serve(stream: FrameStream, *, host: str, handshake_s: float = 60.0, si
         )
     )
     log.info("worker %s: serving %d device(s)", host, len(first.devices))
-    agent = _Agent(stream, host, first.devices, silence_s, devices)
+    agent = _Agent(stream, host, first.devices, silence_s, devices, bytes_heard)
     try:
         async with anyio.create_task_group() as tg:
             status = await agent.serve(tg)
@@ -156,9 +146,16 @@ class _Agent:
     """The worker's state: its devices, its policy replica and the episodes running."""
 
     def __init__(
-        self, stream: FrameStream, host: str, devices: Sequence[str], silence_s: float, adb: HostDevices
+        self,
+        stream: FrameStream,
+        host: str,
+        devices: Sequence[str],
+        silence_s: float,
+        adb: HostDevices,
+        bytes_heard: Callable[[], float],
     ) -> None:
         self.stream = stream
+        self.bytes_heard = bytes_heard
         self.adb = adb
         """The host's adb devices, attached and launched."""
         self.silence_s = silence_s
@@ -169,13 +166,8 @@ class _Agent:
         self.devices: dict[str, Device] = {}
         self.running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         """The episode playing on each device: its cancel scope, and an event set when it has stopped."""
-        self.policy: Policy | None = None
-        self.batcher: Batcher[PolicyInput, tuple[Sample, int]] | None = None
-        self.weights: dict[str, torch.Tensor] = {}
-        """The last snapshot applied, as published (its dtype may differ from the adapter's)."""
-        self.dtypes: dict[str, torch.dtype] = {}
-        """The adapter's own dtype per tensor, which published weights are cast to."""
-        self.version: int | None = None
+        self.replica: Replica | None = None
+        """The policy replica; None for the expert."""
         self.ready = anyio.Event()
         self.heard = time.monotonic()
 
@@ -193,7 +185,7 @@ class _Agent:
         while True:
             await anyio.sleep(min(1.0, self.silence_s / 4))
             limit = self.silence_s if self.settings is None else self.settings.timeouts.heartbeat_timeout_s
-            if time.monotonic() - max(self.heard, _last_bytes_at) > limit:
+            if time.monotonic() - max(self.heard, self.bytes_heard()) > limit:
                 scope.cancel()
                 return
 
@@ -251,29 +243,17 @@ class _Agent:
         # the emulators it launches boot while the policy loads (their first resets wait for them)
         opened = await self.adb.open(settings.timeouts, settings.sim, tg)
         # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
-        await anyio.to_thread.run_sync(_import_heavy, expert)
+        await anyio.to_thread.run_sync(import_heavy, expert)
         from distrl.sim.device import sim_device
 
         if not expert:
-            from distrl.policy import Policy
-            from distrl.policy.batching import Batcher
-
-            policy = await anyio.to_thread.run_sync(
-                lambda: Policy.load(settings.policy, device="auto", seed=settings.seed)
-            )
-            batcher: Batcher[PolicyInput, tuple[Sample, int]] = Batcher(
-                self._infer, max_batch=settings.policy.max_batch, max_wait_s=settings.policy.max_wait_s
-            )
-            await tg.start(batcher.run)
-            self.policy, self.batcher = policy, batcher
-            self.weights = policy.adapter_state()
-            self.dtypes = {name: tensor.dtype for name, tensor in self.weights.items()}
+            self.replica = await Replica.start(settings, self.host, tg)
         for name in self.names:
             self.devices[name] = opened[name] if name in opened else self._sim(name, settings, sim_device)
         self.heard = time.monotonic()
         self.settings = settings
         self.ready.set()
-        runs_on = "cpu" if self.policy is None else str(self.policy.device)
+        runs_on = "cpu" if self.replica is None else str(self.replica.policy.device)
         log.info(
             "worker %s: %d device(s) and the policy (%s on %s) ready in %.1f s",
             self.host,
@@ -290,12 +270,6 @@ class _Agent:
         device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
         return device
 
-    def _infer(self, batch: list[PolicyInput]) -> list[tuple[Sample, int]]:
-        """One inference batch, in the batcher's thread; each answer with the version that gave it."""
-        assert self.policy is not None  # the batcher starts after the policy
-        version = self.version or 0
-        return [(sample, version) for sample in self.policy.sample(batch)]
-
     def _require_setup(self, message: Message) -> None:
         if not self.ready.is_set():
             raise DistrlError(
@@ -304,45 +278,10 @@ class _Agent:
 
     async def _weights(self, message: Weights) -> None:
         self._require_setup(message)
-        if self.policy is None or self.batcher is None:
+        if self.replica is None:
             raise DistrlError("this worker plays the expert policy, which has no weights")
-        from distrl.weights import apply
-
-        if self.version is not None:
-            await anyio.sleep(_weights_delay_s())
-        base = None if message.kind == "full" else self.version
-        if message.kind == "diff" and base is None:
-            raise WeightsError(
-                "a diff arrived before any full snapshot", reason="base", version=message.version
-            )
-        started = time.perf_counter()
-        snapshot = await anyio.to_thread.run_sync(
-            lambda: apply(self.weights if base is not None else {}, message.blob, expected_base=base)
-        )
-        policy = self.policy
-        cast = {
-            name: tensor.to(self.dtypes[name]) if name in self.dtypes else tensor
-            for name, tensor in snapshot.tensors.items()
-        }
-        async with self.batcher.exclusive():
-            try:
-                policy.load_adapter_state(cast)
-            except PolicyError as exc:
-                raise WeightsError(
-                    f"the weights do not fit this worker's adapter: {exc}",
-                    reason="mismatch",
-                    version=message.version,
-                ) from exc
-            self.weights, self.version = snapshot.tensors, snapshot.version
-        log.debug(
-            "worker %s: weights v%d (%s, %d bytes) applied in %.1f ms",
-            self.host,
-            snapshot.version,
-            message.kind,
-            len(message.blob),
-            1000 * (time.perf_counter() - started),
-        )
-        await self.stream.send(Ack(ref=message.id, ok=True, detail=f"v{snapshot.version}"))
+        version = await self.replica.apply(message)
+        await self.stream.send(Ack(ref=message.id, ok=True, detail=f"v{version}"))
 
     async def _episode(self, request: EpisodeRequest) -> None:
         self._require_setup(request)
@@ -407,20 +346,9 @@ class _Agent:
         index: int,
     ) -> Step:
         """The policy's step on ``observation``: the batched model's sample, or the expert's action."""
-        asked = time.perf_counter()
-        if self.batcher is None:  # the expert: deterministic, so its log-prob is 0
-            from distrl.device.episode import scripted_step
-            from distrl.sim.device import SimDevice
-            from distrl.sim.suites import expert_action
-
-            assert isinstance(device, SimDevice)  # _setup refuses the expert on adb devices
-            return scripted_step(expert_action(task, device.phone), observation, index, asked)
-        from distrl.policy import PolicyInput
-
-        sample, version = await self.batcher(
-            PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
-        )
-        return sample.step(index, observation, version, time.perf_counter() - asked)
+        if self.replica is None:
+            return expert_step(device, task, observation, index)
+        return await self.replica.choose(task, observation, history, index)
 
     async def aclose(self) -> None:
         for device in self.devices.values():
@@ -456,94 +384,3 @@ async def _score(task: Task, device: Device) -> bool | None:
 
         return judge(task, await device.state())
     return None
-
-
-def _import_heavy(expert: bool) -> None:
-    """Import what ``_setup`` needs (seconds of work for torch and transformers)."""
-    import distrl.device.adb
-    import distrl.device.episode
-    import distrl.sim.device
-    import distrl.sim.suites
-
-    if not expert:
-        import distrl.policy
-        import distrl.policy.batching  # noqa: F401
-
-
-def _weights_delay_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(WEIGHTS_DELAY_ENV) or 0))
-    except ValueError:
-        return 0.0
-
-
-_last_bytes_at = 0.0
-"""When bytes last came from the learner: a big frame still arriving keeps the watchdog quiet."""
-
-
-class _FdReceiveStream(ByteReceiveStream):
-    """Reads a file descriptor in a thread; cancellable (the blocked read is abandoned)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        try:
-            data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes, abandon_on_cancel=True)
-        except OSError as exc:
-            raise anyio.BrokenResourceError from exc
-        if not data:
-            raise anyio.EndOfStream
-        global _last_bytes_at  # one stdin per process
-        _last_bytes_at = time.monotonic()
-        return data
-
-    async def aclose(self) -> None:
-        pass
-
-
-class _FdSendStream(ByteSendStream):
-    """Writes a file descriptor in a thread."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    async def send(self, item: bytes) -> None:
-        view = memoryview(item)
-        while view:
-            try:
-                written = await anyio.to_thread.run_sync(os.write, self._fd, view)
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            view = view[written:]
-
-    async def aclose(self) -> None:
-        pass
-
-
-def main(host: str, *, handshake_s: float = 60.0, silence_s: float = 60.0) -> NoReturn:
-    """Entry point of ``python -m distrl worker``: frames on the real stdout, prints on stderr."""
-    frames_out = os.dup(1)
-    os.dup2(2, 1)  # a stray print() must not corrupt the frame stream
-    sys.stdout = sys.stderr
-    stream = FrameStream.from_pair(receive=_FdReceiveStream(0), send=_FdSendStream(frames_out))
-
-    async def run() -> int:
-        try:
-            return await serve(stream, host=host, handshake_s=handshake_s, silence_s=silence_s)
-        except TimeoutError:
-            log.error("worker %s: no hello from the learner within %g s", host, handshake_s)
-            return 2
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            log.info("worker %s: the learner is gone; exiting", host)
-            return 0
-        except WireError as exc:
-            log.error("worker %s: bad frame from the learner: %s", host, exc)
-            return 2
-
-    status = anyio.run(run)
-    # A read of stdin blocked in a thread cannot be interrupted, and a normal interpreter exit would wait
-    # for it; leave at once, with the logs flushed.
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(status)
