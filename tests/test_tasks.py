@@ -122,7 +122,7 @@ def test_a_task_the_reader_takes_fits_the_wire(tmp_path: Path) -> None:
     path = _write(tmp_path / "big.jsonl", big)
     (task,) = load_task_files([path], max_steps=10)
     assert task.id == "v1.2/open_app-3"
-    frame = encode(EpisodeRequest(episode_id="e" * 64, device="sim-0", task=task, policy_version=0))
+    frame = encode(EpisodeRequest(episode_id="e" * 64, device="sim-0", task=task))
     assert len(frame) < MAX_TASK_BYTES * 2 < MAX_HEADER_BYTES
     with pytest.raises(TaskFileError, match=r"big\.txt:1: the goal is over the 16384 bytes"):
         load_task_files([_write(tmp_path / "big.txt", "g" * (MAX_TEXT_BYTES + 1))], max_steps=10)

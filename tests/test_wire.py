@@ -192,7 +192,7 @@ messages: st.SearchStrategy[Message] = st.one_of(
         blob=st.binary(max_size=256),
         id=ids,
     ),
-    st.builds(EpisodeRequest, episode_id=names, device=names, task=tasks, policy_version=small, id=ids),
+    st.builds(EpisodeRequest, episode_id=names, device=names, task=tasks, id=ids),
     st.builds(StepReport, episode_id=names, step=steps(), id=ids),
     st.builds(TrajectoryReport, trajectory=trajectories(), id=ids),
     st.builds(
@@ -257,7 +257,7 @@ def _sample_messages(screen_bytes: int = 300_000, blob_bytes: int = 2**21) -> li
             checksum="c",
             blob=bytes(range(256)) * (blob_bytes // 256) + b"w",
         ),
-        EpisodeRequest(episode_id="e", device="sim-0", task=_trajectory().task, policy_version=1),
+        EpisodeRequest(episode_id="e", device="sim-0", task=_trajectory().task),
         StepReport(episode_id="e", step=_trajectory().steps[0]),
         TrajectoryReport(trajectory=_trajectory(tag=1, screen_bytes=screen_bytes), id=4),
         EpisodeEnd(trajectory=replace(_trajectory(tag=2), steps=()), steps=3, id=5),
@@ -377,7 +377,6 @@ def test_error_report_rebuilds_the_error_class() -> None:
                 episode_id="e",
                 device="d",
                 task=Task(id="t", suite="s", goal="g", params={"price": math.nan}),
-                policy_version=0,
             ),
             "EpisodeRequest.task.params.price",
         ),
@@ -546,7 +545,6 @@ def test_the_hand_built_frames_below_are_valid() -> None:
                     "episode_id": "e",
                     "device": "d",
                     "task": {**_TASK, "params": {"a": [1]}},
-                    "policy_version": 0,
                 }
             ),
             "task.params.a",
@@ -677,7 +675,7 @@ def test_equal_messages_encode_to_identical_bytes() -> None:
 
 def test_an_unexpected_error_while_decoding_becomes_a_wire_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one boundary: even a failure this module did not foresee reaches the caller as a WireError."""
-    frame = encode(EpisodeRequest(episode_id="e", device="d", task=_trajectory().task, policy_version=0))
+    frame = encode(EpisodeRequest(episode_id="e", device="d", task=_trajectory().task))
 
     def broken_task(**fields: object) -> Task:
         raise TypeError("surprise")

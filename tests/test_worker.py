@@ -110,9 +110,7 @@ async def test_worker_reports_unsupported_requests_and_keeps_serving() -> None:
             await stream.send(_hello())
             await stream.receive()
             task = Task(id="general/0", suite="general", goal="Open the clock")
-            await stream.send(
-                EpisodeRequest(id=5, episode_id="e1", device="sim-0", task=task, policy_version=0)
-            )
+            await stream.send(EpisodeRequest(id=5, episode_id="e1", device="sim-0", task=task))
             answer = await stream.receive()
             assert isinstance(answer, ErrorReport)
             assert answer.ref == 5
@@ -330,9 +328,7 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
 
             task = tasks("general", "train")[0]
             for i, device in enumerate(("sim-0", "sim-1")):
-                request = EpisodeRequest(
-                    id=10 + i, episode_id=f"e{i}", device=device, task=task, policy_version=2
-                )
+                request = EpisodeRequest(id=10 + i, episode_id=f"e{i}", device=device, task=task)
                 await stream.send(request)
             steps: dict[str, list[int]] = {"e0": [], "e1": []}
             finished: dict[str, EpisodeEnd] = {}
@@ -353,9 +349,7 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
                 assert end.trajectory.steps == ()
                 assert end.trajectory.success is False
                 assert end.trajectory.device in ("sim-0", "sim-1")
-            await stream.send(
-                EpisodeRequest(id=20, episode_id="e9", device="sim-7", task=task, policy_version=2)
-            )
+            await stream.send(EpisodeRequest(id=20, episode_id="e9", device="sim-7", task=task))
             unknown = await _reply(stream)
             assert isinstance(unknown, ErrorReport)
             assert unknown.ref == 20
@@ -387,9 +381,7 @@ async def test_the_expert_plays_sim_phones_only_and_takes_no_weights() -> None:
             assert isinstance(no_weights, ErrorReport)
             assert "has no weights" in no_weights.error.message
             task = tasks("general", "train")[0]
-            await stream.send(
-                EpisodeRequest(id=4, episode_id="e", device="sim-1", task=task, policy_version=0)
-            )
+            await stream.send(EpisodeRequest(id=4, episode_id="e", device="sim-1", task=task))
             report = await _reply(stream)
             assert isinstance(report, EpisodeEnd)
             assert report.trajectory.success is True

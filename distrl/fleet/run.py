@@ -111,7 +111,6 @@ async def collect(
     sessions = Sessions(
         sampler=sampler,
         arrive=judging.arrive if judging else ledger.arrive,
-        version=lambda: 0,
         timeouts=inventory.timeouts,
         max_failures=inventory.run.max_restarts,
     )
@@ -229,7 +228,6 @@ async def train(
     sessions = Sessions(
         sampler=sampler,
         arrive=judging.arrive if judging else ledger.arrive,
-        version=lambda: publisher.version,
         timeouts=inventory.timeouts,
         max_failures=run.max_restarts,
     )

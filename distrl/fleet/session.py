@@ -43,14 +43,12 @@ class Sessions:
         *,
         sampler: TaskSampler,
         arrive: Callable[[Trajectory], Awaitable[None]],
-        version: Callable[[], int],
         timeouts: Timeouts,
         max_failures: int,
     ) -> None:
         self._sampler = sampler
         self._arrive = arrive
         """Where each trajectory goes: the ledger, or the judge's queue before it."""
-        self._version = version
         self._timeouts = timeouts
         self._max_failures = max_failures
         self.retired = 0
@@ -77,7 +75,6 @@ class Sessions:
                 episode_id=episode_id,
                 device=device,
                 task=task,
-                policy_version=self._version(),
             )
             try:
                 trajectory = await link.episode(request, self._timeouts.episode_s)

@@ -518,7 +518,6 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
                 "episode_id": _str(message.episode_id, f"{where}.episode_id"),
                 "device": _str(message.device, f"{where}.device"),
                 "task": _task_to_wire(message.task, f"{where}.task"),
-                "policy_version": integer_value(message.policy_version, f"{where}.policy_version", minimum=0),
             }
         case StepReport():
             return {
@@ -591,7 +590,6 @@ def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox)
             episode_id=obj.string("episode_id"),
             device=obj.string("device"),
             task=_task_from_wire(obj.take("task"), obj.at("task")),
-            policy_version=obj.integer("policy_version", minimum=0),
             id=message_id,
         )
     if name == "step_report":

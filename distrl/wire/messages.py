@@ -74,12 +74,11 @@ class Weights:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EpisodeRequest:
-    """Learner to worker: run ``task`` on ``device`` with the weights at ``policy_version`` or later."""
+    """Learner to worker: run ``task`` on ``device`` with the weights it holds (each step says which)."""
 
     episode_id: str
     device: str
     task: Task
-    policy_version: int
     id: int = 0
 
 
