@@ -8,6 +8,7 @@ and bytes of the weights the blob produces, and ``payload_checksum`` over the me
 - ``encode_full``: every tensor as itself, so any safetensors reader can load it. For start and resync.
 - ``encode_diff``: from version n to m, one buffer per dtype (``delta.float32`` …) for all the tensors
   that changed, and a manifest listing every tensor (name, dtype, shape, changed or not) and the chunks.
+- ``encode``: either, with the checksum it wrote (a ``Weights`` message's field).
 
 ``apply`` checks the base version, the payload checksum, that the manifest names exactly the caller's
 tensors, every chunk's length, and finally the checksum of the result; whatever fails raises
@@ -126,14 +127,29 @@ def checksum(tensors: Tensors) -> str:
     return _digest(tensors, b"")
 
 
+class Encoded(NamedTuple):
+    """A blob as ``encode`` made it, and the ``checksum`` its metadata holds: what a ``Weights`` message
+    carries, without reading the blob again."""
+
+    blob: bytes
+    checksum: str
+
+
+def encode(
+    new: Tensors, version: int, *, old: Tensors | None = None, base_version: int | None = None
+) -> Encoded:
+    """``new`` at ``version``: in full (``encode_full``) when no ``base_version`` is given, else as the diff
+    from ``old`` at ``base_version`` (``encode_diff``)."""
+    if base_version is None:
+        return _encode_full(new, version)
+    if old is None:
+        raise ValueError("a diff needs the tensors at its base version")
+    return _encode_diff(old, new, base_version, version)
+
+
 def encode_full(tensors: Tensors, version: int) -> bytes:
     """A full snapshot of ``tensors`` at ``version``, for a worker that starts or has to resync."""
-    _check_version(version, "version")
-    stored = {name: _cpu(name, tensor).clone() for name, tensor in tensors.items()}
-    for name in stored:
-        _check_name(name)
-    metadata = _metadata("full", version, None, FULL_ENCODING, checksum(stored))
-    return _save(stored, metadata)
+    return _encode_full(tensors, version).blob
 
 
 def encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> bytes:
@@ -143,6 +159,19 @@ def encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> 
     snapshots, not parameters an optimizer is stepping). Tensors whose bits did not change cost only
     their line in the manifest. Compression runs on up to ``os.cpu_count()`` threads.
     """
+    return _encode_diff(old, new, base_version, version).blob
+
+
+def _encode_full(tensors: Tensors, version: int) -> Encoded:
+    _check_version(version, "version")
+    stored = {name: _cpu(name, tensor).clone() for name, tensor in tensors.items()}
+    for name in stored:
+        _check_name(name)
+    metadata = _metadata("full", version, None, FULL_ENCODING, checksum(stored))
+    return Encoded(_save(stored, metadata), metadata["checksum"])
+
+
+def _encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> Encoded:
     _check_version(base_version, "base_version")
     _check_version(version, "version")
     if version <= base_version:
@@ -179,7 +208,7 @@ def encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> 
         stored[f"delta.{dtype}"] = torch.frombuffer(bytearray().join(d for _, d in packed), dtype=torch.uint8)
     manifest = json.dumps({"tensors": entries, "chunks": chunks}, separators=(",", ":"))
     metadata = _metadata("diff", version, base_version, DIFF_ENCODING, checksum(new), manifest=manifest)
-    return _save(stored, metadata)
+    return Encoded(_save(stored, metadata), metadata["checksum"])
 
 
 def describe(blob: bytes) -> BlobInfo:
@@ -578,11 +607,13 @@ def _parallel(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
 
 __all__ = [
     "BlobInfo",
+    "Encoded",
     "Snapshot",
     "Tensors",
     "apply",
     "checksum",
     "describe",
+    "encode",
     "encode_diff",
     "encode_full",
     "CHUNK_BYTES",

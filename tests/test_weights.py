@@ -228,6 +228,16 @@ def update() -> tuple[Tensors, Tensors, bytes]:
     return history[4], history[5], encode_diff(history[4], history[5], 4, 5)
 
 
+def test_encode_says_the_checksum_it_wrote(update: tuple[Tensors, Tensors, bytes]) -> None:
+    old, new, blob = update
+    full = weights.encode(new, 5)
+    diff = weights.encode(new, 5, old=old, base_version=4)
+    assert describe(full.blob).kind == "full"
+    assert describe(diff.blob).kind == "diff"
+    assert full.checksum == describe(full.blob).checksum == checksum(new)
+    assert diff.checksum == describe(diff.blob).checksum == describe(blob).checksum
+
+
 def rejected(tensors: Tensors, blob: bytes, expected_base: int | None = 4) -> WeightsError:
     before = copy(tensors)
     with pytest.raises(WeightsError) as caught:

@@ -27,6 +27,8 @@ from distrl.wire import ErrorReport, Weights
 if TYPE_CHECKING:
     import torch
 
+    from distrl.weights import Encoded
+
     Tensors = dict[str, torch.Tensor]
 
 __all__ = ["Publisher", "snapshot"]
@@ -53,7 +55,7 @@ class Publisher:
         """The version each link's worker holds (None: none yet, or unknown after a failed push)."""
         self._sending: dict[Link, int] = {}
         """The version on its way to each link: likely the base of that link's next diff."""
-        self._blobs: dict[tuple[int, int | None], bytes] = {}
+        self._blobs: dict[tuple[int, int | None], Encoded] = {}
         """Encoded weights by (version, base version or None for full)."""
         self._encoding = anyio.Lock()
         self._published = anyio.Event()
@@ -114,8 +116,6 @@ class Publisher:
 
     async def _push(self, link: Link) -> None:
         """Send the current version to ``link``: a diff from the version it acked where it can be."""
-        from distrl import weights
-
         # read together, before any wait: a publication may prune them while this push travels
         version, base = self.version, self._acked.get(link)
         new, old = self._snapshots[version], None if base is None else self._snapshots.get(base)
@@ -128,8 +128,8 @@ class Publisher:
             version=version,
             base_version=base,
             kind=kind,
-            checksum=weights.describe(blob).checksum,
-            blob=blob,
+            checksum=blob.checksum,
+            blob=blob.blob,
         )
         started = time.monotonic()
         self._sending[link] = version
@@ -138,7 +138,7 @@ class Publisher:
         finally:
             del self._sending[link]
         self.push_s.append(time.monotonic() - started)
-        self.bytes += len(blob)
+        self.bytes += len(blob.blob)
         self.pushes += 1
         if isinstance(reply, ErrorReport):
             if kind == "diff" and isinstance(reply.error, WeightsError):
@@ -153,17 +153,17 @@ class Publisher:
         self._acks.set()
         self._acks = anyio.Event()
 
-    async def _blob(self, version: int, new: Tensors, base: int | None, old: Tensors | None) -> bytes:
+    async def _blob(self, version: int, new: Tensors, base: int | None, old: Tensors | None) -> Encoded:
         """``version`` in full (``base`` None) or as a diff from ``base``, encoded once for every link."""
         from distrl import weights
 
         async with self._encoding:
             blob = self._blobs.get((version, base))
             if blob is None:
-                if base is None or old is None:
-                    blob = await anyio.to_thread.run_sync(weights.encode_full, new, version)
-                else:
-                    blob = await anyio.to_thread.run_sync(weights.encode_diff, old, new, base, version)
+                diff_from = None if old is None else base
+                blob = await anyio.to_thread.run_sync(
+                    lambda: weights.encode(new, version, old=old, base_version=diff_from)
+                )
                 self._blobs = {key: b for key, b in self._blobs.items() if key[0] == self.version}
                 if version == self.version:
                     self._blobs[version, base] = blob
