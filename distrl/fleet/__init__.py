@@ -4,11 +4,13 @@
 - ``link``: one worker's link (requests, episodes streamed step by step, heartbeats, loss);
 - ``host``: one supervised host (start, setup, catch-up push, restarts with backoff);
 - ``session``: one coroutine per device, and sync mode's rounds;
-- ``sampler``: the task sampler and the account of tasks handed out;
+- ``scoring``: the run's tasks with their evaluators, and the judge's queue before the ledger (the
+  task sampler itself is ``distrl.tasks.sampler``);
 - ``publisher``: weight versions to every worker, newest first, never holding up training;
 - ``training``: arrivals into the learner, updates in a thread, publish and checkpoint cadence;
 - ``ledger``: scoring and counting each arrival once, ``RunStats``;
 - ``board``: progress lines and TensorBoard;
+- ``recorder``: the run's episodes to disk, off the sessions' path;
 - ``stop``: the run's stop, which remembers why it was set;
 - ``run``: the composition root, ``train`` and ``collect``.
 """
