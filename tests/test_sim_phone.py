@@ -7,6 +7,7 @@ import io
 
 import pytest
 from PIL import Image, ImageChops
+from support import tap
 
 from distrl.sim.app import BaseApp, Context
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
@@ -87,12 +88,6 @@ def _phone(**kw: object) -> Phone:
     return Phone(PhoneConfig(**kw), apps=[NotesApp()])  # type: ignore[arg-type]
 
 
-def _tap(phone: Phone, element_id: str) -> None:
-    element = next(e for e in reversed(phone.elements()) if e.id == element_id)
-    x, y = element.box.centre
-    phone.tap(x, y)
-
-
 def _notes(phone: Phone) -> dict[str, object]:
     data: dict[str, object] = phone.state()["apps"][PKG]
     return data
@@ -101,9 +96,9 @@ def _notes(phone: Phone) -> dict[str, object]:
 def test_launcher_icon_opens_the_app_and_home_keeps_it_running() -> None:
     phone = _phone()
     assert phone.state()["top"]["package"] == LAUNCHER
-    _tap(phone, f"launcher/app/{PKG}")
+    tap(phone, f"launcher/app/{PKG}")
     assert phone.focus() == f"{PKG}/.Main"
-    _tap(phone, "notes/item/0")
+    tap(phone, "notes/item/0")
     assert phone.state()["top"]["screen"] == "detail"
     phone.key(3)  # HOME
     assert phone.state()["top"]["package"] == LAUNCHER
@@ -117,12 +112,12 @@ def test_launcher_icon_opens_the_app_and_home_keeps_it_running() -> None:
 def test_back_closes_dialog_then_keyboard_then_screen_then_app() -> None:
     phone = _phone()
     phone.launch(PKG)
-    _tap(phone, "notes/item/3")
+    tap(phone, "notes/item/3")
     phone.key(4)
     assert phone.state()["top"]["screen"] == "main"
-    _tap(phone, "notes/title")
+    tap(phone, "notes/title")
     assert any(e.id == "keyboard/q" for e in phone.elements())
-    _tap(phone, "notes/ask")  # the keyboard does not cover the button
+    tap(phone, "notes/ask")  # the keyboard does not cover the button
     assert phone.state()["tasks"][PKG][-1]["dialog"]["title"] == "Sure?"
     phone.key(4)
     assert phone.state()["tasks"][PKG][-1]["dialog"] is None
@@ -137,13 +132,13 @@ def test_back_closes_dialog_then_keyboard_then_screen_then_app() -> None:
 def test_dialog_is_modal_and_its_buttons_answer() -> None:
     phone = _phone()
     phone.launch(PKG)
-    _tap(phone, "notes/ask")
+    tap(phone, "notes/ask")
     count = next(e for e in phone.elements() if e.id == "notes/count")
     phone.tap(*count.box.centre)  # outside the dialog: dismisses it, does not reach the button
     assert _notes(phone)["taps"] == 0
     assert phone.state()["tasks"][PKG][-1]["dialog"] is None
-    _tap(phone, "notes/ask")
-    _tap(phone, "dialog/button/Yes")
+    tap(phone, "notes/ask")
+    tap(phone, "dialog/button/Yes")
     assert _notes(phone)["answer"] == "Yes"
 
 
@@ -152,9 +147,9 @@ def test_typing_goes_to_the_focused_field_only() -> None:
     phone.launch(PKG)
     phone.type_text("lost")
     assert phone.state()["tasks"][PKG][-1]["fields"] == {}
-    _tap(phone, "notes/title")
+    tap(phone, "notes/title")
     phone.type_text("milk")
-    _tap(phone, "keyboard/s")  # on-screen keys type too
+    tap(phone, "keyboard/s")  # on-screen keys type too
     phone.key(67)  # DEL
     phone.key(62)  # SPACE
     phone.type_text("eggs\x00")
@@ -166,7 +161,7 @@ def test_typing_goes_to_the_focused_field_only() -> None:
 def test_taps_hit_the_top_element_and_stop_at_opaque_ones() -> None:
     phone = _phone()
     phone.launch(PKG)
-    _tap(phone, "notes/count")
+    tap(phone, "notes/count")
     assert _notes(phone)["taps"] == 1
     bar = next(e for e in phone.elements() if e.id == "notes/bar")
     phone.tap(*bar.box.centre)
@@ -207,10 +202,10 @@ def test_slider_takes_taps_and_drags() -> None:
 def test_snapshot_restore_is_exact_and_bad_blobs_change_nothing() -> None:
     phone = _phone(seed=3)
     phone.launch(PKG)
-    _tap(phone, "notes/count")
+    tap(phone, "notes/count")
     blob = phone.snapshot()
     pixels = phone.render().tobytes()
-    _tap(phone, "notes/item/1")
+    tap(phone, "notes/item/1")
     phone.put_setting("global", "wifi_on", "0")
     phone.restore(blob)
     assert phone.render().tobytes() == pixels
@@ -228,7 +223,7 @@ def test_same_seed_same_pixels_and_clear_data() -> None:
     a, b = _phone(seed=7), _phone(seed=7)
     for phone in (a, b):
         phone.launch(PKG)
-        _tap(phone, "notes/count")
+        tap(phone, "notes/count")
     assert a.render().tobytes() == b.render().tobytes()
     a.clear_data(PKG)
     assert _notes(a)["taps"] == 0
@@ -255,10 +250,10 @@ def test_loading_pages_block_taps_until_time_passes() -> None:
     ctx = phone.context(PKG)
     ctx.set_loading(3.0)
     assert any(e.id == "system/loading_page" for e in phone.elements())
-    _tap(phone, "system/loading_page")
+    tap(phone, "system/loading_page")
     phone.advance(5.0)
     assert not any(e.id == "system/loading_page" for e in phone.elements())
-    _tap(phone, "notes/count")
+    tap(phone, "notes/count")
     assert _notes(phone)["taps"] == 1
 
 
@@ -266,7 +261,7 @@ def test_recents_key_lists_running_apps() -> None:
     phone = _phone()
     phone.launch(PKG)
     phone.key(187)
-    _tap(phone, f"launcher/recent/{PKG}")
+    tap(phone, f"launcher/recent/{PKG}")
     assert phone.state()["top"]["package"] == PKG
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from support import tap
 
 from distrl.actions import to_gesture
 from distrl.records import ActionType
@@ -49,15 +50,8 @@ def _phone(*, nuisances: bool = False, seed: int = 0) -> Phone:
     return Phone(PhoneConfig(seed=seed, nuisances=nuisances))
 
 
-def _tap(phone: Phone, element_id: str) -> None:
-    element = find(phone, element_id)
-    assert element is not None, f"{element_id} is not on screen"
-    x, y = element.box.centre
-    phone.tap(x, y)
-
-
 def _type_into(phone: Phone, field: str, text: str) -> None:
-    _tap(phone, field)
+    tap(phone, field)
     phone.type_text(text)
     phone.key(KEYCODE_ENTER)
 
@@ -162,23 +156,23 @@ def test_address_bar_opens_sites_and_searches_google() -> None:
 def test_address_bar_replaces_its_text_and_suggests() -> None:
     phone = _phone()
     phone.open_url("https://www.ebay.com/")
-    _tap(phone, URL_FIELD)
+    tap(phone, URL_FIELD)
     assert find(phone, URL_FIELD) is not None
     assert find(phone, "keyboard/panel") is not None
     phone.type_text("eba")
     ids = _ids(phone)
     assert {"chrome/suggestion/0", "chrome/suggestion/1"} <= ids  # search "eba", and ebay.com from history
-    _tap(phone, "chrome/suggestion/1")
+    tap(phone, "chrome/suggestion/1")
     assert current_url(phone.state()) == "https://www.ebay.com/"
     assert find(phone, "keyboard/panel") is None
 
 
 def test_back_walks_the_page_history_then_leaves_chrome() -> None:
     phone = _phone()
-    _tap(phone, "launcher/search")  # the home screen's search bar opens Google in Chrome
+    tap(phone, "launcher/search")  # the home screen's search bar opens Google in Chrome
     assert current_url(phone.state()) == "https://www.google.com/"
     _type_into(phone, "google/search", "razer thresher")
-    _tap(phone, "google/result/0")
+    tap(phone, "google/result/0")
     third = current_url(phone.state())
     assert third is not None
     assert parse(third).kind == "shop_search"
@@ -193,18 +187,18 @@ def test_back_walks_the_page_history_then_leaves_chrome() -> None:
 def test_menu_new_tab_and_history() -> None:
     phone = _phone()
     phone.open_url("https://www.walmart.com/")
-    _tap(phone, "chrome/menu")
-    _tap(phone, "chrome/menu/history")
+    tap(phone, "chrome/menu")
+    tap(phone, "chrome/menu/history")
     assert current_url(phone.state()) == "chrome://history/"
-    _tap(phone, "history/entry/0")
+    tap(phone, "history/entry/0")
     assert current_url(phone.state()) == "https://www.walmart.com/"
-    _tap(phone, "chrome/menu")
+    tap(phone, "chrome/menu")
     phone.key(KEYCODE_BACK)  # BACK closes the menu, nothing else
     assert "chrome/menu/card" not in _ids(phone)
     assert current_url(phone.state()) == "https://www.walmart.com/"
-    _tap(phone, "chrome/home")
+    tap(phone, "chrome/home")
     assert phone.state()["top"]["screen"] == "main"
-    _tap(phone, "ntp/tile/0")  # most visited: walmart.com
+    tap(phone, "ntp/tile/0")  # most visited: walmart.com
     assert current_url(phone.state()) == "https://www.walmart.com/"
 
 
@@ -355,32 +349,32 @@ def test_shop_search_scroll_product_cart(domain: str) -> None:
     assert f"web/{key}/search" in _ids(phone)
     for _ in range(12):
         phone.swipe(540, 800, 540, 1800)
-    _tap(phone, f"web/{key}/result/1")
+    tap(phone, f"web/{key}/result/1")
     route = current_route(phone.state())
     assert route is not None
     assert (route.kind, route.product) == ("product", found[1].slug)
     title = find(phone, f"web/{key}/title")
     assert title is not None
     assert title.text == found[1].title
-    _tap(phone, f"web/{key}/add_to_cart")
-    _tap(phone, f"web/{key}/add_to_cart")
+    tap(phone, f"web/{key}/add_to_cart")
+    tap(phone, f"web/{key}/add_to_cart")
     assert [(i.product, i.qty) for i in cart(phone.state(), domain)] == [(found[1].slug, 2)]
     badge = find(phone, f"web/{key}/cart_count")
     assert badge is not None
     assert badge.icon == "2"
-    _tap(phone, f"web/{key}/cart")
+    tap(phone, f"web/{key}/cart")
     route = current_route(phone.state())
     assert route is not None
     assert route.kind == "cart"
     qty = find(phone, f"web/{key}/cart/item/0/qty")
     assert qty is not None
     assert qty.text == "Qty: 2"
-    _tap(phone, f"web/{key}/cart/remove/0")
+    tap(phone, f"web/{key}/cart/remove/0")
     assert cart(phone.state(), domain) == []
     assert f"web/{key}/cart_empty" in _ids(phone)
-    _tap(phone, f"web/{key}/continue")
+    tap(phone, f"web/{key}/continue")
     assert current_url(phone.state()) == shop.home_url
-    _tap(phone, f"web/{key}/deal/0")
+    tap(phone, f"web/{key}/deal/0")
     route = current_route(phone.state())
     assert route is not None
     assert route.kind == "product"
@@ -389,7 +383,7 @@ def test_shop_search_scroll_product_cart(domain: str) -> None:
 def test_walmart_adds_from_the_results_grid() -> None:
     phone = _phone()
     phone.open_url(SHOPS["walmart.com"].search_url("jbl flip 4"))
-    _tap(phone, "web/walmart/result/0/add")
+    tap(phone, "web/walmart/result/0/add")
     assert [i.product for i in cart(phone.state(), "walmart.com")] == [
         search("walmart.com", "jbl flip 4")[0].slug
     ]
@@ -408,7 +402,7 @@ def test_sponsored_entry_comes_first_but_is_not_the_first_entry(domain: str) -> 
     note = find(phone, f"web/{key}/ad/note")
     assert note is not None
     assert note.text == "Sponsored"
-    _tap(phone, f"web/{key}/ad")
+    tap(phone, f"web/{key}/ad")
     route = current_route(phone.state())
     assert route is not None
     assert route.product == sponsored(domain, "razer kraken").slug
@@ -424,7 +418,7 @@ def test_nuisances_show_ads_banners_and_promotions() -> None:
         phone.top_frame["dialog"] = None
         if "web/ebay/cookies/accept" in _ids(phone):
             banners += 1
-            _tap(phone, "web/ebay/cookies/accept")
+            tap(phone, "web/ebay/cookies/accept")
             assert "web/ebay/cookies" not in _ids(phone)
             assert _chrome(phone)["cookies"]["ebay.com"] == "accepted"
         for _ in range(3):
@@ -443,7 +437,7 @@ def test_bestbuy_country_dialog_can_lead_to_canada() -> None:
     phone.open_url("https://www.bestbuy.com/")
     ctx = phone.context(CHROME)
     ctx.dialog("promo", "Hello! Choose a country.", "", ["United States", "Canada"])
-    _tap(phone, "dialog/button/Canada")
+    tap(phone, "dialog/button/Canada")
     assert current_url(phone.state()) == "https://www.bestbuy.ca/"
 
 
@@ -555,7 +549,7 @@ def test_shopping_checks_need_the_exact_site_query_and_entry() -> None:
     assert not t["show_cart"].check({"site": "ebay.com", "items": 2}, full.state())
     assert not t["show_cart"].check(c, _at(shop.home_url).state())
     empty = _at(shop.cart_add_url(PRODUCTS[0]))
-    _tap(empty, "web/newegg/cart/remove/0")
+    tap(empty, "web/newegg/cart/remove/0")
     assert t["clear_cart"].check(c, empty.state())
 
 

@@ -35,6 +35,7 @@ import anyio
 import asyncssh
 import pytest
 from sshd_server import Sshd, free_port
+from support import gone, wait_gone
 
 from distrl.config import Devices, Host, Timeouts
 from distrl.errors import TransportError, TransportTimeout
@@ -75,26 +76,6 @@ def make_host(request: pytest.FixtureRequest) -> Iterator[MakeHost]:
         yield server.host
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A zombie (exited, not yet reaped) counts as gone.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True  # reaped between the two looks
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def _wait_gone(pid: int, within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return _gone(pid)
-
-
 def _read_pid(path: Path, within_s: float = 10.0) -> int:
     """The pid a script writes to ``path``, once it is there."""
     deadline = time.monotonic() + within_s
@@ -120,7 +101,7 @@ async def test_probe_shakes_hands_and_leaves_no_worker_behind(make_host: MakeHos
     pid = report.compute["pid"]
     assert isinstance(pid, int)
     assert pid != os.getpid()
-    assert _gone(pid), "the worker is still running after the link was closed"
+    assert gone(pid), "the worker is still running after the link was closed"
 
 
 @pytest.mark.anyio
@@ -177,7 +158,7 @@ async def test_a_worker_that_ignores_end_of_input_is_killed(make_host: MakeHost,
         async with open_host(host, timeouts):
             pid = await anyio.to_thread.run_sync(_read_pid, pid_file)
         # Stopping took at most cleanup_s for end of input and another for SIGTERM, then checked here.
-        assert _gone(pid), "the hung worker survived its link"
+        assert gone(pid), "the hung worker survived its link"
 
 
 def test_worker_dies_with_a_killed_learner(make_host: MakeHost) -> None:
@@ -219,10 +200,10 @@ def test_worker_dies_with_a_killed_learner(make_host: MakeHost) -> None:
             parent.kill()
             pytest.fail("the learner did not report its worker's pid within 20 s")
         worker_pid = int(line)
-        assert not _gone(worker_pid)
+        assert not gone(worker_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-    assert _wait_gone(worker_pid, WORKER_GONE_S), f"the worker outlived its learner by {WORKER_GONE_S} s"
+    assert wait_gone(worker_pid, WORKER_GONE_S), f"the worker outlived its learner by {WORKER_GONE_S} s"
 
 
 # -- SSH only ----------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 import struct
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import Process
+from support import gone, wait_gone
 
 from distrl import __version__
 from distrl.config import parse_inventory, worker_settings_json
@@ -73,19 +73,6 @@ async def worker(*extra: str) -> AsyncIterator[tuple[Process, FrameStream]]:
         if process.returncode is None:
             process.kill()
         await process.aclose()
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A zombie (exited, not yet reaped by its dead parent's adopter) counts as gone.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True  # reaped between the two looks
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 async def test_worker_handshake_heartbeat_and_shutdown() -> None:
@@ -209,13 +196,10 @@ def test_worker_dies_with_a_killed_learner(tmp_path: Path) -> None:
     with subprocess.Popen([sys.executable, str(learner)], stdout=subprocess.PIPE, text=True) as parent:
         assert parent.stdout is not None
         worker_pid = int(parent.stdout.readline())
-        assert not _gone(worker_pid)
+        assert not gone(worker_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    while not _gone(worker_pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(worker_pid), "the worker outlived its learner"
+    assert wait_gone(worker_pid, 15), "the worker outlived its learner"
 
 
 async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Path) -> None:
@@ -261,7 +245,7 @@ async def test_probe_fleet_runs_hosts_concurrently_and_reports_each(tmp_path: Pa
     assert "the worker exited during hello" in quits.error
     assert "no answer to hello within 4 s" in hangs.error
     # The hung worker was stopped by the cleanup, not left behind.
-    assert _gone(int(pid_file.read_text()))
+    assert gone(int(pid_file.read_text()))
 
 
 def test_the_worker_waits_for_hello_as_long_as_the_inventory_says() -> None:

@@ -1,0 +1,46 @@
+"""Helpers the test modules share: processes that should be gone, and taps on a simulated phone."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from distrl.sim.phone import Phone
+    from distrl.sim.ui import Element
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True  # reaped between the two looks
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def wait_gone(pid: int, within_s: float) -> bool:
+    """``gone(pid)``, waiting for it at most ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
+
+
+def element(phone: Phone, element_id: str) -> Element:
+    """The topmost element called ``element_id`` on ``phone``'s screen now (fails the test if none)."""
+    found = next((e for e in reversed(phone.elements()) if e.id == element_id), None)
+    assert found is not None, f"{element_id} is not on screen"
+    return found
+
+
+def tap(phone: Phone, element_id: str) -> None:
+    """Tap the middle of ``element(phone, element_id)``."""
+    x, y = element(phone, element_id).box.centre
+    phone.tap(x, y)
