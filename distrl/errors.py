@@ -25,6 +25,8 @@ The tree::
     ├── CheckpointError                 a checkpoint that cannot be written or read back: ``path``, ``reason``
     ├── LearnerError (ArithmeticError)  an update that met non-finite numbers, refused whole: ``quantity``,
     │                                   ``update``
+    ├── RankError (RuntimeError)        a learner rank that did not start, died or hung: ``rank``,
+    │                                   ``reason``
     ├── DeployError (RuntimeError)      installing distrl on a host failed: ``host``, ``stage``,
     │                                   ``exit_status``, ``output`` (the last lines of its stderr)
     ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
@@ -256,6 +258,17 @@ class LearnerError(DistrlError, ArithmeticError):
     ``actor_loss``."""
     update: int | None
     """The update that was refused (1 for the first)."""
+
+
+class RankError(DistrlError, RuntimeError):
+    """A learner rank that did not start, died or stopped answering (``[learner] ranks``): the run ends."""
+
+    fields: ClassVar[tuple[str, ...]] = ("rank", "reason")
+    rank: int | None
+    """The rank at fault (1 for the first after the learner's own), where it is known."""
+    reason: str | None
+    """``start`` (it did not join), ``died`` (its process ended), ``timeout`` (it did not answer within
+    ``collective_timeout_s``) or ``mismatch`` (it holds another model)."""
 
 
 class DeployError(DistrlError, RuntimeError):

@@ -23,9 +23,11 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 
 from distrl.config.reader import (
     devices_json,
+    learner_settings_json,
     load_inventory,
     parse_devices,
     parse_inventory,
+    parse_learner_settings,
     parse_worker_settings,
     worker_settings_json,
 )
@@ -66,8 +68,10 @@ __all__ = [
     "WorkerSettings",
     "address_problem",
     "devices_json",
+    "learner_settings_json",
     "load_inventory",
     "parse_devices",
+    "parse_learner_settings",
     "parse_inventory",
     "parse_worker_settings",
     "worker_settings_json",

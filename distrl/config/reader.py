@@ -49,6 +49,26 @@ def worker_settings_json(inventory: Inventory) -> str:
     return json.dumps(document, allow_nan=True)
 
 
+def learner_settings_json(policy: PolicySettings, learner: LearnerSettings) -> str:
+    """The settings a learner rank builds its policy and learner from, as a JSON document
+    (``parse_learner_settings`` reads it)."""
+    document = {"policy": dataclasses.asdict(policy), "learner": dataclasses.asdict(learner)}
+    return json.dumps(document, allow_nan=True)
+
+
+def parse_learner_settings(text: str) -> tuple[PolicySettings, LearnerSettings]:
+    """Check a ``learner_settings_json`` document as the inventory's own sections are checked.
+
+    Raises ``ConfigError`` naming the setting at fault."""
+    reader, data = _document(text, "the learner settings", "rank")
+    table = reader.table(data, "")
+    reader.reject_unknown(table, ["policy", "learner"], "")
+    return (
+        reader.section(PolicySettings, table.get("policy", {}), "policy"),
+        reader.section(LearnerSettings, table.get("learner", {}), "learner"),
+    )
+
+
 def _document(text: str, what: str, source: str) -> tuple[_Reader, object]:
     """A settings document sent on the wire, parsed, and the reader that checks it (``source`` names the
     message it came in); ``ConfigError`` when it is not JSON."""
@@ -196,6 +216,12 @@ class _Reader:
             raise self.fail(
                 "timeouts.heartbeat_timeout_s",
                 f"must be longer than timeouts.heartbeat_interval_s ({timeouts.heartbeat_interval_s:g} s)",
+            )
+        learner: LearnerSettings = sections["learner"]
+        if learner.devices and len(learner.devices) != learner.ranks:
+            raise self.fail(
+                "learner.devices",
+                f"names {len(learner.devices)} device(s) for learner.ranks = {learner.ranks}: one per rank",
             )
         sim: SimSettings = sections["sim"]
         if sim.height < sim.width:

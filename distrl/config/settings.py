@@ -297,6 +297,18 @@ class LearnerSettings:
     min_new_trajectories: int = _num(4, ge=0)
     """An update waits until this many new trajectories have reached the learner since the last one (0:
     update continuously); it keeps the learner from overfitting a buffer that refills slowly."""
+    ranks: int = _num(1, gt=0)
+    """Learner processes training each update together (data parallelism on ``torch.distributed``): the
+    batch's steps are split across them and their gradients summed. Rank 0 is the learner that runs the
+    fleet, the replay buffer and the checkpoints; the others only train, started as its child processes
+    (under ``torchrun`` they are the processes it starts, on any machine: README, "Training on several
+    GPUs")."""
+    devices: tuple[str, ...] = ()
+    """The torch device of each rank (``["cuda:0", "cuda:1"]``), as many as ``ranks``; empty: every rank
+    on ``device``'s CPU, or rank r on ``cuda:r``. NCCL links CUDA ranks, gloo CPU ones."""
+    collective_timeout_s: float = _num(300.0, gt=0)
+    """How long a rank waits for the others in any exchange before the run ends with an error naming
+    the rank at fault (a rank that dies is noticed at once; this bounds a rank that hangs)."""
     micro_batch: int = _num(16, gt=0)
     """Steps per forward pass in an update (gradients accumulate over the passes; bounds memory)."""
     gradient_checkpointing: bool = False

@@ -26,6 +26,9 @@ One ``update()``:
 Guards: a NaN or infinity in any score, value, priority or loss refuses the whole update
 (``LearnerError``), the critics put back as they were. Checkpoints: ``save``/``load``
 (``distrl.learner.checkpoint``).
+
+With ``ranks`` above 1 (``distrl.learner.ranks``) every update runs on all the ranks: each scores and
+trains its share of the batch's steps, and the same step is taken everywhere. ``close`` stops them.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from distrl.learner.checkpoint import load_learner, save_learner
 from distrl.learner.critics import Critics
 from distrl.learner.digirl import DigiRL
 from distrl.learner.filtered_bc import FilteredBC
+from distrl.learner.ranks import SYNC, UPDATE, Ranks, torchrun_rank
 from distrl.learner.losses import actor_loss
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import importance_ratios
@@ -96,7 +100,10 @@ class Learner:
         *,
         max_policy_lag: int | None = None,
         seed: int = 0,
+        ranks: Ranks | None = None,
     ) -> None:
+        """``ranks``: this process's place among the learner's ranks, where it is not rank 0 (which starts
+        the others itself when ``settings.ranks`` is above 1, or joins them under ``torchrun``)."""
         self.policy = policy
         self.settings = settings
         self.algorithm: Algorithm = _ALGORITHMS[settings.algorithm](settings)
@@ -134,6 +141,29 @@ class Learner:
         )
         self.rng = random.Random(f"learner/{seed}")
         """Reserved for the learner's own draws; saved and restored with checkpoints."""
+        if ranks is None and (settings.ranks > 1 or torchrun_rank() is not None):
+            ranks = Ranks.start(policy, settings, seed=seed)
+        self.ranks = ranks
+        """The learner's ranks (None: this process alone)."""
+        if ranks is not None:
+            try:
+                ranks.check_model(policy)
+                ranks.sync(self)  # every rank starts from rank 0's adapter and critics
+            except BaseException:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        """Stop the other ranks (rank 0), or leave their group; idempotent. A learner of one rank holds
+        nothing to close."""
+        if self.ranks is not None:
+            self.ranks.close()
+
+    def __enter__(self) -> Learner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def version(self) -> int:
@@ -154,8 +184,12 @@ class Learner:
         save_learner(self, folder)
 
     def load(self, folder: str | Path) -> None:
-        """Restore a checkpoint (``checkpoint.load_learner``); on ``CheckpointError`` nothing changed."""
+        """Restore a checkpoint (``checkpoint.load_learner``); on ``CheckpointError`` nothing changed. The
+        other ranks get what was loaded."""
         load_learner(self, folder)
+        if self.ranks is not None:
+            self.ranks.send(SYNC)
+            self.ranks.sync(self)
 
     # -- one update --------------------------------------------------------------------------------------
 
@@ -166,8 +200,16 @@ class Learner:
         if len(self.replay) == 0:
             return None
         sample = self.replay.sample(self.settings.batch_size)
+        if self.ranks is not None:
+            self.ranks.send(
+                UPDATE, updates=self.updates, trajectories=sample.trajectories, weights=sample.weights
+            )
+        return self.update_on(sample, started)
+
+    def update_on(self, sample: ReplaySample, started: float | None = None) -> UpdateReport:
+        """One update from ``sample`` (``update`` draws it; another rank gets rank 0's draw)."""
         with self.policy.prompter.remembering_screens():  # each screen processed once, not twice
-            return self._update(sample, started)
+            return self._update(sample, time.monotonic() if started is None else started)
 
     def _update(self, sample: ReplaySample, started: float) -> UpdateReport:
         settings = self.settings
@@ -192,9 +234,10 @@ class Learner:
             self.critic_optimiser.load_state_dict(critics[1])
             raise
 
-        if plan.priorities is not None:
-            self.replay.update_priorities(sample.keys, plan.priorities)
-        self.replay.advance()
+        if self.ranks is None or self.ranks.leader:  # the buffer is rank 0's
+            if plan.priorities is not None:
+                self.replay.update_priorities(sample.keys, plan.priorities)
+            self.replay.advance()
         self.updates += 1
         clip = settings.rho_clip
         priorities = plan.priorities or [0.0]
@@ -225,15 +268,28 @@ class Learner:
     ) -> Batch:
         """Step 2 of the module docstring: ``Policy.score`` over all steps, ``micro_batch`` at a time."""
         device = self.policy.device
-        parts = []
         size = self.settings.micro_batch
+        count = len(inputs)
+        first, stop = self.ranks.shard(count) if self.ranks is not None else (0, count)
+        logprob, entropy, state, answer_state = [], [], [], []
         with _evaluation(self.policy), torch.no_grad():
-            for start in range(0, len(inputs), size):
-                parts.append(self.policy.score(inputs[start : start + size], texts[start : start + size]))
-            state = torch.cat([p.state for p in parts if p.state is not None])
+            for start in range(first, stop, size):
+                end = min(start + size, stop)
+                scores = self.policy.score(inputs[start:end], texts[start:end])
+                assert scores.state is not None and scores.answer_state is not None
+                logprob.append(scores.logprob)
+                entropy.append(scores.entropy)
+                state.append(scores.state)
+                answer_state.append(scores.answer_state)
+            hidden = self.critics.features
+            scored = [
+                torch.cat(part) if part else torch.zeros((0, *shape), device=device)
+                for part, shape in ((logprob, ()), (entropy, ()), (state, (hidden,)), (answer_state, (hidden,)))
+            ]
+            if self.ranks is not None:  # every rank's share, so that each holds the whole batch
+                scored = [self.ranks.gather(tensor, count) for tensor in scored]
+            logprob, entropy, state, answer_state = scored
             values = torch.sigmoid(Critics.logit(self.critics.step, state))
-        logprob = torch.cat([p.logprob for p in parts])
-        entropy = torch.cat([p.entropy for p in parts])
         for name, tensor in (("logprob", logprob), ("entropy", entropy), ("value", values)):
             self._finite(name, tensor)
         behaviour = torch.tensor([step.behaviour_logprob for _, step in steps], device=device)
@@ -243,7 +299,7 @@ class Learner:
             logprob=logprob,
             entropy=entropy,
             state=state,
-            answer_state=torch.cat([p.answer_state for p in parts if p.answer_state is not None]),
+            answer_state=answer_state,
             values=values,
             rhos=importance_ratios(logprob, behaviour),
             weights=torch.tensor([sample.weights[i] for i, _ in steps], dtype=torch.float32, device=device),
@@ -264,6 +320,8 @@ class Learner:
         self._finite("critic_loss", loss.detach())
         self.critic_optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
+        if self.ranks is not None:  # the same loss on every rank: the mean keeps them in step
+            self.ranks.reduce_gradients(list(self.critics.parameters()), mean=True)
         torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
         self.critic_optimiser.step()
         return float(loss.detach())
@@ -271,20 +329,25 @@ class Learner:
     def _actor_step(
         self, inputs: Sequence[PolicyInput], texts: Sequence[str], targets: ActorTargets
     ) -> tuple[float, float]:
-        """The actor's step over the steps ``targets`` trains; its loss and mean KL (0, 0 if none)."""
+        """The actor's step over the steps ``targets`` trains; its loss and mean KL (0, 0 if none). With
+        several ranks each takes its share of those steps, and their gradients are summed before the step
+        (a non-finite loss on any rank refuses the update on all)."""
         settings = self.settings
         trained = targets.trained
         rows = [i for i in range(len(inputs)) if bool(trained[i])]
         if not rows:
             return 0.0, 0.0
-        total = len(rows)  # the loss is a mean over the steps trained
+        total = len(rows)  # the loss is a mean over the steps trained, on whichever rank each is
+        first, stop = self.ranks.shard(total) if self.ranks is not None else (0, total)
+        mine = rows[first:stop]
         anchored = settings.kl_coef > 0
         self.policy.train(True)
         self.actor_optimiser.zero_grad(set_to_none=True)
         loss_sum = kl_sum = 0.0
+        finite = True
         try:
-            for start in range(0, len(rows), settings.micro_batch):
-                chunk = rows[start : start + settings.micro_batch]
+            for start in range(0, len(mine), settings.micro_batch):
+                chunk = mine[start : start + settings.micro_batch]
                 chunk_inputs, chunk_texts = [inputs[i] for i in chunk], [texts[i] for i in chunk]
                 reference = (
                     self.policy.reference_log_probs(chunk_inputs, chunk_texts, self.reference)
@@ -308,14 +371,22 @@ class Learner:
                     steps=total,
                 )
                 if not torch.isfinite(loss.detach()):
-                    self.actor_optimiser.zero_grad(set_to_none=True)
-                    self._finite("actor_loss", loss.detach())
+                    finite = False
+                    break
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 loss_sum += float(loss.detach())
                 if scores.kl is not None:
                     kl_sum += float(scores.kl.detach().sum())
         finally:
             self.policy.train(False)
+        if self.ranks is not None:
+            failed, loss_sum, kl_sum = self.ranks.total([0.0 if finite else 1.0, loss_sum, kl_sum])
+            finite = failed == 0
+        if not finite:
+            self.actor_optimiser.zero_grad(set_to_none=True)
+            self._finite("actor_loss", torch.tensor(math.nan))
+        if self.ranks is not None:
+            self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         self.actor_optimiser.step()
         return loss_sum, kl_sum / total

@@ -1,0 +1,165 @@
+"""The learner on several ranks (``distrl.learner.ranks``, gloo on the CPU): the same update as one rank,
+checkpoints that do not depend on the number of ranks, and ranks that fail ending the run with one
+error, never a hang."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from distrl.config import LearnerSettings, PolicySettings, learner_settings_json, parse_inventory, parse_learner_settings
+from distrl.errors import ConfigError, RankError
+from distrl.learner.core import Learner
+from distrl.learner.ranks import _bounds
+from distrl.play import rollouts
+from distrl.policy import Policy
+from distrl.records import Trajectory
+from distrl.sim.suites import tasks
+
+POLICY = PolicySettings(max_new_tokens=24, lora_dropout=0.0)
+"""No LoRA dropout: each rank would draw its own masks, and the comparison with one rank is exact."""
+
+
+def _policy() -> Policy:
+    return Policy.load(POLICY, device="cpu", seed=0)
+
+
+@pytest.fixture(scope="module")
+def played() -> list[Trajectory]:
+    """Five episodes of tiny on the sim, two of them marked successful (so every algorithm trains)."""
+    chosen = tasks("general", "train")[:5]
+    trajectories = rollouts(_policy(), chosen, version=0, seed=3, parallel=5, width=270, height=600)
+    return [dataclasses.replace(t, success=i % 2 == 1) for i, t in enumerate(trajectories)]
+
+
+def _learner(played: list[Trajectory], algorithm: str, ranks: int, **changes: Any) -> Learner:
+    changes.setdefault("collective_timeout_s", 60)
+    settings = LearnerSettings(
+        algorithm=algorithm,  # type: ignore[arg-type]
+        batch_size=4,
+        micro_batch=3,
+        lr_actor=1e-2,
+        critic_warmup_updates=0,
+        ranks=ranks,
+        **changes,
+    )
+    learner = Learner(_policy(), settings, seed=0)
+    for trajectory in played:
+        assert learner.add(trajectory)
+    return learner
+
+
+def _state(learner: Learner) -> dict[str, torch.Tensor]:
+    state = {f"adapter.{k}": v for k, v in learner.policy.adapter_state().items()}
+    state.update({f"critics.{k}": v.detach().clone() for k, v in learner.critics.state_dict().items()})
+    return state
+
+
+def _recording_gradients(learner: Learner) -> list[list[torch.Tensor]]:
+    """The gradients each optimiser step of ``learner`` applies (after the all-reduce and the clip)."""
+    steps: list[list[torch.Tensor]] = []
+    for optimiser in (learner.actor_optimiser, learner.critic_optimiser):
+        step = optimiser.step
+
+        def recorded(*args: Any, _step: Any = step, _optimiser: Any = optimiser, **kwargs: Any) -> Any:
+            params = [p for group in _optimiser.param_groups for p in group["params"]]
+            steps.append([torch.zeros_like(p) if p.grad is None else p.grad.detach().clone() for p in params])
+            return _step(*args, **kwargs)
+
+        optimiser.step = recorded  # type: ignore[method-assign]
+    return steps
+
+
+def _assert_same_gradients(ours: list[list[torch.Tensor]], theirs: list[list[torch.Tensor]]) -> None:
+    assert len(ours) == len(theirs) > 0
+    for mine, other in zip(ours, theirs, strict=True):
+        scale = max(float(g.abs().max()) for g in other)
+        assert scale > 0  # the step trains something: the comparison is not of zeros
+        for a, b in zip(mine, other, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("algorithm", ["a-ride", "digirl", "filtered-bc"])
+def test_two_ranks_take_the_same_update_as_one(played: list[Trajectory], algorithm: str) -> None:
+    """The same batch, the same gradients (summed over the ranks' shares), so the same step. Compared on
+    the first update's gradients: Adam's first step is about lr·sign(g), so after it a gradient element
+    within rounding of 0 may differ by 2·lr whatever the ranks do."""
+    one = _learner(played, algorithm, 1)
+    alone = _recording_gradients(one)
+    report = one.update()
+    with _learner(played, algorithm, 2) as two:
+        together = _recording_gradients(two)
+        shared = two.update()
+        assert two.ranks is not None and two.ranks.reduced_bytes > 0
+        torch.testing.assert_close(_state(two), _state(one), rtol=1e-4, atol=2.5e-2)  # the same step, near
+    _assert_same_gradients(together, alone)
+    assert report is not None and shared is not None
+    assert (report.trained_steps, report.steps) == (shared.trained_steps, shared.steps) and report.trained_steps > 0
+    assert shared.actor_loss == pytest.approx(report.actor_loss, rel=1e-4, abs=1e-6)
+    assert shared.critic_loss == pytest.approx(report.critic_loss, rel=1e-5)
+    assert shared.kl == pytest.approx(report.kl, rel=1e-4, abs=1e-6)
+
+
+def test_a_checkpoint_of_two_ranks_resumes_with_one_and_the_reverse(played: list[Trajectory], tmp_path: Path) -> None:
+    with _learner(played, "a-ride", 2) as two:
+        two.update()
+        two.save(tmp_path / "two")
+        saved = _state(two)
+    one = _learner(played, "a-ride", 1)
+    one.load(tmp_path / "two")
+    assert one.updates == 1
+    torch.testing.assert_close(_state(one), saved, rtol=0, atol=0)
+    one.update()
+    one.save(tmp_path / "one")
+    # two ranks resume a checkpoint of one: rank 1 must train from what rank 0 loaded (adapter, critics and
+    # optimiser moments), or its share of the next updates' gradients would differ
+    expected = _learner(played, "a-ride", 1)
+    expected.load(tmp_path / "one")
+    alone = _recording_gradients(expected)
+    expected.update()
+    expected.update()
+    with _learner(played, "a-ride", 2) as resumed:
+        resumed.load(tmp_path / "one")
+        assert resumed.updates == 2
+        together = _recording_gradients(resumed)
+        resumed.update()
+        resumed.update()
+    _assert_same_gradients(together, alone)
+
+
+def test_a_rank_that_dies_ends_the_update_with_one_error_naming_it(played: list[Trajectory]) -> None:
+    learner = _learner(played, "a-ride", 2, collective_timeout_s=30)
+    try:
+        assert learner.ranks is not None
+        child = learner.ranks._children[0]
+        child.process.kill()
+        child.process.wait()
+        with pytest.raises(RankError, match=r"learner rank 1 died") as caught:
+            learner.update()
+        assert (caught.value.rank, caught.value.reason) == (1, "died")
+    finally:
+        learner.close()  # closing after a death neither hangs nor raises
+
+
+def test_a_rank_that_cannot_start_is_named_with_its_last_words(played: list[Trajectory]) -> None:
+    with pytest.raises(RankError, match=r"learner rank 1 did not start \(exit code 1\): .*cuda") as caught:
+        _learner(played, "a-ride", 2, devices=("cpu", "cuda:7"))
+    assert caught.value.reason == "start"
+
+
+def test_shares_cover_the_batch_once_in_order() -> None:
+    assert _bounds(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    assert _bounds(1, 2) == [(0, 1), (1, 1)]  # a rank may have nothing to do, and still takes part
+
+
+def test_rank_settings_travel_as_checked_json_and_devices_are_one_per_rank() -> None:
+    learner = LearnerSettings(ranks=2, devices=("cuda:0", "cuda:1"), kl_coef=0.5)
+    assert parse_learner_settings(learner_settings_json(POLICY, learner)) == (POLICY, learner)
+    with pytest.raises(ConfigError, match=r"learner\.ranks"):
+        parse_learner_settings('{"learner": {"ranks": 0}}')
+    with pytest.raises(ConfigError, match=r"learner\.devices.*names 1 device\(s\) for learner\.ranks = 2"):
+        parse_inventory('[learner]\nranks = 2\ndevices = ["cpu"]\n')
