@@ -298,7 +298,7 @@ def test_a_worker_running_other_distrl_code_is_refused_at_the_handshake(tmp_path
     shutil.copytree(
         Path(package.__file__).parent, other / "distrl", ignore=shutil.ignore_patterns("__pycache__")
     )
-    with (other / "distrl" / "records.py").open("a") as edited:
+    with (other / "distrl" / "records" / "vocabulary.py").open("a") as edited:
         edited.write("\n# an edit the learner's copy does not have\n")
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(

@@ -12,9 +12,9 @@ import math
 import operator
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from distrl.records import CHECK_OPS, Check
+from distrl.records import CHECK_OPS, Check, Document
 
 __all__ = ["check_from_json", "passes", "run_checks"]
 
@@ -72,14 +72,13 @@ async def run_checks(checks: Sequence[Check], shell: Callable[[str], Awaitable[_
     return True
 
 
-def check_from_json(value: Any, where: str) -> Check:
+def check_from_json(value: object, where: str) -> Check:
     """A check written as ``{"command": "...", "<op>": value}`` (one op); ValueError naming ``where``."""
-    if not isinstance(value, dict):
-        raise ValueError(f'{where} must be an object like {{"command": ..., "equals": ...}}')  # noqa: TRY004
-    command = value.get("command")
+    check = Document(value, where)
+    command = check.take("command") if check.has("command") else None
     if not isinstance(command, str) or not command.strip():
         raise ValueError(f"{where}.command must be a non-empty string (an adb shell command)")
-    ops = [key for key in value if key != "command"]
+    ops = [key for key in check.names() if key != "command"]
     unknown = [key for key in ops if key not in CHECK_OPS]
     if unknown:
         raise ValueError(
@@ -88,7 +87,7 @@ def check_from_json(value: Any, where: str) -> Check:
     if len(ops) != 1:
         raise ValueError(f"{where} needs exactly one of {', '.join(CHECK_OPS)}, has {len(ops)}")
     op = ops[0]
-    raw = value[op]
+    raw = check.take(op)
     if op in _COMPARE:
         if isinstance(raw, bool) or not isinstance(raw, int | float | str):
             raise ValueError(f"{where}.{op} must be a number")

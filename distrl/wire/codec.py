@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import TypeVar, assert_never, cast
 
 from distrl.errors import DistrlError, WireError, error_class, error_from_wire, error_to_wire
@@ -19,7 +17,9 @@ from distrl.records import (
     Step,
     Task,
     Trajectory,
+    documents,
 )
+from distrl.records.documents import Document, kind_of
 from distrl.wire.messages import (
     Ack,
     EpisodeEnd,
@@ -37,140 +37,50 @@ from distrl.wire.messages import (
     WeightsKind,
 )
 
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 T = TypeVar("T")
 
 
-# -- values: one check per JSON type, used on both sides so that encode and decode agree -------------
+# -- values: the typed reader of ``distrl.records``, its errors ``WireError``s, used on both sides so that
+# encode and decode agree
 
 
 def invalid(where: str, problem: str) -> WireError:
     return WireError(f"{where} {problem}", reason=f"{where} {problem}")
 
 
-def _kind(value: object) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "a boolean"
-        case int():
-            return "an integer"
-        case float():
-            return "a number"
-        case str():
-            return "a string"
-        case list():
-            return "an array"
-        case dict():
-            return "an object"
-    return f"a {type(value).__name__}"
+def wire_object(data: object, where: str) -> Document:
+    """``data`` as a JSON object to read field by field; every problem is a ``WireError``."""
+    return Document(data, where, fail=invalid)
 
 
 def integer_value(value: object, where: str, *, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid(where, f"must be an integer, not {_kind(value)}")
-    if not _INT_MIN <= value <= _INT_MAX:
-        raise invalid(where, f"is {value}, outside the signed 64-bit range")
-    if minimum is not None and value < minimum:
-        raise invalid(where, f"must be >= {minimum}, not {value}")
-    return int(value)
+    return documents.integer(value, where, minimum=minimum, fail=invalid)
 
 
 def _float(value: object, where: str) -> float:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return float(integer_value(value, where))
-    if not isinstance(value, float):
-        raise invalid(where, f"must be a number, not {_kind(value)}")
-    if not math.isfinite(value):
-        raise invalid(where, f"is {value!r}, and non-finite floats cannot be sent as JSON")
-    return float(value)
+    return documents.number(value, where, fail=invalid)
 
 
 def _str(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise invalid(where, f"must be a string, not {_kind(value)}")
-    return str(value)
+    return documents.string(value, where, fail=invalid)
 
 
 def _bool(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise invalid(where, f"must be a boolean, not {_kind(value)}")
-    return value
+    return documents.boolean(value, where, fail=invalid)
 
 
 def _scalar(value: object, where: str) -> ParamValue:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return integer_value(value, where)
-    if isinstance(value, float):
-        return _float(value, where)
-    raise invalid(where, f"must be a string, number or boolean, not {_kind(value)}")
+    return documents.scalar(value, where, fail=invalid)
 
 
 def _scalars(value: object, where: str) -> dict[str, ParamValue]:
-    """A string-keyed mapping of scalars, keys sorted so equal mappings encode alike."""
-    if not isinstance(value, Mapping):
-        raise invalid(where, f"must be a mapping, not {_kind(value)}")
-    keys = [_str(key, f"{where} key {key!r}") for key in value]
-    return {key: _scalar(value[key], f"{where}.{key}") for key in sorted(keys)}
+    return documents.scalars(value, where, fail=invalid)
 
 
 def _instance(value: object, cls: type[T], where: str) -> T:
     if not isinstance(value, cls):
         raise invalid(where, f"must be {cls.__name__}, not {type(value).__name__}")
     return value
-
-
-class JsonObject:
-    """A JSON object being read field by field; ``close`` refuses the fields nobody read."""
-
-    __slots__ = ("_data", "_read", "where")
-
-    def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, dict):
-            raise invalid(where, f"must be an object, not {_kind(data)}")
-        self._data: dict[str, object] = data
-        self._read: set[str] = set()
-        self.where = where
-
-    def at(self, key: str) -> str:
-        return f"{self.where}.{key}"
-
-    def take(self, key: str) -> object:
-        if key not in self._data:
-            raise invalid(self.at(key), "is missing")
-        self._read.add(key)
-        return self._data[key]
-
-    def integer(self, key: str, *, minimum: int | None = None) -> int:
-        return integer_value(self.take(key), self.at(key), minimum=minimum)
-
-    def number(self, key: str) -> float:
-        return _float(self.take(key), self.at(key))
-
-    def string(self, key: str) -> str:
-        return _str(self.take(key), self.at(key))
-
-    def boolean(self, key: str) -> bool:
-        return _bool(self.take(key), self.at(key))
-
-    def array(self, key: str) -> list[object]:
-        value = self.take(key)
-        if not isinstance(value, list):
-            raise invalid(self.at(key), f"must be an array, not {_kind(value)}")
-        return value
-
-    def names(self) -> list[str]:
-        return list(self._data)
-
-    def close(self) -> None:
-        unknown = self._data.keys() - self._read
-        if unknown:
-            raise invalid(self.where, f"has unknown field(s) {sorted(unknown)}")
 
 
 class Outbox:
@@ -242,12 +152,8 @@ def _strings(values: object, where: str) -> list[str]:
     return [_str(value, f"{where}[{i}]") for i, value in enumerate(_instance(values, tuple, where))]
 
 
-def _strings_from_wire(obj: JsonObject, key: str) -> tuple[str, ...]:
-    return tuple(_str(value, f"{obj.at(key)}[{i}]") for i, value in enumerate(obj.array(key)))
-
-
 def _check_from_wire(value: object, where: str) -> Check:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     check = Check(command=obj.string("command"), op=obj.string("op"), value=obj.string("value"))
     if check.op not in CHECK_OPS:
         raise invalid(obj.at("op"), f"is {check.op!r}, not one of {', '.join(CHECK_OPS)}")
@@ -256,7 +162,7 @@ def _check_from_wire(value: object, where: str) -> Check:
 
 
 def _task_from_wire(value: object, where: str) -> Task:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     task = Task(
         id=obj.string("id"),
         suite=obj.string("suite"),
@@ -264,8 +170,8 @@ def _task_from_wire(value: object, where: str) -> Task:
         split=obj.string("split"),
         max_steps=obj.integer("max_steps", minimum=0),
         params=_wire_scalars(obj.take("params"), obj.at("params")),
-        setup=_strings_from_wire(obj, "setup"),
-        apps=_strings_from_wire(obj, "apps"),
+        setup=obj.strings("setup"),
+        apps=obj.strings("apps"),
         evaluator=obj.string("evaluator"),
         checks=tuple(
             _check_from_wire(check, f"{obj.at('checks')}[{i}]") for i, check in enumerate(obj.array("checks"))
@@ -276,7 +182,7 @@ def _task_from_wire(value: object, where: str) -> Task:
 
 
 def _wire_scalars(value: object, where: str) -> dict[str, ParamValue]:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     return {key: _scalar(obj.take(key), obj.at(key)) for key in obj.names()}
 
 
@@ -292,7 +198,7 @@ def _observation_to_wire(value: object, where: str, outbox: Outbox) -> dict[str,
 
 
 def _observation_from_wire(value: object, where: str, inbox: Inbox) -> Observation:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     observation = Observation(
         screenshot=inbox.take(obj.take("screenshot"), obj.at("screenshot")),
         width=obj.integer("width", minimum=0),
@@ -317,7 +223,7 @@ def _point_from_wire(value: object, where: str) -> tuple[float, float] | None:
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != 2:
-        raise invalid(where, f"must be null or a [y, x] array, not {_kind(value)}")
+        raise invalid(where, f"must be null or a [y, x] array, not {kind_of(value)}")
     return (_float(value[0], f"{where}[0]"), _float(value[1], f"{where}[1]"))
 
 
@@ -340,7 +246,7 @@ def _action_to_wire(value: object, where: str) -> dict[str, object]:
 
 
 def _action_from_wire(value: object, where: str) -> Action | InvalidAction:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     kind = obj.string("kind")
     action: Action | InvalidAction
     if kind == "invalid":
@@ -379,7 +285,7 @@ def _step_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object
 
 
 def _step_from_wire(value: object, where: str, inbox: Inbox) -> Step:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     step = Step(
         index=obj.integer("index", minimum=0),
         observation=_observation_from_wire(obj.take("observation"), obj.at("observation"), inbox),
@@ -417,7 +323,7 @@ def _trajectory_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, 
 
 
 def _trajectory_from_wire(value: object, where: str, inbox: Inbox) -> Trajectory:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     trajectory_id = obj.string("id")
     task = _task_from_wire(obj.take("task"), obj.at("task"))
     host = obj.string("host")
@@ -463,10 +369,10 @@ def _error_to_wire(value: object, where: str) -> dict[str, object]:
 
 
 def _error_from_wire(value: object, where: str) -> DistrlError:
-    obj = JsonObject(value, where)
+    obj = wire_object(value, where)
     name = obj.string("type")
     message = obj.string("message")
-    fields_obj = JsonObject(obj.take("fields"), obj.at("fields"))
+    fields_obj = wire_object(obj.take("fields"), obj.at("fields"))
     fields = {
         key: None if (field := fields_obj.take(key)) is None else _scalar(field, fields_obj.at(key))
         for key in fields_obj.names()
@@ -550,7 +456,7 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
             assert_never(message)
 
 
-def message_from_wire(obj: JsonObject, name: str, message_id: int, inbox: Inbox) -> Message:
+def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -> Message:
     if name == "hello":
         devices = obj.array("devices")
         try:

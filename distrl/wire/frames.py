@@ -14,12 +14,12 @@ from anyio.streams.stapled import StapledByteStream
 from distrl.errors import FrameTooLarge, ProtocolMismatch, TruncatedFrame, WireError
 from distrl.wire.codec import (
     Inbox,
-    JsonObject,
     Outbox,
     integer_value,
     invalid,
     message_from_wire,
     message_to_wire,
+    wire_object,
 )
 from distrl.wire.messages import TYPE_NAMES, Message
 
@@ -151,7 +151,7 @@ def _decode_body(header: memoryview, attachments: memoryview) -> Message:
         data = orjson.loads(header)
     except orjson.JSONDecodeError as exc:
         raise invalid("header", f"is not JSON: {exc}") from exc
-    obj = JsonObject(data, "header")
+    obj = wire_object(data, "header")
     name = obj.string("type")
     message_id = obj.integer("id", minimum=0)
     lengths = [
