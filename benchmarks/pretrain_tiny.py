@@ -77,6 +77,12 @@ def main() -> None:
     )
     parser.add_argument("--episodes", type=int, default=1000, help="demonstration episodes (default 1000)")
     parser.add_argument("--mistake-rate", type=float, default=0.1, help="share of mistakes (default 0.1)")
+    parser.add_argument(
+        "--randomise",
+        type=float,
+        default=0.0,
+        help="share of episodes playing drawn tasks: fresh values and wordings, never held out (default 0)",
+    )
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -109,6 +115,7 @@ def main() -> None:
             suites=("general",),
             episodes=args.episodes,
             mistake_rate=args.mistake_rate,
+            randomise=args.randomise,
             lr=args.lr,
             seed=args.seed,
             minutes=None if args.steps else args.minutes,
@@ -146,6 +153,7 @@ def main() -> None:
                     "episodes": args.episodes,
                     "demonstrations": report.demonstrations,
                     "mistake_rate": args.mistake_rate,
+                    "randomise": args.randomise,
                     "lr": args.lr,
                     "max_pixels": args.max_pixels,
                     "wall_s": round(report.wall_s, 1),

@@ -6,7 +6,10 @@
   of the expert's actions is replaced by plausible mistakes before they are taken (a tap on another
   element, BACK or HOME at the wrong time, a typo, giving up too early). The mistakes are both done and
   recorded, and the expert carries on from wherever they led, so the data also shows how to recover. A
-  policy cloned from it is imperfect the way real ones are.
+  policy cloned from it is imperfect the way real ones are. A share of the episodes (``randomise``) can
+  play *drawn* tasks instead of the fixed train tasks: the same templates with fresh parameter values
+  and wordings that are never held out (``distrl.sim.suites.drawn_task``), so the policy learns to copy
+  an alarm time, a number or a search word from the goal rather than memorise the train tasks.
 - ``pretrain``: a fresh ``tiny``, every weight trained (a LoRA on random weights cannot become
   confident), by teacher-forced cross-entropy on the demonstrations' actions, within a step or time
   budget; saved as an ordinary model folder that ``Policy.load(PolicySettings(model=folder))`` loads.
@@ -37,7 +40,7 @@ from distrl.policy.prompt import Encoded
 from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import expert_action, score, tasks
+from distrl.sim.suites import drawn_task, expert_action, score, tasks
 
 __all__ = [
     "Demo",
@@ -90,14 +93,23 @@ def demonstrations(
     width: int = 540,
     height: int = 1200,
     image_format: str = "png",
+    randomise: float = 0.0,
 ) -> Iterator[DemoEpisode]:
     """``episodes`` demonstrations on ``suite``'s ``split``, tasks in a seeded shuffled order.
 
     Each step's observation is the phone's screenshot (``width`` × ``height``, ``image_format``) before
     the action. ``mistake_rate`` is the chance that a step's action is a mistake instead of the expert's.
+    ``randomise`` is the chance that an episode of the ``train`` split plays, instead of its task, one
+    drawn from the same template (``drawn_task``: fresh values and wordings, never held-out ones; the
+    task itself where its template draws nothing). With 0 (the default) every episode plays a task of
+    the split, as before.
     """
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be between 0 and 1, got {mistake_rate}")
+    if not 0.0 <= randomise <= 1.0:
+        raise ValueError(f"randomise must be between 0 and 1, got {randomise}")
+    if randomise and split != "train":
+        raise ValueError(f"randomise draws train tasks only; the {split!r} split cannot be randomised")
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
     pool = tasks(suite, split)
@@ -112,10 +124,14 @@ def demonstrations(
         timeouts=Timeouts(),
         image_format=image_format,
     )
+    draws = random.Random(f"draws/{suite}/{seed}")
     for _ in range(episodes):
         if not order:
             order = rng.sample(pool, len(pool))
-        yield _episode(device, order.pop(), rng, mistake_rate)
+        task = order.pop()
+        if randomise and draws.random() < randomise:
+            task = drawn_task(task, draws)
+        yield _episode(device, task, rng, mistake_rate)
 
 
 def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: float) -> DemoEpisode:
@@ -249,19 +265,21 @@ def pretrain(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: int = 20,
     spec: TinySpec = PRETRAIN_SPEC,
+    randomise: float = 0.0,
 ) -> PretrainReport:
     """Behaviour-clone a fresh ``tiny`` (``build_tiny(seed)``, every weight trained) on expert
     demonstrations and save it to the model folder ``out``.
 
     ``episodes`` demonstrations (``mistake_rate`` of their actions are mistakes) are drawn from the
-    ``train`` split of each suite in ``suites``, split evenly. Training is AdamW on the cross-entropy of the
-    answer tokens (the action text and ``<|im_end|>``) after the prompt that ``Policy`` builds (with the
-    last ``history`` actions, default ``PolicySettings().history``), in shuffled passes over the
-    demonstrations, with a linear warm-up and a cosine decay to a tenth of ``lr`` over the budget: stop at
-    ``max_steps`` or after ``minutes`` of wall time (demonstrations included), whichever comes first (at
-    least one of them must be given). Encoded prompts are cached after their first use. ``spec`` sizes
-    the model and its screens (the folder's image processor keeps them, so the policy sees what it learnt
-    from).
+    ``train`` split of each suite in ``suites``, split evenly; ``randomise`` of them play drawn tasks
+    (fresh values and wordings of the train templates, never held-out ones: ``demonstrations``).
+    Training is AdamW on the cross-entropy of the answer tokens (the action text and ``<|im_end|>``)
+    after the prompt that ``Policy`` builds (with the last ``history`` actions, default
+    ``PolicySettings().history``), in shuffled passes over the demonstrations, with a linear warm-up
+    and a cosine decay to a tenth of ``lr`` over the budget: stop at ``max_steps`` or after ``minutes``
+    of wall time (demonstrations included), whichever comes first (at least one of them must be given).
+    Encoded prompts are cached after their first use. ``spec`` sizes the model and its screens (the
+    folder's image processor keeps them, so the policy sees what it learnt from).
 
     The folder is written to a temporary sibling and renamed into place at the end, so an interrupted run
     leaves nothing half-written. Raises ``FileExistsError`` if ``out`` exists and ``ValueError`` for bad
@@ -285,7 +303,7 @@ def pretrain(
     torch.manual_seed(seed)
     model, prompter = build_tiny(seed, spec)
     model.train()
-    examples = _examples(suites, episodes, mistake_rate, seed, width, height, prompter)
+    examples = _examples(suites, episodes, mistake_rate, seed, width, height, prompter, randomise)
     cache: dict[int, Encoded] = {}
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     rng = random.Random(f"pretrain/{seed}")
@@ -357,6 +375,7 @@ def _examples(
     width: int,
     height: int,
     prompter: Prompter,
+    randomise: float = 0.0,
 ) -> list[_Example]:
     if not suites:
         raise ValueError("give at least one suite to learn from")
@@ -371,6 +390,7 @@ def _examples(
             width=width,
             height=height,
             image_format="jpeg",
+            randomise=randomise,
         ):
             for step in episode.steps:
                 prompt = PolicyInput(goal=step.task.goal, observation=step.observation, history=step.history)

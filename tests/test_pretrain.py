@@ -23,10 +23,10 @@ from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
 from distrl.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
-from distrl.pretrain import Progress, demonstrations, pretrain
+from distrl.pretrain import Progress, _examples, demonstrations, pretrain
 from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
-from distrl.sim.suites import expert_action, tasks
+from distrl.sim.suites import expert_action, tasks, template_of
 from distrl.sim.suites.expert import perform
 
 
@@ -73,9 +73,43 @@ def test_same_seed_same_demonstrations_and_the_test_split_on_request() -> None:
     assert {task_id for task_id, _ in run(5)} <= test_ids
 
 
+def test_randomised_demonstrations_play_drawn_tasks_and_never_a_held_out_one() -> None:
+    """``randomise`` swaps a share of the train tasks for drawn ones (fresh values and wordings): none is
+    a ``test`` or ``unseen`` task or holds a held-out value or wording, and the expert solves them."""
+    episodes = list(
+        demonstrations("general", episodes=40, mistake_rate=0.0, seed=3, width=270, height=600, randomise=0.5)
+    )
+    fixed = tasks("general")
+    train = {t.id for t in fixed if t.split == "train"}
+    held_params = [dict(t.params) for t in fixed if t.split != "train"]
+    held_goals = {t.goal for t in fixed if t.split != "train"}
+    drawn = [e.task for e in episodes if e.task.id not in train]
+    assert 10 <= len(drawn) <= 30
+    for episode in episodes:
+        task = episode.task
+        params = {k: v for k, v in task.params.items() if k != "template"}
+        template = template_of(task)
+        assert episode.success, task.goal
+        assert task.split == template.split_of(params) == "train", task.goal
+        assert not template.held_out.holds(params), task.goal
+        assert dict(task.params) not in held_params, task.goal
+        assert task.goal not in held_goals, task.goal
+        assert task.id in train or "/draw-" in task.id
+    before = [e.task.id for e in demonstrations("general", episodes=6, seed=3, width=270, height=600)]
+    assert before == [
+        e.task.id for e in demonstrations("general", episodes=6, seed=3, width=270, height=600, randomise=0.0)
+    ]  # no randomising: the same demonstrations as ever
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"mistake_rate": 1.5}, "mistake_rate"), ({"episodes": -1}, "episodes"), ({"split": "dev"}, "no 'dev'")],
+    [
+        ({"mistake_rate": 1.5}, "mistake_rate"),
+        ({"episodes": -1}, "episodes"),
+        ({"split": "dev"}, "no 'dev'"),
+        ({"randomise": 1.5}, "randomise"),
+        ({"randomise": 0.5, "split": "test"}, "train tasks only"),
+    ],
 )
 def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"episodes": 1, **kwargs}
@@ -124,6 +158,18 @@ def test_a_short_pretrain_writes_a_model_folder_that_policy_and_transformers_loa
         assert torch.equal(loaded, tensor), name
     with pytest.raises(FileExistsError):
         pretrain(out, episodes=1, max_steps=1, minutes=None)
+
+
+def test_pretrain_learns_from_drawn_tasks_when_asked() -> None:
+    _, prompter = build_tiny(0)
+    goals = {t.goal for t in tasks("general")}
+
+    def learnt(randomise: float) -> set[str]:
+        examples = _examples(("general",), 8, 0.0, 0, 270, 600, prompter, randomise)
+        return {example.prompt.goal for example in examples}
+
+    assert learnt(0.0) <= goals
+    assert not learnt(1.0) <= goals  # drawn goals: fresh values and wordings
 
 
 def test_pretrain_overfits_a_small_fixed_demonstration_set(tmp_path: Path) -> None:

@@ -9,22 +9,26 @@ action-to-gesture mapping a device uses.
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 import pytest
 
 from distrl.actions import EndEpisode, Tap, to_gesture
-from distrl.records import ActionType, Task
+from distrl.records import ActionType, ParamValue, Task
 from distrl.sim.apps.basic import BASIC_APPS
 from distrl.sim.apps.calculator import calculate
 from distrl.sim.apps.clock import days_text, parse_time_text, timer_digits
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
-from distrl.sim.suites import SPLITS, expert_action, is_successful, setup_commands, template_of
+from distrl.sim.suites import SPLITS, drawn_task, expert_action, is_successful, setup_commands, template_of
 from distrl.sim.suites.clock_tasks import typed_timer
 from distrl.sim.suites.general import GENERAL, TEMPLATES
+from distrl.sim.suites.web_search import key_words
 from distrl.sim.ui import Element, text_width_dp
+from distrl.sim.web.shops import SHOPS
 
 SETTINGS = "com.android.settings"
 CLOCK = "com.google.android.deskclock"
@@ -982,3 +986,89 @@ def test_the_expert_types_again_after_stray_input() -> None:
     phone.launch(CALCULATOR)
     phone.type_text("99")
     assert _finish(calc, phone) == ["12+34="]  # after a tap on AC
+
+
+_DRAWING = {"open_app", "brightness", "alarm", "timer", "calculator", "app_search", "search_google",
+            "weather", "item_price", "open_site"}  # fmt: skip
+_TYPED_KEYS = ("query", "thing", "city", "item", "site")
+"""Parameters whose values the expert types (in part or whole)."""
+
+
+def _drawn(name: str, count: int, seed: int = 0) -> list[Task]:
+    rng = random.Random(seed)
+    first = next(task for task in GENERAL.tasks("train") if task.params["template"] == name)
+    return [drawn_task(first, rng) for _ in range(count)]
+
+
+def test_train_templates_draw_fresh_parameters_and_held_out_ones_never() -> None:
+    drawing = {t.name for t in GENERAL.templates if t.draw is not None}
+    assert drawing == _DRAWING
+    fixed = {task.id: task for task in GENERAL.tasks()}
+    held = {task.goal for task in fixed.values() if task.split != "train"}
+    held_params = [dict(task.params) for task in fixed.values() if task.split != "train"]
+    for name in sorted(_DRAWING):
+        template = next(t for t in GENERAL.templates if t.name == name)
+        keys = set(template.params()[0])
+        drawn = _drawn(name, 300)
+        for task in drawn:
+            params = {k: v for k, v in task.params.items() if k != "template"}
+            assert set(params) == keys, (name, params)
+            assert task.split == template.split_of(params) == "train", task.goal
+            assert not template.held_out.holds(params), task.goal
+            assert dict(task.params) not in held_params, task.goal
+            assert task.goal not in held, task.goal  # no held-out wording, time, value
+            assert task.id.startswith(f"general/{name}/draw-")
+            assert task.id not in fixed
+        least = {"open_app": 10, "brightness": 10, "weather": 50, "timer": 50}.get(name, 100)
+        assert len({task.goal for task in drawn}) > least, name
+        assert drawn == _drawn(name, 300), name  # seeded
+    alarms = [task.params for task in _drawn("alarm", 300)]
+    assert len({(p["hour"], p["minute"]) for p in alarms}) > 200  # any minute of the day, not a grid
+    unseen = next(t for t in GENERAL.templates if t.split == "unseen")
+    with pytest.raises(ValueError, match="draws no parameters"):
+        unseen.drawn(random.Random(0))
+    task = next(t for t in GENERAL.tasks("train") if t.params["template"] == "wifi")
+    assert drawn_task(task, random.Random(0)) is task  # nothing to draw: the task itself
+
+
+def _words(values: Iterable[ParamValue]) -> set[str]:
+    """The key words of ``values``, numbers left out (a model number is no held-out value by itself;
+    held-out numbers are whole values that ``HeldOut.holds`` checks)."""
+    return {word for value in values for word in key_words(str(value)) if not word.isdigit()}
+
+
+def test_drawn_values_type_no_word_that_only_held_out_values_have() -> None:
+    """A drawn search, city, product or site never holds a word that only the ``test`` values of a
+    template have ("guitar", "Seattle", "Kindle", "github"), unless the drawing template's own train
+    tasks already type it (a weather search for London, a train city of ``weather``)."""
+    only_held: set[str] = set()
+    train_words: dict[str, set[str]] = {}
+    for template in GENERAL.templates:
+        if template.split != "train":
+            continue
+        params = template.params()
+        for key in _TYPED_KEYS:
+            train = _words(p[key] for p in params if key in p and not template.held_out.holds(p))
+            test = _words(p[key] for p in params if key in p and template.held_out.holds(p))
+            only_held |= test - train
+            train_words.setdefault(template.name, set()).update(train)
+    assert {"guitar", "pharmacy", "seattle", "kindle", "github", "london"} <= only_held
+    assert "london" in train_words["weather"]
+    for name in sorted(_DRAWING):
+        for task in _drawn(name, 300, seed=1):
+            typed = _words(task.params[key] for key in _TYPED_KEYS if key in task.params)
+            assert not typed & (only_held - train_words[name]), (task.goal, typed & only_held)
+    shops = {shop.domain for shop in SHOPS.values()}
+    assert not {task.params["site"] for task in _drawn("open_site", 300)} & shops
+
+
+@pytest.mark.parametrize("name", sorted(_DRAWING))
+def test_expert_solves_drawn_tasks(name: str) -> None:
+    phone = _phone(seed=3, nuisances=True)
+    clean = phone.snapshot()
+    for index, task in enumerate(_drawn(name, 12, seed=2)):
+        phone.restore(clean)
+        phone.data["seed"] = index
+        steps, ok = _solve(task, phone)
+        assert ok, task.goal
+        assert steps <= GENERAL.max_steps, (task.goal, steps)

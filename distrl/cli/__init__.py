@@ -286,6 +286,14 @@ def _parser() -> argparse.ArgumentParser:
         "--mistake-rate", type=_rate, default=0.1, metavar="P", help="share of mistaken actions (default 0.1)"
     )
     pretrain.add_argument(
+        "--randomise",
+        type=_rate,
+        default=0.0,
+        metavar="P",
+        help="share of episodes playing drawn tasks: the train templates with fresh values and wordings, "
+        "never held-out ones (default 0)",
+    )
+    pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
     )
     pretrain.add_argument(

@@ -129,6 +129,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             suites=tuple(suites),
             episodes=args.episodes,
             mistake_rate=args.mistake_rate,
+            randomise=args.randomise,
             lr=args.lr,
             seed=args.seed,
             minutes=args.minutes,

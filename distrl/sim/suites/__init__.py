@@ -16,10 +16,18 @@ the next action from the phone as it is. Every suite has three splits (``SPLITS`
 
 Task ids (``<suite>/<template>/<index>``) number a template's parameter sets and do not depend on the
 split.
+
+Pretraining can also play *drawn* tasks (``drawn_task``): a train template's ``draw`` makes fresh
+parameter sets (a random alarm time, operands, a search word from a pool, a wording only draws use)
+that are never held out, so a policy cloned on them learns to copy values from the goal instead of
+memorising the fixed train tasks. The splits stay the fixed lists; drawn tasks belong to none of them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -39,6 +47,7 @@ __all__ = [
     "Params",
     "Suite",
     "Template",
+    "drawn_task",
     "expert_action",
     "held_out",
     "is_successful",
@@ -112,12 +121,28 @@ class Template:
     """The next action towards the goal, from the phone as it is now (state and screen)."""
     held_out: HeldOut = HeldOut()
     """For a ``train`` template: its parameter sets that make the ``test`` split."""
+    draw: Callable[[random.Random], Params] | None = None
+    """For a ``train`` template: a fresh parameter set from ``rng`` (values and wordings drawn from
+    ranges and pools that leave out the held-out ones), for pretraining; None where it has nothing to
+    vary beyond its fixed list."""
 
     def split_of(self, params: Params) -> str:
         """The split of the task made from ``params``."""
         if self.split == "train" and self.held_out.holds(params):
             return "test"
         return self.split
+
+    def drawn(self, rng: random.Random) -> Params:
+        """A parameter set from ``draw`` that is not held out (draws again when one is: a safety net,
+        since a ``draw`` leaves held-out values out). ValueError for a template without a ``draw`` or
+        not of the ``train`` split."""
+        if self.draw is None or self.split != "train":
+            raise ValueError(f"template {self.name!r} draws no parameters")
+        for _ in range(1000):
+            params = self.draw(rng)
+            if not self.held_out.holds(params):
+                return params
+        raise RuntimeError(f"template {self.name!r} keeps drawing held-out parameters")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,6 +214,28 @@ def _all_tasks(name: str) -> tuple[Task, ...]:
                 )
             )
     return tuple(out)
+
+
+def drawn_task(task: Task, rng: random.Random) -> Task:
+    """A task of ``task``'s template with freshly drawn parameters (``Template.drawn``), or ``task``
+    itself when its template draws none. Its split is ``train`` and its id
+    ``<suite>/<template>/draw-<hash of the parameters>``, so the same parameters give the same id."""
+    template = template_of(task)
+    if template.draw is None or template.split != "train":
+        return task
+    params = template.drawn(rng)
+    digest = hashlib.sha1(json.dumps(dict(params), sort_keys=True).encode()).hexdigest()[:10]
+    found = suite(task.suite)
+    return Task(
+        id=f"{found.name}/{template.name}/draw-{digest}",
+        suite=found.name,
+        goal=template.goal(params),
+        split="train",
+        max_steps=found.max_steps,
+        params={"template": template.name, **params},
+        setup=tuple(template.setup(params)),
+        evaluator="sim",
+    )
 
 
 def tasks(suite_name: str, split: str | None = None) -> list[Task]:

@@ -15,6 +15,7 @@ goal says so); the fresh Clock's own alarms (7:00 AM, 8:30 AM, 9:00 AM, 10:00 PM
 
 from __future__ import annotations
 
+import random
 import re
 
 from distrl.records import Action
@@ -68,6 +69,16 @@ _ALARM_PHRASES = (
     "set my alarm for {t}",
     "Set alarm {t}",
 )
+
+_DRAWN_ALARM_PHRASES = (
+    "Please set an alarm for {t}",
+    "I need an alarm at {t}",
+    "Alarm for {t}",
+    "Set up an alarm at {t}",
+    "Make an alarm for {t}",
+    "wake me at {t}",
+)
+"""Wordings only drawn alarms use (phrase indices after ``_ALARM_PHRASES``'s)."""
 
 _DEFAULT_ALARM_TIMES = {(7, 0), (8, 30), (9, 0), (22, 0)}
 
@@ -148,7 +159,28 @@ def _alarm_goal(p: Params) -> str:
         return _LABEL_PHRASES[int(p["phrase"])].format(t=t, label=p["label"])
     if p["days"]:
         return _DAY_PHRASES[int(p["phrase"])].format(t=t, day=_DAY_WORDS[int(str(p["days"]))])
-    return _ALARM_PHRASES[int(p["phrase"])].format(t=t)
+    return (*_ALARM_PHRASES, *_DRAWN_ALARM_PHRASES)[int(p["phrase"])].format(t=t)
+
+
+def _alarm_draw(rng: random.Random) -> Params:
+    """An alarm at any minute of the day but the ``test`` split's times and the fresh Clock's own, in
+    any way of writing the time and any wording but the held-out one."""
+    held = {*HELD_OUT_ALARM_TIMES, *_DEFAULT_ALARM_TIMES}
+    while True:
+        hour, minute = rng.randrange(24), rng.choice((rng.randrange(60), 5 * rng.randrange(12)))
+        if (hour, minute) not in held:
+            break
+    phrases = [
+        i for i in range(len(_ALARM_PHRASES) + len(_DRAWN_ALARM_PHRASES)) if i != _HELD_OUT_ALARM_PHRASE
+    ]
+    return {
+        "hour": hour,
+        "minute": minute,
+        "label": "",
+        "days": "",
+        "phrase": rng.choice(phrases),
+        "style": rng.randrange(6),
+    }
 
 
 def _alarm_check(p: Params, state: Json) -> bool:
@@ -292,6 +324,15 @@ def _timer_params() -> list[Params]:
     return [{"minutes": minutes, "phrase": i % 3} for i, minutes in enumerate(minutes_each)]
 
 
+def _timer_draw(rng: random.Random) -> Params:
+    """A timer of 1 to 99 minutes or of 1 to 4 hours, never a ``test`` length."""
+    held = {25, 90, *_HELD_OUT_TIMERS}
+    while True:
+        minutes = rng.choice((rng.randint(1, 99), 60 * rng.randint(1, 4)))
+        if minutes not in held:
+            return {"minutes": minutes, "phrase": rng.randrange(len(_TIMER_PHRASES))}
+
+
 def _timer_goal(p: Params) -> str:
     minutes = int(p["minutes"])
     if minutes % 60 == 0:
@@ -382,6 +423,7 @@ TRAIN: tuple[Template, ...] = (
         _alarm_check,
         _alarm_plan,
         held_out=held_out(("hour", "minute"), HELD_OUT_ALARM_TIMES, phrases=(_HELD_OUT_ALARM_PHRASE,)),
+        draw=_alarm_draw,
     ),
     template(
         "alarm_toggle",
@@ -400,6 +442,7 @@ TRAIN: tuple[Template, ...] = (
         _timer_check,
         _timer_plan,
         held_out=held_out("minutes", (25, 90, *_HELD_OUT_TIMERS)),
+        draw=_timer_draw,
     ),
     template(
         "stopwatch",

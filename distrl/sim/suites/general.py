@@ -25,12 +25,22 @@ the fold, closes the keyboard when it covers something, and walks back out of wr
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 
 from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.calculator import calculate
-from distrl.sim.suites import Params, Suite, Template, clock_tasks, held_out, settings_tasks, web_search
+from distrl.sim.suites import (
+    Params,
+    Suite,
+    Template,
+    clock_tasks,
+    held_out,
+    pools,
+    settings_tasks,
+    web_search,
+)
 from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import (
     CALCULATOR,
@@ -79,6 +89,11 @@ _OPEN_PHRASES = (
 )
 """Wordings 3 and 5 of the train apps are ``test`` wordings."""
 
+_HELD_OUT_OPEN_PHRASES = (3, 5)
+
+_DRAWN_OPEN_PHRASES = ("Start {app}", "Please open {app}", "Open the {app} app", "Bring up {app}", "{app}")
+"""Wordings only drawn tasks use (phrase indices after ``_OPEN_PHRASES``'s)."""
+
 
 def _open_params(apps: Sequence[tuple[str, str]]) -> Callable[[], list[Params]]:
     def params() -> list[Params]:
@@ -96,7 +111,16 @@ def _open_goal(p: Params) -> str:
     lower = {"Settings": "settings", "Phone": "phone", "Files": "files"}.get(app, app)
     if app == "Settings" and int(p["phrase"]) == 1:
         return "open the settings"
-    return _OPEN_PHRASES[int(p["phrase"])].format(app=app, lower=lower)
+    return (*_OPEN_PHRASES, *_DRAWN_OPEN_PHRASES)[int(p["phrase"])].format(app=app, lower=lower)
+
+
+def _open_draw(rng: random.Random) -> Params:
+    """A train app, in a train wording or one only draws use."""
+    package, app = rng.choice(_TRAIN_APPS)
+    phrases = [
+        i for i in range(len(_OPEN_PHRASES) + len(_DRAWN_OPEN_PHRASES)) if i not in _HELD_OUT_OPEN_PHRASES
+    ]
+    return {"package": package, "app": app, "phrase": rng.choice(phrases)}
 
 
 def _open_check(p: Params, state: Json) -> bool:
@@ -132,6 +156,15 @@ def _calc_params(ops: str) -> Callable[[], list[Params]]:
         return out
 
     return params
+
+
+def _calc_draw(rng: random.Random) -> Params:
+    """A sum or product of two numbers from 2 to 99, neither pair of the ``test`` split's operands."""
+    held = {*_HELD_OUT_PAIRS, *((b, a) for a, b in _HELD_OUT_PAIRS)}
+    while True:
+        a, b = rng.randint(2, 99), rng.randint(2, 99)
+        if (a, b) not in held:
+            return {"a": a, "b": b, "op": rng.choice("+x"), "phrase": rng.randrange(len(_CALC_PHRASES))}
 
 
 def _calc_goal(p: Params) -> str:
@@ -233,6 +266,14 @@ def _search_params(slugs: Sequence[str]) -> Callable[[], list[Params]]:
     return params
 
 
+def _search_draw(rng: random.Random) -> Params:
+    """A YouTube or Maps search for something from ``pools`` (never a train or ``test`` query)."""
+    slug = rng.choice(("youtube", "maps"))
+    pool = pools.TOPICS if slug == "youtube" else pools.PLACES
+    query = rng.choice(pool) if rng.random() < 0.5 else pools.noun_phrase(rng)
+    return {"app": slug, "query": query, "phrase": rng.randrange(3)}
+
+
 def _search_goal(p: Params) -> str:
     return _SEARCHES[str(p["app"])][3][int(p["phrase"])].format(q=p["query"])
 
@@ -275,7 +316,8 @@ TEMPLATES: tuple[Template, ...] = (
         _open_goal,
         _open_check,
         _open_plan,
-        held_out=held_out(phrases=(3, 5)),
+        held_out=held_out(phrases=_HELD_OUT_OPEN_PHRASES),
+        draw=_open_draw,
     ),
     *settings_tasks.TRAIN,
     *clock_tasks.TRAIN,
@@ -287,6 +329,7 @@ TEMPLATES: tuple[Template, ...] = (
         _calc_check,
         _calc_plan,
         held_out=held_out(("a", "b"), _HELD_OUT_PAIRS),
+        draw=_calc_draw,
     ),
     template(
         "app_search",
@@ -296,6 +339,7 @@ TEMPLATES: tuple[Template, ...] = (
         _search_check,
         _search_plan,
         held_out=held_out("query", _HELD_OUT_QUERIES),
+        draw=_search_draw,
     ),
     template("open_app_heldout", "unseen", _open_params(_UNSEEN_APPS), _open_goal, _open_check, _open_plan),
     *settings_tasks.UNSEEN,

@@ -13,6 +13,7 @@ off Wi-Fi", brightness low before "set the brightness to max").
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from distrl.records import Action
@@ -246,9 +247,28 @@ def _brightness_params() -> list[Params]:
     return [{"level": level, "phrase": i} for i, (level, _) in enumerate(_BRIGHTNESS_GOALS)]
 
 
+_HELD_OUT_LEVELS = ("25", "90")
+
+_DRAWN_BRIGHTNESS = "Set the brightness to {level}%"
+"""The wording of drawn brightness levels (phrase ``len(_BRIGHTNESS_GOALS)``; a train wording)."""
+
+
+def _brightness_goal(p: Params) -> str:
+    if int(p["phrase"]) == len(_BRIGHTNESS_GOALS):
+        return _DRAWN_BRIGHTNESS.format(level=p["level"])
+    return _BRIGHTNESS_GOALS[int(p["phrase"])][1]
+
+
+def _brightness_draw(rng: random.Random) -> Params:
+    """A level from 5% to 95% in steps of 5, never a ``test`` level, in the train wording "Set the
+    brightness to N%"."""
+    levels = [str(n) for n in range(5, 100, 5) if str(n) not in _HELD_OUT_LEVELS]
+    return {"level": rng.choice(levels), "phrase": len(_BRIGHTNESS_GOALS)}
+
+
 def _brightness_setup(p: Params) -> list[str]:
-    level = str(p["level"])
-    start = 40 if level in ("max", "50", "75", "90") else 200
+    """Far from the goal: dim before a bright goal (half or more), bright before a dim one."""
+    start = 40 if _level_fraction(str(p["level"])) >= 0.5 else 200
     return [f"settings put system screen_brightness {start}"]
 
 
@@ -424,11 +444,12 @@ TRAIN: tuple[Template, ...] = (
         "brightness",
         "train",
         _brightness_params,
-        indexed(_BRIGHTNESS_GOALS),
+        _brightness_goal,
         _brightness_check,
         _brightness_plan,
         _brightness_setup,
-        held_out("level", ("25", "90"), phrases=(3, 8, 13)),
+        held_out("level", _HELD_OUT_LEVELS, phrases=(3, 8, 13)),
+        draw=_brightness_draw,
     ),
     template(
         "screen_timeout",

@@ -21,6 +21,8 @@ from distrl.sim.suites import expert as ex
 from distrl.sim.ui import Element
 
 if TYPE_CHECKING:
+    import random
+
     from distrl.sim.phone import Phone
 
 __all__ = [
@@ -256,6 +258,7 @@ def template(
     plan: Plan,
     setup: Callable[[Params], list[str]] = no_setup,
     held_out: HeldOut = _NOTHING_HELD_OUT,
+    draw: Callable[[random.Random], Params] | None = None,
 ) -> Template:
     return Template(
         name=name,
@@ -266,6 +269,7 @@ def template(
         check=check,
         expert=expert_for(check, plan),
         held_out=held_out,
+        draw=draw,
     )
 
 

@@ -11,12 +11,13 @@ that site.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from distrl.records import Action
 from distrl.sim.apps.chrome import current_route, online
-from distrl.sim.suites import Params, Template, held_out
+from distrl.sim.suites import Params, Template, held_out, pools
 from distrl.sim.suites.expert import done
 from distrl.sim.suites.web_expert import fill_and_submit, in_the_way, open_address, to_chrome
 from distrl.sim.web.google import CITIES
@@ -128,6 +129,36 @@ def _article(item: str) -> str:
     return "an" if item[:1].lower() in "aeiou" else "a"
 
 
+def _thing_draw(rng: random.Random) -> Params:
+    """Something to search for made from ``pools``: ``lantern``, ``the best marble turtle``, ``owl in
+    Lisbon``, ``how to make a kite``."""
+    noun = pools.noun_phrase(rng)
+    shapes = (
+        noun,
+        f"the best {noun}",
+        f"{noun} in {rng.choice(pools.CITY_NAMES)}",
+        f"how to make a {rng.choice(pools.NOUNS)}",
+        f"{noun} for sale",
+    )
+    return {"thing": rng.choice(shapes)}
+
+
+def _city_draw(rng: random.Random) -> Params:
+    """A train city of the answer box or one it does not know (``pools.CITY_NAMES``)."""
+    train = [city.name for city in CITIES if city.name not in HELD_OUT["city"]]
+    return {"city": rng.choice(train) if rng.random() < 0.3 else rng.choice(pools.CITY_NAMES)}
+
+
+def _item_draw(rng: random.Random) -> Params:
+    """A made-up product: ``Garmin Nova 7``, ``Asus Halo X20``."""
+    number = rng.choice((str(rng.randint(2, 12)), f"X{10 * rng.randint(1, 30)}"))
+    return {"item": f"{rng.choice(pools.BRANDS)} {rng.choice(pools.MODELS)} {number}"}
+
+
+def _site_draw(rng: random.Random) -> Params:
+    return {"site": pools.site(rng)}
+
+
 TEMPLATES: tuple[Template, ...] = (
     Template(
         name="search_google",
@@ -140,6 +171,7 @@ TEMPLATES: tuple[Template, ...] = (
             _showing_results(lambda p: key_words(str(p["thing"]))), lambda p: str(p["thing"])
         ),
         held_out=held_out("thing", HELD_OUT["thing"]),
+        draw=_thing_draw,
     ),
     Template(
         name="weather",
@@ -152,6 +184,7 @@ TEMPLATES: tuple[Template, ...] = (
             _showing_results(lambda p: key_words(f"weather {p['city']}")), lambda p: f"weather in {p['city']}"
         ),
         held_out=held_out("city", HELD_OUT["city"]),
+        draw=_city_draw,
     ),
     Template(
         name="item_price",
@@ -164,6 +197,7 @@ TEMPLATES: tuple[Template, ...] = (
             _showing_results(lambda p: key_words(str(p["item"]))), lambda p: f"{p['item']} price"
         ),
         held_out=held_out("item", HELD_OUT["item"]),
+        draw=_item_draw,
     ),
     Template(
         name="open_site",
@@ -174,6 +208,7 @@ TEMPLATES: tuple[Template, ...] = (
         check=_on_site,
         expert=_open_expert,
         held_out=held_out("site", HELD_OUT["site"]),
+        draw=_site_draw,
     ),
     Template(
         name="world_time",
