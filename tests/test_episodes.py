@@ -170,21 +170,21 @@ def _outside_link(folder: Path) -> None:
 
 
 CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
-    ("a list", lambda f: (f / "episode.json").write_text("[1, 2]"), r"episode\.json: must be a JSON object"),
+    ("a list", lambda f: (f / "episode.json").write_text("[1, 2]"), r"episode\.json: must be an object, not an array"),
     ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
     ("not UTF-8", lambda f: (f / "steps.jsonl").write_bytes(b"\xff\xfe{}"), r"steps\.jsonl: is not UTF-8"),
-    ("task a string", _set("task", "t/1"), r"episode\.json: 'task' must be dict, not str"),
+    ("task a string", _set("task", "t/1"), r"episode\.json: task must be an object, not a string"),
     (
         "no host",
         lambda f: _edit_json(f / "episode.json", lambda h: {k: v for k, v in h.items() if k != "host"}),
-        r"episode\.json: has no 'host'",
+        r"episode\.json: host is missing",
     ),
-    ("success a string", _set("success", "yes"), r"'success' must be bool or null, not str"),
-    ("end reason", _set("end_reason", "bored"), r"'end_reason' 'bored' is no end reason"),
+    ("success a string", _set("success", "yes"), r"success must be a boolean, not a string"),
+    ("end reason", _set("end_reason", "bored"), r"end_reason 'bored' is no end reason"),
     (
         "a deleted screen",
         lambda f: (f / "001.jpg").unlink(),
-        r"steps\.jsonl:2: 'screen': the screen 001\.jpg is missing",
+        r"steps\.jsonl:2: screen: the screen 001\.jpg is missing",
     ),
     (
         "no steps",
@@ -199,30 +199,30 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "an escaping screen",
         _set("screen", "../../x.jpg", step=0),
-        r"steps\.jsonl:1: 'screen': '\.\./\.\./x\.jpg' is not a file of the episode's folder",
+        r"steps\.jsonl:1: screen: '\.\./\.\./x\.jpg' is not a file of the episode's folder",
     ),
     (
         "an absolute final",
         _set("final_screen", "/etc/passwd"),
-        r"'final_screen': '/etc/passwd' is not a file of the episode's folder",
+        r"final_screen: '/etc/passwd' is not a file of the episode's folder",
     ),
     (
         "a link out",
         _outside_link,
-        r"steps\.jsonl:2: 'screen': '001\.jpg' is not a file of the episode's folder",
+        r"steps\.jsonl:2: screen: '001\.jpg' is not a file of the episode's folder",
     ),
-    ("steps out of order", _set("index", 5, step=1), r"steps\.jsonl:2: 'index' is 5, not 1"),
+    ("steps out of order", _set("index", 5, step=1), r"steps\.jsonl:2: index is 5, not 1"),
     (
         "an unknown action",
         _set("action", {"type": "FLY"}, step=0),
-        r"'action' 'type' 'FLY' is no action type",
+        r"action\.type 'FLY' is no action type",
     ),
     (
         "a touch of text",
         _set("action", {"type": "DUAL_POINT", "touch": "here", "lift": None, "text": ""}, step=0),
-        r"'action' 'touch' must be null or \[x, y\]",
+        r"action\.touch must be null or \[x, y\]",
     ),
-    ("a width as text", _set("width", "27", step=0), r"'width' must be int, not str"),
+    ("a width as text", _set("width", "27", step=0), r"width must be an integer, not a string"),
 ]
 
 
@@ -272,7 +272,7 @@ def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Pat
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
-        assert "run~abc~2/steps.jsonl:1: 'screen'" in done.stderr
+        assert "run~abc~2/steps.jsonl:1: screen: " in done.stderr
         assert "Traceback" not in done.stderr
         strict = subprocess.run(
             [sys.executable, "-m", "distrl", command, "--strict", str(folder)],

@@ -27,6 +27,7 @@ import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from types import UnionType
 from typing import Any
 
 from PIL import Image
@@ -34,7 +35,9 @@ from PIL import Image
 from distrl.records import (
     Action,
     ActionType,
+    Document,
     EndReason,
+    Fail,
     InvalidAction,
     Observation,
     Step,
@@ -180,99 +183,81 @@ def _why(exc: Exception) -> str:
     return f"is not JSON ({exc})"
 
 
-_NUMBER = (int, float)
-_HEAD: dict[str, tuple[type, ...]] = {
-    "id": (str,),
-    "host": (str,),
-    "device": (str,),
-    "end_reason": (str,),
-    "success": (bool, type(None)),
-    "verdict": (str, type(None)),
-    "started_at_s": _NUMBER,
-    "duration_s": _NUMBER,
-    "steps": (int,),
-    "final_screen": (str, type(None)),
-    "final_size": (list, type(None)),
-    "task": (dict,),
-}
-_TASK: dict[str, tuple[type, ...]] = {
-    "id": (str,),
-    "suite": (str,),
-    "goal": (str,),
-    "split": (str,),
-    "max_steps": (int,),
-    "setup": (list,),
-    "apps": (list,),
-    "evaluator": (str,),
-}
-_STEP: dict[str, tuple[type, ...]] = {
-    "index": (int,),
-    "goal": (str,),
-    "output": (str,),
-    "action": (dict,),
-    "logprob": _NUMBER,
-    "policy_version": (int,),
-    "reward": _NUMBER,
-    "duration_s": _NUMBER,
-    "screen": (str,),
-    "width": (int,),
-    "height": (int,),
-}
+def _reader(file: Path | str) -> Fail:
+    """The errors of a document read from ``file``: ``ValueError`` naming the file, then the field."""
 
+    def fail(field: str, problem: str) -> ValueError:
+        return ValueError(f"{file}: {field} {problem}" if field else f"{file}: {problem}")
 
-def _check_fields(data: object, fields: dict[str, tuple[type, ...]], where: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: must be a JSON object, not {type(data).__name__}")  # noqa: TRY004 (a bad file is a ValueError)
-    for key, types in fields.items():
-        if key not in data:
-            raise ValueError(f"{where}: has no {key!r}")
-        value = data[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-            raise ValueError(f"{where}: {key!r} must be {wanted}, not {type(value).__name__}")
-    return data
+    return fail
 
 
 def _check_head(head: object, folder: Path, where: Path) -> None:
-    if isinstance(head, dict) and head.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{where}: format {head.get('format')!r}, not {FORMAT_VERSION}")
-    data = _check_fields(head, _HEAD, str(where))
-    _check_fields(data["task"], _TASK, f"{where}: task")
-    if data["end_reason"] not in {reason.value for reason in EndReason}:
-        raise ValueError(f"{where}: 'end_reason' {data['end_reason']!r} is no end reason")
-    task = data["task"]
-    for key in ("setup", "apps"):
-        if not all(isinstance(item, str) for item in task[key]):
-            raise ValueError(f"{where}: task {key!r} must be a list of strings")
-    if data["steps"] < 0:
-        raise ValueError(f"{where}: 'steps' must be 0 or more")
-    if data["final_screen"] is not None:
-        _check_screen(data["final_screen"], folder, f"{where}: 'final_screen'")
-        size = data["final_size"]
-        if not (isinstance(size, list) and len(size) == 2 and all(_is_int(v) for v in size)):
-            raise ValueError(f"{where}: 'final_size' must be [width, height]")
+    data = Document(head, "", fail=_reader(where))
+    version = data.take("format") if data.has("format") else None
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{where}: format {version!r}, not {FORMAT_VERSION}")
+    task = data.document("task")
+    for key in ("id", "suite", "goal", "split", "evaluator"):
+        task.string(key)
+    task.integer("max_steps")
+    task.strings("setup")
+    task.strings("apps")
+    for key in ("id", "host", "device"):
+        data.string(key)
+    end_reason = data.string("end_reason")
+    if end_reason not in {reason.value for reason in EndReason}:
+        raise data.fail("end_reason", f"{end_reason!r} is no end reason")
+    if not data.is_null("success"):
+        data.boolean("success")
+    if not data.is_null("verdict"):
+        data.string("verdict")
+    data.number("started_at_s", finite=False)
+    data.number("duration_s", finite=False)
+    data.integer("steps", minimum=0)
+    if data.is_null("final_screen"):
+        if not data.is_null("final_size"):
+            data.array("final_size")
+        return
+    _check_screen(data.string("final_screen"), folder, f"{where}: final_screen")
+    if not _pair(data.take("final_size"), int):
+        raise data.fail("final_size", "must be [width, height]")
 
 
 def _check_step(step: object, index: int, folder: Path, where: str) -> None:
-    data = _check_fields(step, _STEP, where)
-    if data["index"] != index:
-        raise ValueError(f"{where}: 'index' is {data['index']}, not {index} (the step's place)")
-    _check_screen(data["screen"], folder, f"{where}: 'screen'")
-    action = data["action"]
-    if "invalid" in action:
-        if not isinstance(action["invalid"], str):
-            raise ValueError(f"{where}: 'action' 'invalid' must be the reason, a string")
+    data = Document(step, "", fail=_reader(where))
+    place = data.integer("index")
+    if place != index:
+        raise data.fail("index", f"is {place}, not {index} (the step's place)")
+    for key in ("goal", "output"):
+        data.string(key)
+    for key in ("logprob", "reward", "duration_s"):
+        data.number(key, finite=False)
+    data.integer("policy_version")
+    data.integer("width")
+    data.integer("height")
+    _check_screen(data.string("screen"), folder, f"{where}: screen")
+    action = data.document("action")
+    if action.has("invalid"):
+        action.string("invalid")
         return
-    if action.get("type") not in ActionType.__members__:
-        raise ValueError(f"{where}: 'action' 'type' {action.get('type')!r} is no action type")
+    kind = action.take("type") if action.has("type") else None
+    if kind not in ActionType.__members__:
+        raise action.fail(action.at("type"), f"{kind!r} is no action type")
     for key in ("touch", "lift"):
-        point = action.get(key)
-        if point is not None and not (
-            isinstance(point, list) and len(point) == 2 and all(_is_number(v) for v in point)
-        ):
-            raise ValueError(f"{where}: 'action' {key!r} must be null or [x, y]")
-    if not isinstance(action.get("text"), (str, type(None))):
-        raise ValueError(f"{where}: 'action' 'text' must be null or a string")  # noqa: TRY004 (a bad file is a ValueError)
+        if action.has(key) and not action.is_null(key) and not _pair(action.take(key), int | float):
+            raise action.fail(action.at(key), "must be null or [x, y]")
+    if action.has("text") and not action.is_null("text"):
+        action.string("text")
+
+
+def _pair(value: object, kind: type | UnionType) -> bool:
+    """Whether ``value`` is an array of two numbers of ``kind`` (booleans are none)."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
+    )
 
 
 def _check_screen(name: str, folder: Path, where: str) -> None:
@@ -282,14 +267,6 @@ def _check_screen(name: str, folder: Path, where: str) -> None:
         raise ValueError(f"{where}: {name!r} is not a file of the episode's folder")
     if not (folder / name).is_file():
         raise ValueError(f"{where}: the screen {name} is missing")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def raw_episodes(

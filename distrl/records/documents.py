@@ -75,13 +75,14 @@ def integer(value: object, where: str, *, minimum: int | None = None, fail: Fail
     return int(value)
 
 
-def number(value: object, where: str, *, fail: Fail = DocumentError) -> float:
-    """``value`` as a finite float (an integer is one too)."""
+def number(value: object, where: str, *, finite: bool = True, fail: Fail = DocumentError) -> float:
+    """``value`` as a float (an integer is one too); a finite one unless ``finite`` is False (Python's
+    ``json`` writes and reads ``NaN`` and ``Infinity``)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return float(integer(value, where, fail=fail))
     if not isinstance(value, float):
         raise fail(where, f"must be a number, not {kind_of(value)}")
-    if not math.isfinite(value):
+    if finite and not math.isfinite(value):
         raise fail(where, f"is {value!r}, and non-finite floats cannot be sent as JSON")
     return float(value)
 
@@ -159,8 +160,8 @@ class Document:
     def integer(self, key: str, *, minimum: int | None = None) -> int:
         return integer(self.take(key), self.at(key), minimum=minimum, fail=self.fail)
 
-    def number(self, key: str) -> float:
-        return number(self.take(key), self.at(key), fail=self.fail)
+    def number(self, key: str, *, finite: bool = True) -> float:
+        return number(self.take(key), self.at(key), finite=finite, fail=self.fail)
 
     def string(self, key: str) -> str:
         return string(self.take(key), self.at(key), fail=self.fail)
