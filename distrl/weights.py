@@ -60,6 +60,7 @@ import safetensors.torch
 import torch
 
 from distrl.errors import WeightsError
+from distrl.records import Document
 
 FORMAT = "distrl.weights"
 """The ``format`` metadata string of every blob."""
@@ -472,26 +473,22 @@ def _read_header(blob: bytes) -> tuple[BlobInfo, dict[str, str]]:
     if max((end[1] for end in ends), default=0) > len(blob) - 8 - header_len:
         fail("truncated", "the tensors run past the end")
     metadata = header.get("__metadata__", {})
-    if not all(isinstance(value, str) for value in metadata.values()):
-        fail("metadata", "metadata values must be strings")
-    if metadata.get("format") != FORMAT or metadata.get("format_version") != str(FORMAT_VERSION):
+    fields = Document(metadata, "metadata", fail=_metadata_error)
+    if fields.string("format") != FORMAT or fields.string("format_version") != str(FORMAT_VERSION):
         fail("metadata", f"not {FORMAT} version {FORMAT_VERSION}")
-    kind = metadata.get("kind")
-    encoding = {"full": FULL_ENCODING, "diff": DIFF_ENCODING}.get(str(kind))
-    if encoding is None or metadata.get("encoding") != encoding:
+    kind = fields.string("kind")
+    encoding = {"full": FULL_ENCODING, "diff": DIFF_ENCODING}.get(kind)
+    if encoding is None or fields.string("encoding") != encoding:
         fail("metadata", f"unknown kind {kind!r} or encoding {metadata.get('encoding')!r}")
-    required = {"version", "checksum", "payload_checksum"} | (
-        {"base_version", "manifest"} if kind == "diff" else set()
-    )
-    allowed = required | {"format", "format_version", "kind", "encoding"}
-    if not required <= set(metadata) <= allowed:
-        fail("metadata", f"expected the keys {sorted(allowed)}, got {sorted(metadata)}")
-    version, base = _integer(metadata["version"]), _integer(metadata.get("base_version"))
+    version = _integer(fields.string("version"))
+    base = _integer(fields.string("base_version")) if kind == "diff" else None
+    if kind == "diff":
+        fields.string("manifest")  # read by ``_apply_diff``
+    checksums = fields.string("checksum"), fields.string("payload_checksum")
+    fields.close()
     if version is None or (kind == "diff" and (base is None or base >= version)):
         fail("metadata", "bad version numbers")
-    if not all(
-        len(metadata[key]) == 64 and set(metadata[key]) <= _HEX for key in ("checksum", "payload_checksum")
-    ):
+    if not all(len(value) == 64 and set(value) <= _HEX for value in checksums):
         fail("metadata", "checksums must be 64 hex digits")
     info = BlobInfo(
         kind=cast(Kind, kind),
@@ -508,6 +505,10 @@ def _load(blob: bytes, info: BlobInfo, expected: int | None) -> dict[str, torch.
         return safetensors.torch.load(bytes(blob))
     except Exception as exc:  # safetensors raises its own SafetensorError, and others on odd dtypes
         _fail("corrupt", f"the tensors cannot be read: {exc}", info, expected)
+
+
+def _metadata_error(where: str, problem: str) -> WeightsError:
+    return WeightsError(f"unusable weights blob: {where} {problem}", reason="metadata")
 
 
 def _integer(text: str | None) -> int | None:

@@ -63,7 +63,7 @@ LAYERS: dict[str, set[str]] = {
     "env": {"records", "actions", "device", "tasks"},
     "sim": {"records", "actions", "errors", "config", "device"},
     "device": {"records", "actions", "errors", "config"},
-    "weights": {"errors"},
+    "weights": {"records", "errors"},
     "policy": {"records", "actions", "errors", "config", "weights"},
     "pretrain": {"records", "actions", "errors", "config", "sim", "device", "policy", "weights"},
     "play": {"records", "actions", "errors", "config", "sim", "device", "policy", "learner"},
