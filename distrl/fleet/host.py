@@ -75,8 +75,8 @@ class HostSupervisor:
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                link = await self._run_once(host)
-                if self._stop.is_set() or not link.lost:
+                link, played_out = await self._run_once(host)
+                if self._stop.is_set() or played_out:
                     return  # the run is over, or this host has played all it was given
                 failures = 0 if time.monotonic() - started > 60 else failures + 1
                 last = f"link lost: {link.lost}"
@@ -96,8 +96,10 @@ class HostSupervisor:
             with anyio.move_on_after(min(30.0, 2.0 ** (failures - 1))):
                 await self._stop.wait()
 
-    async def _run_once(self, host: Host) -> Link:
-        """One life of the host's worker; its link, lost or not."""
+    async def _run_once(self, host: Host) -> tuple[Link, bool]:
+        """One life of the host's worker: its link, lost or not, and whether the host played all it was
+        given (its sessions ended with the link up; the worker's exit after ``Shutdown`` then closes the
+        link, and that is no loss)."""
         async with open_host(host, self._timeouts) as raw:
             hello = await handshake(raw, self._timeouts)
             missing = hello.compute.get("devices_not_ready")
@@ -107,20 +109,22 @@ class HostSupervisor:
                 log.warning("host %s: device(s) not working: %s", host.name, missing)
             link = Link(raw, self._on_step)
             error: BaseException | None = None
+            played_out = False
             async with anyio.create_task_group() as tg:
                 tg.start_soon(link.read)
                 tg.start_soon(link.keep_alive, self._timeouts)
                 try:
-                    await self._serve(link, tg)
+                    played_out = await self._serve(link, tg)
                 except LINK_ERRORS as exc:  # raised here, not in a child task: no exception group
                     error = exc
                 tg.cancel_scope.cancel()
             if error is not None:
                 raise error
-        return link
+        return link, played_out
 
-    async def _serve(self, link: Link, tg: anyio.abc.TaskGroup) -> None:
-        """Set the worker up, bring it to the current weights, run its sessions, then say goodbye."""
+    async def _serve(self, link: Link, tg: anyio.abc.TaskGroup) -> bool:
+        """Set the worker up, bring it to the current weights, run its sessions, then say goodbye; whether
+        the sessions ended with the link up."""
         timeouts = self._timeouts
         reply = await link.request(
             Setup(id=link.next_id(), settings=self._settings_json), timeouts.worker_start_s
@@ -136,6 +140,8 @@ class HostSupervisor:
             await self._play(link)
         finally:
             self.up.discard(link.name)
-        if not link.lost:
-            with anyio.move_on_after(timeouts.cleanup_s), contextlib.suppress(*LINK_ERRORS):
-                await link.request(Shutdown(id=link.next_id(), reason="run complete"), timeouts.cleanup_s)
+        if link.lost:
+            return False
+        with anyio.move_on_after(timeouts.cleanup_s), contextlib.suppress(*LINK_ERRORS):
+            await link.request(Shutdown(id=link.next_id(), reason="run complete"), timeouts.cleanup_s)
+        return True
