@@ -5,13 +5,23 @@ error, never a hang."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from distrl.config import LearnerSettings, PolicySettings, learner_settings_json, parse_inventory, parse_learner_settings
+from distrl.config import (
+    LearnerSettings,
+    PolicySettings,
+    learner_settings_json,
+    parse_inventory,
+    parse_learner_settings,
+)
 from distrl.errors import ConfigError, RankError
 from distrl.learner.core import Learner
 from distrl.learner.ranks import _bounds
@@ -94,17 +104,25 @@ def test_two_ranks_take_the_same_update_as_one(played: list[Trajectory], algorit
     with _learner(played, algorithm, 2) as two:
         together = _recording_gradients(two)
         shared = two.update()
-        assert two.ranks is not None and two.ranks.reduced_bytes > 0
+        assert two.ranks is not None
+        assert two.ranks.reduced_bytes > 0
         torch.testing.assert_close(_state(two), _state(one), rtol=1e-4, atol=2.5e-2)  # the same step, near
     _assert_same_gradients(together, alone)
-    assert report is not None and shared is not None
-    assert (report.trained_steps, report.steps) == (shared.trained_steps, shared.steps) and report.trained_steps > 0
+    assert report is not None
+    assert shared is not None
+    assert (report.trained_steps, report.steps) == (
+        shared.trained_steps,
+        shared.steps,
+    )
+    assert report.trained_steps > 0
     assert shared.actor_loss == pytest.approx(report.actor_loss, rel=1e-4, abs=1e-6)
     assert shared.critic_loss == pytest.approx(report.critic_loss, rel=1e-5)
     assert shared.kl == pytest.approx(report.kl, rel=1e-4, abs=1e-6)
 
 
-def test_a_checkpoint_of_two_ranks_resumes_with_one_and_the_reverse(played: list[Trajectory], tmp_path: Path) -> None:
+def test_a_checkpoint_of_two_ranks_resumes_with_one_and_the_reverse(
+    played: list[Trajectory], tmp_path: Path
+) -> None:
     with _learner(played, "a-ride", 2) as two:
         two.update()
         two.save(tmp_path / "two")
@@ -163,3 +181,60 @@ def test_rank_settings_travel_as_checked_json_and_devices_are_one_per_rank() -> 
         parse_learner_settings('{"learner": {"ranks": 0}}')
     with pytest.raises(ConfigError, match=r"learner\.devices.*names 1 device\(s\) for learner\.ranks = 2"):
         parse_inventory('[learner]\nranks = 2\ndevices = ["cpu"]\n')
+
+
+def test_distrl_run_under_torchrun_on_two_nodes_trains_with_both(tmp_path: Path) -> None:
+    """Two "machines" on loopback: two ``torchrun`` launches meeting at one c10d rendezvous, each running
+    the same ``python -m distrl run``. Rank 0 runs the fleet; the other trains with it and ends with it."""
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[run]\noutput_dir = "{tmp_path / "runs"}"\nmax_trajectories = 8\n'
+        "[learner]\nbatch_size = 2\nmin_new_trajectories = 2\ncritic_warmup_updates = 0\nmicro_batch = 4\n"
+        "collective_timeout_s = 120\n[policy]\nmax_new_tokens = 24\n"
+        '[[hosts]]\nname = "here"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launches = [
+        subprocess.Popen(
+            [
+                str(torchrun),
+                "--nnodes",
+                "2",
+                "--nproc-per-node",
+                "1",
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                f"127.0.0.1:{port}",
+                "--rdzv-id",
+                "test",
+                "--rdzv-conf",
+                f"is_host={host}",
+                "-m",
+                "distrl",
+                "run",
+                str(inventory),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for host in ("true", "false")
+    ]
+    outputs = []
+    try:
+        for launch in launches:
+            out, err = launch.communicate(timeout=400)
+            outputs.append((launch.returncode, out, err))
+    finally:
+        for launch in launches:
+            launch.kill()
+    assert [code for code, _, _ in outputs] == [0, 0], outputs
+    said = "".join(out for _, out, _ in outputs)
+    assert "learner rank 1 of 2 on cpu: training with rank 0" in said
+    updates = re.search(r"8 episodes .* (\d+) updates", said)
+    assert updates is not None, said
+    assert int(updates.group(1)) >= 1, said

@@ -25,6 +25,8 @@ def _run(args: argparse.Namespace) -> int:
     from distrl.fleet import RunStats, train
 
     inventory = load_inventory(args.inventory)
+    if _serves_as_rank(inventory):
+        return 0
     _say(_headline(inventory))
     output = inventory.output_dir
     _say(f"output: {output} (curves: tensorboard --logdir {output / 'tensorboard'})")
@@ -74,6 +76,34 @@ def _run(args: argparse.Namespace) -> int:
     if problem:
         return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
     return 0
+
+
+def _serves_as_rank(inventory: Inventory) -> bool:
+    """Under ``torchrun``, every process but rank 0 trains as one of the learner's ranks (rank 0 runs the
+    fleet); True once such a rank is done."""
+    from distrl.learner.rank_processes import serve, start_ranks
+    from distrl.learner.ranks import torchrun_rank
+
+    launched = torchrun_rank()
+    if launched is None or launched[0] == 0:
+        return False
+    learner = inventory.learner
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = learner.devices[local] if local < len(learner.devices) else learner.device
+    if device in ("auto", "cuda"):
+        import torch
+
+        device = f"cuda:{local}" if torch.cuda.is_available() else "cpu"
+    _say(f"learner rank {launched[0]} of {launched[1]} on {device}: training with rank 0")
+    serve(
+        inventory.policy,
+        learner,
+        device=device,
+        dtype=None,
+        seed=inventory.run.seed,
+        join=lambda policy: start_ranks(policy, learner, seed=inventory.run.seed),
+    )
+    return True
 
 
 def _probe(args: argparse.Namespace) -> int:

@@ -186,17 +186,27 @@ async def train(
     run = inventory.run
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
+    settings = inventory.learner
     policy = await anyio.to_thread.run_sync(
-        lambda: Policy.load(inventory.policy, device=inventory.learner.device, seed=run.seed)
+        lambda: Policy.load(
+            inventory.policy, device=(settings.devices or (settings.device,))[0], seed=run.seed
+        )
     )
-    learner = Learner(policy, inventory.learner, max_policy_lag=run.max_policy_lag, seed=run.seed)
+    # in a thread: with several ranks it waits for the others to load their policy
+    learner = await anyio.to_thread.run_sync(
+        lambda: Learner(policy, settings, max_policy_lag=run.max_policy_lag, seed=run.seed)
+    )
     checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
     if resume:
         latest = checkpoints.latest()
-        if latest is None:
-            raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")
-        await anyio.to_thread.run_sync(_verify, checkpoints, latest)
-        await anyio.to_thread.run_sync(learner.load, latest)
+        try:
+            if latest is None:
+                raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")  # noqa: TRY301
+            await anyio.to_thread.run_sync(_verify, checkpoints, latest)
+            await anyio.to_thread.run_sync(learner.load, latest)
+        except BaseException:
+            learner.close()  # its other ranks
+            raise
         log.info("resumed from %s (update %d)", latest, learner.updates)
     limit = run.max_trajectories or None
     stop = Stop()

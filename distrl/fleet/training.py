@@ -106,17 +106,20 @@ class Trainer:
 
     async def finish(self) -> None:
         """The run is over: add what arrived meanwhile and write the last checkpoint (shielded), unless an
-        update failed: then the last good checkpoint stays the latest."""
+        update failed: then the last good checkpoint stays the latest. The learner's other ranks stop."""
         with anyio.CancelScope(shield=True):
-            self._take_arrived()
-            if self._failed:
-                latest = self._checkpoints.latest()
-                log.error(
-                    "no checkpoint written after a failed update; the last good one is %s",
-                    latest or "none (there is none)",
-                )
-                return
-            await self._checkpoint()
+            try:
+                self._take_arrived()
+                if self._failed:
+                    latest = self._checkpoints.latest()
+                    log.error(
+                        "no checkpoint written after a failed update; the last good one is %s",
+                        latest or "none (there is none)",
+                    )
+                    return
+                await self._checkpoint()
+            finally:
+                await anyio.to_thread.run_sync(self._learner.close)  # the learner's other ranks stop
 
     def _take_arrived(self) -> int:
         """Add every trajectory waiting in the stream, without waiting; how many there were."""

@@ -51,8 +51,9 @@ from distrl.learner.checkpoint import load_learner, save_learner
 from distrl.learner.critics import Critics
 from distrl.learner.digirl import DigiRL
 from distrl.learner.filtered_bc import FilteredBC
-from distrl.learner.ranks import SYNC, UPDATE, Ranks, torchrun_rank
 from distrl.learner.losses import actor_loss
+from distrl.learner.rank_processes import start_ranks
+from distrl.learner.ranks import SYNC, UPDATE, Ranks, torchrun_rank
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import importance_ratios
 from distrl.policy import Policy, PolicyInput
@@ -142,7 +143,7 @@ class Learner:
         self.rng = random.Random(f"learner/{seed}")
         """Reserved for the learner's own draws; saved and restored with checkpoints."""
         if ranks is None and (settings.ranks > 1 or torchrun_rank() is not None):
-            ranks = Ranks.start(policy, settings, seed=seed)
+            ranks = start_ranks(policy, settings, seed=seed)
         self.ranks = ranks
         """The learner's ranks (None: this process alone)."""
         if ranks is not None:
@@ -271,20 +272,19 @@ class Learner:
         size = self.settings.micro_batch
         count = len(inputs)
         first, stop = self.ranks.shard(count) if self.ranks is not None else (0, count)
-        logprob, entropy, state, answer_state = [], [], [], []
+        parts: list[list[torch.Tensor]] = [[], [], [], []]  # log-prob, entropy, state, answer state
         with _evaluation(self.policy), torch.no_grad():
             for start in range(first, stop, size):
                 end = min(start + size, stop)
                 scores = self.policy.score(inputs[start:end], texts[start:end])
-                assert scores.state is not None and scores.answer_state is not None
-                logprob.append(scores.logprob)
-                entropy.append(scores.entropy)
-                state.append(scores.state)
-                answer_state.append(scores.answer_state)
+                assert scores.state is not None
+                assert scores.answer_state is not None
+                for part, tensor in zip(parts, scores, strict=True):
+                    part.append(tensor)  # type: ignore[arg-type]  # not None: asserted above
             hidden = self.critics.features
             scored = [
                 torch.cat(part) if part else torch.zeros((0, *shape), device=device)
-                for part, shape in ((logprob, ()), (entropy, ()), (state, (hidden,)), (answer_state, (hidden,)))
+                for part, shape in zip(parts, ((), (), (hidden,), (hidden,)), strict=True)
             ]
             if self.ranks is not None:  # every rank's share, so that each holds the whole batch
                 scored = [self.ranks.gather(tensor, count) for tensor in scored]

@@ -3,7 +3,7 @@ parallelism on ``torch.distributed``).
 
 Rank 0 is the ``Learner`` the run holds: the fleet loop, the replay buffer, the checkpoints and the
 publisher stay with it. The other ranks only train. Rank 0 starts them as its child processes
-(``python -m distrl.learner.ranks``, the settings on their stdin as JSON), or ``torchrun`` starts them
+(``distrl.learner.rank_processes``), or ``torchrun`` starts them
 all, on one machine or several (``distrl run`` then serves as a rank where ``RANK`` is not 0).
 
 One update, on every rank:
@@ -34,24 +34,19 @@ stdin closes).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import datetime
-import logging
 import os
 import struct
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import torch
 import torch.distributed as dist
 
-from distrl.config import LearnerSettings, PolicySettings, learner_settings_json, parse_learner_settings
+from distrl.config import LearnerSettings
 from distrl.errors import RankError
 from distrl.learner.tensor_files import load_optimizer_state, optimizer_state
 from distrl.records import Trajectory
@@ -59,16 +54,14 @@ from distrl.wire import MAX_FRAME_BYTES, MAX_HEADER_BYTES, TrajectoryReport, dec
 
 if TYPE_CHECKING:
     from distrl.learner.core import Learner
+    from distrl.learner.rank_processes import Child
     from distrl.policy import Policy
 
-__all__ = ["Command", "Ranks", "follow", "serve", "torchrun_rank"]
-
-log = logging.getLogger(__name__)
+__all__ = ["SYNC", "STOP", "UPDATE", "Command", "Ranks", "rank_devices", "torchrun_rank"]
 
 T = TypeVar("T")
 
 STOP, UPDATE, SYNC = 0, 1, 2
-_JOIN_POLL_S = 0.5
 _LENGTH = struct.Struct(">Q")
 
 
@@ -103,7 +96,7 @@ class Ranks:
         world: int,
         device: torch.device,
         timeout_s: float,
-        children: Sequence[_Child] = (),
+        children: Sequence[Child] = (),
     ) -> None:
         self.rank = rank
         self.world = world
@@ -123,61 +116,22 @@ class Ranks:
 
     # -- starting --------------------------------------------------------------------------------------
 
-    @classmethod
-    def start(cls, policy: Policy, settings: LearnerSettings, *, seed: int) -> Ranks:
-        """Rank 0's group: joined under ``torchrun``, else with ``settings.ranks - 1`` children started here,
-        each loading the policy as ``policy`` was loaded (its settings, dtype and ``seed``).
-
-        Raises ``RankError`` (``start``) when a child does not join, with what it wrote last."""
-        timeout = datetime.timedelta(seconds=settings.collective_timeout_s)
-        backend = "nccl" if policy.device.type == "cuda" else "gloo"
-        launched = torchrun_rank()
-        if launched is not None:
-            rank, world = launched
-            dist.init_process_group(backend, init_method="env://", timeout=timeout)
-            return cls(rank=rank, world=world, device=policy.device, timeout_s=settings.collective_timeout_s)
-        world = settings.ranks
-        threads = before = torch.get_num_threads()
-        if policy.device.type == "cpu":  # ranks on one machine's cores share them
-            threads = max(1, threads // world)
-        store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
-        document = {
-            "settings": learner_settings_json(policy.settings, settings),
-            "world": world,
-            "port": store.port,
-            "seed": seed,
-            "dtype": str(next(policy.model.parameters()).dtype).removeprefix("torch."),
-            "threads": threads,
-            "backend": backend,
-        }
-        devices = rank_devices(settings, policy.device, world)
-        children: list[_Child] = []
-        try:
-            for rank in range(1, world):
-                children.append(_Child.start(rank, {**document, "rank": rank, "device": str(devices[rank])}))
-            _wait_until_joined(store, children, settings.collective_timeout_s)
-            dist.init_process_group(backend, store=store, rank=0, world_size=world, timeout=timeout)
-        except BaseException:
-            for child in children:
-                child.kill()
-            raise
-        log.info("learner: %d ranks (%s), %d thread(s) each", world, backend, threads)
-        ranks = cls(
-            rank=0, world=world, device=policy.device, timeout_s=settings.collective_timeout_s, children=children
-        )
-        ranks._threads = before
-        torch.set_num_threads(threads)
-        return ranks
-
-    # -- what rank 0 says, and the others hear ----------------------------------------------------------
-
-    def send(self, op: int, *, updates: int = 0, trajectories: Sequence[Trajectory] = (), weights: Sequence[float] = ()) -> None:
+    def send(
+        self,
+        op: int,
+        *,
+        updates: int = 0,
+        trajectories: Sequence[Trajectory] = (),
+        weights: Sequence[float] = (),
+    ) -> None:
         """Rank 0: tell the others what to do next (``UPDATE`` with the batch, ``SYNC``, ``STOP``)."""
         frames = b"".join(_frame(i, trajectory) for i, trajectory in enumerate(trajectories))
         header = torch.tensor([op, len(frames), len(weights), updates], dtype=torch.int64)
         self._exchange("send", lambda: self._broadcast(header))
         if frames:
-            self._exchange("send", lambda: self._broadcast(torch.frombuffer(bytearray(frames), dtype=torch.uint8)))
+            self._exchange(
+                "send", lambda: self._broadcast(torch.frombuffer(bytearray(frames), dtype=torch.uint8))
+            )
         if weights:
             self._exchange("send", lambda: self._broadcast(torch.tensor(weights, dtype=torch.float64)))
 
@@ -191,7 +145,9 @@ class Ranks:
             frames = self._exchange("receive", lambda: self._broadcast(torch.zeros(size, dtype=torch.uint8)))
             trajectories = tuple(_unframe(frames.numpy().tobytes()))
         if count:
-            received = self._exchange("receive", lambda: self._broadcast(torch.zeros(count, dtype=torch.float64)))
+            received = self._exchange(
+                "receive", lambda: self._broadcast(torch.zeros(count, dtype=torch.float64))
+            )
             weights = tuple(float(v) for v in received.tolist())
         return Command(op, updates, trajectories, weights)
 
@@ -268,7 +224,9 @@ class Ranks:
         manifest = b""
         if self.leader:
             tensors, meta = _state(learner)
-            shapes = [[name, list(t.shape), str(t.dtype).removeprefix("torch.")] for name, t in tensors.items()]
+            shapes = [
+                [name, list(t.shape), str(t.dtype).removeprefix("torch.")] for name, t in tensors.items()
+            ]
             manifest = orjson.dumps({"meta": meta, "updates": learner.updates, "tensors": shapes})
         manifest = self._bytes(manifest)
         document = orjson.loads(manifest)
@@ -281,7 +239,11 @@ class Ranks:
 
     def _bytes(self, data: bytes) -> bytes:
         size = self._exchange("sync", lambda: self._broadcast(torch.tensor([len(data)], dtype=torch.int64)))
-        buffer = torch.frombuffer(bytearray(data), dtype=torch.uint8) if self.leader else torch.zeros(int(size[0]), dtype=torch.uint8)
+        buffer = (
+            torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            if self.leader
+            else torch.zeros(int(size[0]), dtype=torch.uint8)
+        )
         return self._exchange("sync", lambda: self._broadcast(buffer)).cpu().numpy().tobytes()
 
     # -- ending ----------------------------------------------------------------------------------------
@@ -294,10 +256,8 @@ class Ranks:
         self._closed = True
         try:
             if self.leader:
-                try:
+                with contextlib.suppress(RankError):  # a rank already gone: the others are stopped below
                     self.send(STOP)
-                except RankError:
-                    pass  # a rank already gone: the others are stopped below
             for child in self._children:
                 child.stop(10.0)
         finally:
@@ -337,8 +297,7 @@ class Ranks:
                 f"the learner's {what} exchange with its other ranks {problem}", reason=reason
             ) from exc
 
-
-    def _dead_child(self, grace_s: float = 3.0) -> _Child | None:
+    def _dead_child(self, grace_s: float = 3.0) -> Child | None:
         """A child whose process has ended, waiting ``grace_s`` for one whose connection closed first."""
         deadline = time.monotonic() + grace_s
         while True:
@@ -369,7 +328,11 @@ def _bounds(count: int, world: int) -> list[tuple[int, int]]:
 
 
 def _frame(index: int, trajectory: Trajectory) -> bytes:
-    frame = encode(TrajectoryReport(trajectory=trajectory, id=index), max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES)
+    frame = encode(
+        TrajectoryReport(trajectory=trajectory, id=index),
+        max_frame_bytes=MAX_FRAME_BYTES,
+        max_header_bytes=MAX_HEADER_BYTES,
+    )
     return _LENGTH.pack(len(frame)) + frame
 
 
@@ -378,10 +341,14 @@ def _unframe(data: bytes) -> Iterator[Trajectory]:
     while offset < len(data):
         (size,) = _LENGTH.unpack_from(data, offset)
         offset += _LENGTH.size
-        message = decode(data[offset : offset + size], max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES)
+        message = decode(
+            data[offset : offset + size], max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES
+        )
         offset += size
         if not isinstance(message, TrajectoryReport):
-            raise RankError(f"rank 0 sent a {type(message).__name__} where a trajectory belongs", reason="mismatch")
+            raise RankError(
+                f"rank 0 sent a {type(message).__name__} where a trajectory belongs", reason="mismatch"
+            )
         yield message.trajectory
 
 
@@ -405,167 +372,3 @@ def _apply(learner: Learner, tensors: dict[str, torch.Tensor], meta: dict[str, A
     )
     load_optimizer_state(learner.actor_optimiser, tensors, meta["actor"], "actor")
     load_optimizer_state(learner.critic_optimiser, tensors, meta["critic"], "critic")
-
-
-# --- the other ranks -------------------------------------------------------------------------------------
-
-
-def follow(learner: Learner) -> None:
-    """Another rank's life: do what rank 0 says, update after update, until it says stop."""
-    ranks = learner.ranks
-    assert ranks is not None and not ranks.leader
-    from distrl.errors import LearnerError  # the refusal is decided by every rank alike; rank 0 reports it
-    from distrl.learner.replay import ReplaySample
-
-    while True:
-        command = ranks.receive()
-        if command.op == STOP:
-            return
-        if command.op == SYNC:
-            ranks.sync(learner)
-            continue
-        learner.updates = command.updates
-        count = len(command.trajectories)
-        sample = ReplaySample(
-            keys=tuple(range(count)),
-            trajectories=command.trajectories,
-            probabilities=(1.0 / count,) * count,
-            weights=command.weights,
-        )
-        try:
-            learner.update_on(sample)
-        except LearnerError:
-            pass
-
-
-def serve(
-    policy_settings: PolicySettings,
-    learner_settings: LearnerSettings,
-    *,
-    device: str,
-    dtype: str | None,
-    seed: int,
-    join: Callable[[], Ranks],
-) -> None:
-    """Load the policy, join the group (``join``), and ``follow`` rank 0 until it stops."""
-    from distrl.learner.core import Learner
-    from distrl.policy import Policy
-
-    policy = Policy.load(policy_settings, device=device, dtype=dtype, seed=seed)  # type: ignore[arg-type]
-    ranks = join()
-    try:
-        learner = Learner(policy, learner_settings, seed=seed, ranks=ranks)
-        follow(learner)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-@dataclasses.dataclass
-class _Child:
-    """A rank that rank 0 started: its process and where its stderr goes."""
-
-    rank: int
-    process: subprocess.Popen[bytes]
-    stderr: IO[bytes]
-
-    @classmethod
-    def start(cls, rank: int, document: dict[str, Any]) -> _Child:
-        stderr = tempfile.TemporaryFile()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "distrl.learner.ranks"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            start_new_session=True,  # Ctrl-C reaches rank 0, which stops its ranks itself
-        )
-        assert process.stdin is not None
-        process.stdin.write(orjson.dumps(document) + b"\n")
-        process.stdin.flush()  # stdin stays open: its end is the parent's end
-        return cls(rank, process, stderr)
-
-    def exited(self) -> bool:
-        return self.process.poll() is not None
-
-    def returncode(self) -> int | None:
-        return self.process.poll()
-
-    def last_words(self) -> str:
-        """``": <its last line on stderr>"``, or nothing."""
-        self.stderr.seek(0)
-        lines = [line.strip() for line in self.stderr.read().decode(errors="replace").splitlines() if line.strip()]
-        return f": {lines[-1]}" if lines else ""
-
-    def stop(self, timeout_s: float) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self.stderr.close()
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-
-def _wait_until_joined(store: dist.TCPStore, children: Sequence[_Child], timeout_s: float) -> None:
-    """Wait until every child has loaded its policy and says so in the store, or refuse the one that died
-    or took longer than ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    for child in children:
-        while not store.check([f"ready/{child.rank}"]):
-            time.sleep(_JOIN_POLL_S)
-            if child.exited():
-                raise RankError(
-                    f"learner rank {child.rank} did not start (exit code {child.returncode()})"
-                    f"{child.last_words()}",
-                    rank=child.rank,
-                    reason="start",
-                )
-            if time.monotonic() > deadline:
-                raise RankError(
-                    f"learner rank {child.rank} did not join within learner.collective_timeout_s ="
-                    f" {timeout_s:g} s{child.last_words()}",
-                    rank=child.rank,
-                    reason="timeout",
-                )
-
-
-def _child_main() -> None:
-    """``python -m distrl.learner.ranks``: a rank rank 0 started, its settings on stdin."""
-    logging.basicConfig(level=logging.WARNING, format="learner rank %(process)d: %(message)s")
-    document = orjson.loads(sys.stdin.buffer.readline())
-    threading.Thread(target=_end_with_parent, daemon=True).start()
-    policy_settings, learner_settings = parse_learner_settings(document["settings"])
-    torch.set_num_threads(int(document["threads"]))
-    rank, world = int(document["rank"]), int(document["world"])
-    timeout = datetime.timedelta(seconds=learner_settings.collective_timeout_s)
-
-    def join() -> Ranks:
-        store = dist.TCPStore("127.0.0.1", int(document["port"]), world, is_master=False, timeout=timeout)
-        store.set(f"ready/{rank}", "1")
-        dist.init_process_group(document["backend"], store=store, rank=rank, world_size=world, timeout=timeout)
-        device = torch.device(document["device"])
-        return Ranks(rank=rank, world=world, device=device, timeout_s=learner_settings.collective_timeout_s)
-
-    serve(
-        policy_settings,
-        learner_settings,
-        device=document["device"],
-        dtype=document["dtype"],
-        seed=int(document["seed"]),
-        join=join,
-    )
-
-
-def _end_with_parent() -> None:
-    """Exit when rank 0's end of our stdin closes: rank 0 ended, or stopped us."""
-    while os.read(0, 1 << 16):  # unbuffered: a thread blocked in sys.stdin would stop the interpreter's exit
-        pass
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    _child_main()
