@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
 from distrl.errors import DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
 
-__all__ = ["CommandOutput", "Device", "Gate"]
+__all__ = ["CommandOutput", "Device", "ExpertDevice", "Gate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,16 @@ class Device(Protocol):
 
     async def aclose(self) -> None:
         """Release the device; every later operation raises ``DeviceOffline``. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class ExpertDevice(Protocol):
+    """A device whose kind knows how to solve its tasks: the simulated phone and its scripted expert,
+    which plays ``policy.model = "expert"`` (demonstrations, and proof that every task is solvable)."""
+
+    def expert_action(self, task: Task) -> Action:
+        """The expert's next action for ``task`` on this device as it is now."""
         ...
 
 

@@ -6,7 +6,7 @@ emulator's console port (serial ``emulator-<port>``), and None the ``sim`` kind,
 phone registers as an entry point (``pyproject.toml``) so that nothing here imports it::
 
     [project.entry-points."distrl.devices"]
-    sim = "distrl.sim.device:sim_device"   # (name, SimSettings, Timeouts, *, seed) -> Device
+    sim = "distrl.sim.device:sim_device"   # (name, SimSettings, Timeouts, *, seed, host) -> Device
 
 Settings come as mappings of ``config`` field names (``SimSettings``, ``Timeouts``); an unknown name is
 a ValueError that names it.
@@ -24,7 +24,7 @@ from distrl.config import SimSettings, Timeouts
 from distrl.device.adb import AdbDevice
 from distrl.device.protocol import Device
 
-__all__ = ["DEVICE_KINDS", "DeviceFactory", "open_device"]
+__all__ = ["DEVICE_KINDS", "DeviceFactory", "device_kind", "open_device"]
 
 DEVICE_KINDS = "distrl.devices"
 """The entry-point group of device kinds."""
@@ -35,7 +35,18 @@ _T = TypeVar("_T")
 class DeviceFactory(Protocol):
     """A registered kind of device: one phone, named ``name``, as ``settings`` say, seeded by ``seed``."""
 
-    def __call__(self, name: str, settings: SimSettings, timeouts: Timeouts, *, seed: int) -> Device: ...
+    def __call__(
+        self, name: str, settings: SimSettings, timeouts: Timeouts, *, seed: int, host: str = "local"
+    ) -> Device: ...
+
+
+def device_kind(kind: str) -> DeviceFactory:
+    """The registered kind of device called ``kind`` (``sim``); ValueError naming the known ones."""
+    point = _kinds().get(kind)
+    if point is None:
+        known = ", ".join(sorted(_kinds())) or "none: is distrl installed (pip install -e .)?"
+        raise ValueError(f"no device kind {kind!r} is registered (registered: {known})")
+    return cast(DeviceFactory, point.load())
 
 
 def open_device(
@@ -53,12 +64,7 @@ def open_device(
     operation runs under ``timeouts`` (``Timeouts`` fields; the defaults for the rest)."""
     limits = _settings(Timeouts, timeouts, "timeouts")
     if target is None:
-        factory = _kinds().get("sim")
-        if factory is None:
-            raise ValueError("no device kind 'sim' is registered: is distrl installed (pip install -e .)?")
-        return cast(DeviceFactory, factory.load())(
-            name, _settings(SimSettings, sim, "sim"), limits, seed=seed
-        )
+        return device_kind("sim")(name, _settings(SimSettings, sim, "sim"), limits, seed=seed)
     if isinstance(target, bool) or not isinstance(target, str | int):
         raise TypeError(f"device {target!r} is neither an adb serial nor an emulator console port")
     options = dict(adb or {})

@@ -26,7 +26,7 @@ from distrl.config import EXPERT, Inventory
 from distrl.errors import ConfigError, JudgeError, TaskFileError
 from distrl.fleet.stop import Stop
 from distrl.records import Task, Trajectory
-from distrl.tasks import TaskFiles, TaskSource, resolve_evaluators
+from distrl.tasks import TaskFiles, TaskSource, registry, resolve_evaluators
 from distrl.tasks.files import read_task_file
 
 if TYPE_CHECKING:
@@ -65,10 +65,8 @@ def run_tasks(
         source = TaskFiles(settings.files, max_steps=settings.max_steps)
         if inventory.policy.model == EXPERT:
             raise _expert_refused(settings.files[0], settings.max_steps)
-    else:
-        from distrl.sim.suites import suite as sim_suite
-
-        source = sim_suite(suite or inventory.run.suite)
+    else:  # the sim's suites are registered task sources (``distrl.tasks.registry``)
+        source = registry.task_source(suite or inventory.run.suite)
     pool = source.tasks(split)
     if not pool:
         where = "the task files" if isinstance(source, TaskFiles) else f"the sim's {source.name} suite"

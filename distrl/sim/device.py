@@ -11,7 +11,9 @@ position (``Phone.restore``), on purpose, so that pop-ups differ from one episod
 Reset restores the snapshot taken when the phone booted, then runs the task's setup commands
 (``Task.setup``) with the sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and
 ``adb shell``. It lives with the sim, which it implements the ``Device`` protocol for: the device layer
-imports nothing of the sim.
+imports nothing of the sim. It is registered as the ``sim`` kind of device (``distrl.device.registry``),
+and carries the sim's scripted expert (``expert_action``, the ``ExpertDevice`` protocol), so the worker
+plays the expert without importing the sim.
 
 Faults (``FaultModel``) strike ``observe`` and ``act``; ``reset`` is the way back and is never struck:
 
@@ -116,6 +118,12 @@ class SimDevice:
     def phone(self) -> Phone:
         """The simulated phone itself, for experts and tests; not to be touched during an operation."""
         return self._phone
+
+    def expert_action(self, task: Task) -> Action:
+        """The sim's scripted expert's next action for ``task`` on this phone (``ExpertDevice``)."""
+        from distrl.sim.suites import expert_action
+
+        return expert_action(task, self._phone)
 
     async def __aenter__(self) -> SimDevice:
         return self

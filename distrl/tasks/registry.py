@@ -26,7 +26,15 @@ from distrl.records import Task
 from distrl.tasks.checks import run_checks
 from distrl.tasks.files import TaskFiles
 
-__all__ = ["EVALUATORS", "TASK_SOURCES", "Evaluator", "evaluator", "source_names", "task_source"]
+__all__ = [
+    "EVALUATORS",
+    "TASK_SOURCES",
+    "Evaluator",
+    "evaluator",
+    "evaluator_names",
+    "source_names",
+    "task_source",
+]
 
 TASK_SOURCES = "distrl.task_sources"
 """The entry-point group of task sources."""
@@ -41,6 +49,11 @@ where this device cannot tell."""
 def source_names() -> list[str]:
     """The names of the registered task sources, sorted."""
     return sorted(_entry_points(TASK_SOURCES))
+
+
+def evaluator_names() -> list[str]:
+    """The names of the evaluators a device can score with (``adb`` and the registered), sorted."""
+    return sorted({"adb", *_entry_points(EVALUATORS)})
 
 
 def task_source(name: str | Sequence[str | Path], *, max_steps: int = 10) -> Any:

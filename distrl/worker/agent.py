@@ -5,7 +5,8 @@
 3. serve, each message in its own task so that a slow one never holds up a heartbeat:
    - ``Heartbeat``: echoed;
    - ``Setup``: the policy, sim and timeout settings. The worker opens its devices (``sim-N`` are
-     in-process simulated phones, anything else an adb serial) and loads its policy replica
+     in-process simulated phones, the ``sim`` kind of ``distrl.device.registry``; anything else an adb
+     serial) and loads its policy replica
      (``inference.py``), then acks; a bad setting or an unloadable model is an ``ErrorReport``. With
      ``model = "expert"`` there is no model: the simulated phone's scripted expert chooses each step
      (sim devices only);
@@ -75,6 +76,7 @@ from distrl.worker.inference import Replica, expert_step, import_heavy
 if TYPE_CHECKING:
     from distrl.device.host import HostDevices
     from distrl.device.protocol import Device
+    from distrl.device.registry import DeviceFactory
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +246,9 @@ class _Agent:
         opened = await self.adb.open(settings.timeouts, settings.sim, tg)
         # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
         await anyio.to_thread.run_sync(import_heavy, expert)
-        from distrl.sim.device import sim_device
+        from distrl.device.registry import device_kind
+
+        sim_device = device_kind("sim")  # the simulated phones, as registered
 
         if not expert:
             self.replica = await Replica.start(settings, self.host, tg)
@@ -265,7 +269,7 @@ class _Agent:
         await self.stream.send(Ack(ref=message.id, ok=True, detail=runs_on))
         self.heard = time.monotonic()  # the silence that counts starts now, not while loading
 
-    def _sim(self, name: str, settings: WorkerSettings, sim_device: Any) -> Device:
+    def _sim(self, name: str, settings: WorkerSettings, sim_device: DeviceFactory) -> Device:
         seed = zlib.crc32(f"{settings.seed}/{self.host}/{name}".encode())
         device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
         return device
@@ -373,14 +377,11 @@ def _on_host(exc: DistrlError, host: str) -> DistrlError:
 
 
 async def _score(task: Task, device: Device) -> bool | None:
-    """The episode's score where this worker can give it: the ``adb`` evaluator's checks, or the sim's
-    state (None where the device reports none). The ``judge``'s episodes are scored on the learner."""
-    if task.evaluator == "adb":
-        from distrl.tasks.checks import run_checks
+    """The episode's score where this worker can give it, by the task's evaluator as registered
+    (``distrl.tasks.registry``): the ``adb`` evaluator's checks, or the sim's state (None where the
+    device reports none). The ``judge``'s episodes are scored on the learner; others go unscored here."""
+    from distrl.tasks.registry import evaluator, evaluator_names
 
-        return await run_checks(task.checks, device.shell)
-    if task.evaluator == "sim":
-        from distrl.sim.suites import judge
-
-        return judge(task, await device.state())
-    return None
+    if task.evaluator not in evaluator_names() or task.evaluator == "judge":
+        return None
+    return await evaluator(task.evaluator)(task, device)

@@ -125,23 +125,25 @@ class Replica:
 
 
 def expert_step(device: Device, task: Task, observation: Observation, index: int) -> Step:
-    """The scripted expert's step on a simulated phone: deterministic, so its log-prob is 0."""
+    """The scripted expert's step on a device whose kind has one (``ExpertDevice``: the simulated
+    phone): deterministic, so its log-prob is 0."""
     asked = time.perf_counter()
     from distrl.device.episode import scripted_step
-    from distrl.sim.device import SimDevice
-    from distrl.sim.suites import expert_action
+    from distrl.device.protocol import ExpertDevice
 
-    assert isinstance(device, SimDevice)  # the agent's setup refuses the expert on adb devices
-    return scripted_step(expert_action(task, device.phone), observation, index, asked)
+    assert isinstance(device, ExpertDevice)  # the agent's setup refuses the expert on adb devices
+    return scripted_step(device.expert_action(task), observation, index, asked)
 
 
 def import_heavy(expert: bool) -> None:
-    """Import what the setup needs (seconds of work for torch and transformers)."""
+    """Import what the setup needs (seconds of work for torch, transformers and the sim)."""
     import distrl.device.adb
     import distrl.device.episode
-    import distrl.sim.device
-    import distrl.sim.suites
+    from distrl.device.registry import device_kind
+    from distrl.tasks.registry import evaluator
 
+    device_kind("sim")  # the simulated phones, as registered
+    evaluator("sim")  # and their state's evaluator, with the expert
     if not expert:
         import distrl.policy
         import distrl.policy.batching  # noqa: F401
