@@ -54,6 +54,12 @@ PLAN = (
     Program("inference_throughput", ("--model", "tiny-bc", "--quick"), 240, "batch sizes 1 and 4 only"),
     Program("learner_gpu", limit_s=60),
     Program(
+        "learner_ranks",
+        ("--turns", "2", "--updates", "2", "--figure", f"{CUT}/learner-ranks.png"),
+        150,
+        "2 turns of 2 updates, not 3 of 4",
+    ),
+    Program(
         "judge_cost",
         ("--episodes", "16", "--delay", "0.5", "--figure", f"{CUT}/judge-latency.png"),
         45,
