@@ -47,6 +47,7 @@ from distrl.actions import parse_action
 from distrl.config import BUILT_IN_MODELS, PolicySettings
 from distrl.errors import PolicyError
 from distrl.policy.loading import attach_adapter, load_base, resolve_device, resolve_dtype
+from distrl.policy.merging import Merged
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
 from distrl.records import Action, InvalidAction, Observation, Step
 
@@ -136,6 +137,8 @@ class Policy:
         self._forbidden_ids = prompter.forbidden_ids(vocab_size)
         self._forbidden = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
         self._forbidden[self._forbidden_ids] = True
+        self._merged: Merged | None = None
+        """The adapter folded into the base weights, once ``serve_merged`` is called."""
 
     @classmethod
     def load(
@@ -421,8 +424,24 @@ class Policy:
         return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
 
     def train(self, mode: bool = True) -> None:
-        """Training mode (LoRA dropout on) or, with ``False``, evaluation mode."""
+        """Training mode (LoRA dropout on) or, with ``False``, evaluation mode. A policy serving merged
+        (``serve_merged``) cannot train: its adapter's gradients would not reach the folded weights."""
+        if mode and self._merged is not None:
+            raise PolicyError("a policy serving its adapter merged cannot train", phase="adapter")
         self.model.train(mode)
+
+    def serve_merged(self) -> None:
+        """Fold the adapter into the base weights from now on (``distrl.policy.merging``): each answer costs
+        what the base model's does, and every ``load_adapter_state`` folds the new adapter into a pristine
+        copy of the base. For a worker, which never trains; idempotent."""
+        if self._merged is None:
+            with self._inference():
+                self._merged = Merged(self.model)
+
+    @property
+    def merged(self) -> bool:
+        """Whether the adapter is served folded into the base weights."""
+        return self._merged is not None
 
     # -- the adapter -------------------------------------------------------------------------------------
 
@@ -472,6 +491,8 @@ class Policy:
         with torch.no_grad():
             for name, tensor in current.items():
                 tensor.copy_(state[name])
+        if self._merged is not None:
+            self._merged.refold()
 
     # -- helpers -----------------------------------------------------------------------------------------
 

@@ -59,9 +59,13 @@ class Replica:
         """Load the policy (in a thread: heartbeats go on) and start its batcher in ``tg``."""
         from distrl.policy import Policy
 
-        policy = await anyio.to_thread.run_sync(
-            lambda: Policy.load(settings.policy, device="auto", seed=settings.seed)
-        )
+        def load() -> Policy:
+            policy = Policy.load(settings.policy, device="auto", seed=settings.seed)
+            if settings.policy.merge_adapter:
+                policy.serve_merged()  # a worker never trains: each answer costs what the base's does
+            return policy
+
+        policy = await anyio.to_thread.run_sync(load)
         replica = cls(policy, settings, host)
         await tg.start(replica.batcher.run)
         return replica
