@@ -13,7 +13,10 @@ The policy is the checkpoint in ``--model`` (a ``pretrain`` folder, whose answer
 or, by default, a ``tiny`` of the built-in size (screens at most 224×504: 136 image tokens) trained for a
 few steps here so that its answers have the length of real ones (an untrained model babbles up to
 ``max_new_tokens``). ``pretrain`` folders made with its default ``PRETRAIN_SPEC`` see 112×252 screens
-(36 image tokens) and answer faster. Sampling at temperature 1, seeded.
+(36 image tokens) and answer faster. Sampling at temperature 1, seeded. The adapter holds small random
+weights (a trained one, not LoRA's zero start) and is folded into the base weights as a worker serves it
+(``Policy.serve_merged``, ``[policy] merge_adapter``); ``--unmerged`` applies it beside them, as the
+learner does.
 
 Measured on the 2-core development machine (``--model`` a 224×504 ``pretrain`` folder): ``direct`` 3.3
 samples/s at batch 1 (301 ms), 9.6 at 4, 14.7 at 8, 20.4 at 16 (783 ms), 21.6 at 32; ``batcher`` with 32
@@ -119,6 +122,12 @@ def main() -> None:
     parser.add_argument("--requesters", type=int, default=32, help="concurrent requesters (default 32)")
     parser.add_argument("--requests", type=int, default=2, help="requests per requester (default 2)")
     parser.add_argument("--quick", action="store_true", help="smoke run: batch sizes 1 and 4")
+    parser.add_argument(
+        "--unmerged",
+        action="store_true",
+        help="the adapter applied beside the base weights, as the learner runs it (default: folded in, as"
+        " a worker serves it)",
+    )
     args = parser.parse_args()
     sizes = (1, 4) if args.quick else SIZES
     with tempfile.TemporaryDirectory() as scratch:
@@ -128,6 +137,12 @@ def main() -> None:
             steps = 10 if args.quick else 150
             pretrain(model, episodes=30, max_steps=steps, minutes=None, mistake_rate=0.0, spec=TinySpec())
         policy = Policy.load(PolicySettings(model=model, temperature=1.0), device="cpu")
+        generator = torch.Generator().manual_seed(0)  # a trained adapter, not LoRA's zero start
+        policy.load_adapter_state(
+            {name: torch.randn(t.shape, generator=generator) * 0.01 for name, t in policy.adapter_state().items()}
+        )
+        if not args.unmerged:
+            policy.serve_merged()
         inputs = _inputs(max(sizes) * 2)
         direct = [_direct(policy, inputs, size, args.repeats) for size in sizes]
         batched = [
@@ -144,6 +159,7 @@ def main() -> None:
                 "cores": os.cpu_count(),
                 "torch_threads": torch.get_num_threads(),
                 "screen": "1080x2400 jpeg",
+                "adapter": "unmerged" if args.unmerged else "merged",
                 "direct": direct,
                 "batcher": batched,
             }
