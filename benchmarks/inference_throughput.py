@@ -139,7 +139,10 @@ def main() -> None:
         policy = Policy.load(PolicySettings(model=model, temperature=1.0), device="cpu")
         generator = torch.Generator().manual_seed(0)  # a trained adapter, not LoRA's zero start
         policy.load_adapter_state(
-            {name: torch.randn(t.shape, generator=generator) * 0.01 for name, t in policy.adapter_state().items()}
+            {
+                name: torch.randn(t.shape, generator=generator) * 0.01
+                for name, t in policy.adapter_state().items()
+            }
         )
         if not args.unmerged:
             policy.serve_merged()

@@ -76,7 +76,8 @@ def lora_parameters(shape: dict[str, float], rank: int = 16) -> int:
     vision = [(width, 3 * width), (width, width), (width, VISION["mlp"]), (VISION["mlp"], width)]
     merged = 4 * width  # 2×2 patches merged
     merger = [(merged, merged), (merged, hidden)]
-    total = int(shape["layers"]) * sum(i + o for i, o in text) + VISION["blocks"] * sum(i + o for i, o in vision)
+    total = int(shape["layers"]) * sum(i + o for i, o in text)
+    total += VISION["blocks"] * sum(i + o for i, o in vision)
     return rank * (total + sum(i + o for i, o in merger))
 
 

@@ -53,11 +53,12 @@ PLAN = (
     ),
     Program("inference_throughput", ("--model", "tiny-bc", "--quick"), 240, "batch sizes 1 and 4 only"),
     Program("learner_gpu", limit_s=60),
+    Program("inference_gpu", limit_s=25),  # without a CUDA GPU it says so and stops
     Program(
         "learner_ranks",
-        ("--turns", "2", "--updates", "2", "--figure", f"{CUT}/learner-ranks.png"),
-        150,
-        "2 turns of 2 updates, not 3 of 4",
+        ("--episodes", "8", "--turns", "1", "--updates", "2", "--figure", f"{CUT}/learner-ranks.png"),
+        90,
+        "8 episodes, 1 turn of 2 updates, not 16 and 3 of 4",
     ),
     Program(
         "judge_cost",
@@ -94,9 +95,9 @@ PLAN = (
     ),
     Program(
         "time_to_success",
-        ("--minutes", "2", "--every", "50", "--figure", f"{CUT}/time-to-success.png"),
-        480,
-        "2 minutes per mode, not 10",
+        ("--minutes", "1", "--every", "50", "--figure", f"{CUT}/time-to-success.png"),
+        360,
+        "1 minute per mode, not 10",
     ),
     Program(
         "learner_algorithms",

@@ -34,6 +34,18 @@ POLICY = PolicySettings(max_new_tokens=24, lora_dropout=0.0)
 """No LoRA dropout: each rank would draw its own masks, and the comparison with one rank is exact."""
 
 
+@pytest.fixture(autouse=True)
+def no_pickle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rank 0 never sends a Python object through torch.distributed (which would pickle it): tensors and
+    the project's own frames only."""
+    import torch.distributed.distributed_c10d as c10d
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an object collective pickled something between ranks")
+
+    monkeypatch.setattr(c10d, "_object_to_tensor", refuse)
+
+
 def _policy() -> Policy:
     return Policy.load(POLICY, device="cpu", seed=0)
 
