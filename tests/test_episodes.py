@@ -170,7 +170,11 @@ def _outside_link(folder: Path) -> None:
 
 
 CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
-    ("a list", lambda f: (f / "episode.json").write_text("[1, 2]"), r"episode\.json: must be an object, not an array"),
+    (
+        "a list",
+        lambda f: (f / "episode.json").write_text("[1, 2]"),
+        r"episode\.json: must be an object, not an array",
+    ),
     ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
     ("not UTF-8", lambda f: (f / "steps.jsonl").write_bytes(b"\xff\xfe{}"), r"steps\.jsonl: is not UTF-8"),
     ("task a string", _set("task", "t/1"), r"episode\.json: task must be an object, not a string"),
