@@ -79,7 +79,7 @@ def generate_s(policy: Policy, batch: list[PolicyInput], tokens: int) -> float:
     _sync(policy.device)
     started = time.perf_counter()
     with torch.no_grad():
-        policy.model.generate(
+        policy.model.generate(  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
             **inputs, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, use_cache=True
         )
     _sync(policy.device)

@@ -7,7 +7,9 @@ the batch without gradients, the critic step, and the actor's forward and backwa
 ``micro_batch`` steps with one AdamW step on the adapter, the prompts' CPU-side image preprocessing
 (``Prompter.encode``, twice per update) included. Also trajectories/s, mean and median seconds per
 update, the share of them spent in ``Prompter.encode``, and the peak GPU memory
-(``torch.cuda.max_memory_allocated``), for each ``micro_batch`` of a short sweep (default 1, 2, 4, 8;
+(``torch.cuda.max_memory_allocated``), the FLOPs done per second (``FlopCount``: the count written out)
+and their share of a bfloat16 matmul's peak measured in the same run (``matmul_peak``), for each
+``micro_batch`` of a short sweep (default 1, 2, 4, 8;
 ascending, stopping at the first that runs out of memory; a size gets an equal share of the time left).
 
 The model (``--shape 2b``, the default) is shaped like Qwen2-VL-2B-Instruct (text: hidden 1536, 28
@@ -122,6 +124,10 @@ class Run:
     """``torch.cuda.max_memory_reserved`` over the same, GiB."""
     skipped: str = ""
     """Why nothing was measured: ``out of memory`` or ``budget``."""
+    flops: float = 0.0
+    """FLOPs of the timed updates by ``FlopCount``."""
+    peak_flops_per_s: float = 0.0
+    """The matmul peak measured in the same run (``matmul_peak``)."""
 
     @property
     def steps_per_s(self) -> float:
@@ -140,6 +146,10 @@ class Run:
             "mean_update_s": round(total / len(self.seconds), 3),
             "p50_update_s": round(statistics.median(self.seconds), 3),
             "encode_share": round(self.encode_seconds / total, 3),
+            "tflops_per_s": round(self.flops / total / 1e12, 3),
+            "share_of_matmul_peak": round(self.flops / total / self.peak_flops_per_s, 4)
+            if self.peak_flops_per_s
+            else None,
             "peak_gpu_gib": self.peak_gib,
             "reserved_gpu_gib": self.reserved_gib,
         }
@@ -286,11 +296,61 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlopCount:
+    """The FLOPs of an update, written out. A forward pass over one step costs 2 FLOPs per weight per
+    token it touches: the language model's weights (embeddings, a lookup, left out) over the prompt and
+    the answer, the vision tower's over the screen's patches, and the output head over the answer window
+    only (``logits_to_keep``). An update makes one pass without gradients over every sampled step (the
+    scoring), and over each trained step: the anchor's reference pass (``kl_coef`` > 0), the actor's
+    forward, its backward to the inputs (about one forward: the frozen base needs no weight gradients,
+    the adapter's are r/d of them, left out) and, with gradient checkpointing, the forward again."""
+
+    text_weights: int
+    vision_weights: int
+    head_weights: int
+    prompt_tokens: int
+    answer_tokens: float
+    patches: int
+    anchored: bool
+    checkpointing: bool
+
+    @property
+    def forward(self) -> float:
+        """FLOPs of one step's forward pass."""
+        tokens = self.prompt_tokens + self.answer_tokens
+        return 2.0 * (
+            self.text_weights * tokens
+            + self.vision_weights * self.patches
+            + self.head_weights * self.answer_tokens
+        )
+
+    def update(self, scored: int, trained: int) -> float:
+        passes = 2 + int(self.anchored) + int(self.checkpointing)
+        return self.forward * (scored + passes * trained)
+
+
+def matmul_peak(device: torch.device, repeats: int = 10) -> float:
+    """FLOP/s of a large square matmul in the learner's dtype (bfloat16 on CUDA, float32 on a CPU)."""
+    size, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (1024, torch.float32)
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    a @ b
+    _sync(device)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    _sync(device)
+    return 2 * size**3 * repeats / (time.perf_counter() - started)
+
+
 def measure(
     policy: Policy,
     settings: LearnerSettings,
     trajectories: Sequence[Trajectory],
     *,
+    flops: FlopCount,
+    peak: float,
     clock: EncodeClock,
     warmup: int,
     max_updates: int,
@@ -302,7 +362,7 @@ def measure(
     one's time says would end after it). Out of memory ends it with ``skipped``."""
     device = policy.device
     cuda = device.type == "cuda"
-    run = Run(micro_batch=settings.micro_batch)
+    run = Run(micro_batch=settings.micro_batch, peak_flops_per_s=peak)
     learner = Learner(policy, settings, seed=seed)
     for trajectory in trajectories:
         learner.add(trajectory)
@@ -326,6 +386,7 @@ def measure(
                 run.steps += report.trained_steps
                 run.trajectories += report.trajectories
                 run.encode_seconds += clock.seconds - encoding
+                run.flops += flops.update(report.steps, report.trained_steps)
     except torch.OutOfMemoryError:
         run.skipped = "out of memory"
     finally:
@@ -463,6 +524,26 @@ def main() -> None:
         image_tokens = int(probe.grid_thw.prod()) // policy.prompter.merge_size**2
         answer_tokens = statistics.mean(len(policy.prompter.action_ids(step.output)) for step in steps)
         data_s = time.monotonic() - data_started
+        weights = {name: p.numel() for name, p in policy.model.named_parameters() if "lora_" not in name}
+        vision = sum(n for name, n in weights.items() if ".visual." in name)
+        embedding = policy.model.get_input_embeddings().weight.numel()
+        head = policy.model.get_output_embeddings().weight.numel()
+        tied = policy.model.get_output_embeddings().weight is policy.model.get_input_embeddings().weight
+        flop_count = FlopCount(
+            text_weights=sum(weights.values()) - vision - embedding - (0 if tied else head),
+            vision_weights=vision,
+            head_weights=head,
+            prompt_tokens=len(probe.ids),
+            answer_tokens=answer_tokens,
+            patches=int(probe.grid_thw.prod()),
+            anchored=LearnerSettings().kl_coef > 0,
+            checkpointing=args.gradient_checkpointing,
+        )
+        peak = matmul_peak(policy.device)
+        _log(
+            f"{flop_count.forward / 1e12:.3f} TFLOPs per step's forward pass;"
+            f" matmul peak {peak / 1e12:.1f} TFLOP/s"
+        )
         _log(
             f"{len(trajectories)} trajectories, {len(steps)} steps in {data_s:.1f} s;"
             f" {image_tokens} image tokens, {len(probe.ids)} prompt tokens, {answer_tokens:.1f} answer tokens"
@@ -489,6 +570,8 @@ def main() -> None:
                 policy,
                 learner_settings,
                 trajectories,
+                flops=flop_count,
+                peak=peak,
                 clock=clock,
                 warmup=args.warmup if position == 0 else 0,
                 max_updates=args.updates,
@@ -541,6 +624,9 @@ def main() -> None:
                     if best is None
                     else round(best.trajectories / sum(best.seconds), 3),
                     "best_micro_batch": None if best is None else best.micro_batch,
+                    "forward_tflops_per_step": round(flop_count.forward / 1e12, 4),
+                    "matmul_peak_tflops_per_s": round(peak / 1e12, 2),
+                    "share_of_matmul_peak": None if best is None else best.summary()["share_of_matmul_peak"],
                     "micro_batches": [r.summary() for r in runs],
                     "build_s": round(built_s, 1),
                     "load_s": round(loaded_s, 1),
