@@ -30,6 +30,8 @@ from distrl.policy import Policy
 from distrl.records import Trajectory
 from distrl.sim.suites import tasks
 
+pytestmark = pytest.mark.timeout(300)  # each starts rank processes that load torch and the policy
+
 POLICY = PolicySettings(max_new_tokens=24, lora_dropout=0.0)
 """No LoRA dropout: each rank would draw its own masks, and the comparison with one rank is exact."""
 
@@ -239,7 +241,7 @@ def test_distrl_run_under_torchrun_on_two_nodes_trains_with_both(tmp_path: Path)
     outputs = []
     try:
         for launch in launches:
-            out, err = launch.communicate(timeout=400)
+            out, err = launch.communicate(timeout=280)
             outputs.append((launch.returncode, out, err))
     finally:
         for launch in launches:
