@@ -183,18 +183,19 @@ async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
     from distrl import weights
 
     encoded: list[tuple[str, int, int | None]] = []
-    encode_full, encode_diff = weights.encode_full, weights.encode_diff
+    encode = weights.encode
 
-    def full(tensors: weights.Tensors, version: int) -> bytes:
-        encoded.append(("full", version, None))
-        return encode_full(tensors, version)
+    def counted(
+        new: weights.Tensors,
+        version: int,
+        *,
+        old: weights.Tensors | None = None,
+        base_version: int | None = None,
+    ) -> weights.Encoded:
+        encoded.append(("full", version, None) if base_version is None else ("diff", version, base_version))
+        return encode(new, version, old=old, base_version=base_version)
 
-    def diff(old: weights.Tensors, new: weights.Tensors, base: int, version: int) -> bytes:
-        encoded.append(("diff", version, base))
-        return encode_diff(old, new, base, version)
-
-    monkeypatch.setattr(weights, "encode_full", full)
-    monkeypatch.setattr(weights, "encode_diff", diff)
+    monkeypatch.setattr(weights, "encode", counted)
     two = _local_host(2) + _local_host(2).replace('"local"', '"other"')
     stats = await train(_inventory(tmp_path, local=False, hosts=two, extra="max_trajectories = 8"))
     accounted(stats)
