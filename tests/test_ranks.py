@@ -4,11 +4,15 @@ error, never a hang."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -235,17 +239,20 @@ def test_distrl_run_under_torchrun_on_two_nodes_trains_with_both(tmp_path: Path)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own group: the whole launch is killed on a failure
         )
         for host in ("true", "false")
     ]
     outputs = []
+    deadline = time.monotonic() + 270
     try:
         for launch in launches:
-            out, err = launch.communicate(timeout=280)
+            out, err = launch.communicate(timeout=max(1.0, deadline - time.monotonic()))
             outputs.append((launch.returncode, out, err))
     finally:
         for launch in launches:
-            launch.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(launch.pid, signal.SIGKILL)
     assert [code for code, _, _ in outputs] == [0, 0], outputs
     said = "".join(out for _, out, _ in outputs)
     assert "learner rank 1 of 2 on cpu: training with rank 0" in said
