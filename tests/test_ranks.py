@@ -181,6 +181,26 @@ def test_a_rank_that_dies_ends_the_update_with_one_error_naming_it(played: list[
         learner.close()  # closing after a death neither hangs nor raises
 
 
+def test_an_update_that_breaks_on_rank_0_ends_without_waiting_for_the_others(
+    played: list[Trajectory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 waits in an exchange rank 0 will never make: closing must not wait for it."""
+    learner = _learner(played, "a-ride", 2, collective_timeout_s=120)
+    assert learner.ranks is not None
+    child = learner.ranks._children[0]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the screen could not be decoded")
+
+    monkeypatch.setattr(learner.policy, "score", broken)
+    with pytest.raises(RuntimeError, match="could not be decoded"):
+        learner.update()
+    started = time.monotonic()
+    learner.close()
+    assert time.monotonic() - started < 15  # not collective_timeout_s
+    assert child.exited()
+
+
 def test_a_rank_that_cannot_start_is_named_with_its_last_words(played: list[Trajectory]) -> None:
     with pytest.raises(RankError, match=r"learner rank 1 did not start \(exit code 1\): .*cuda") as caught:
         _learner(played, "a-ride", 2, devices=("cpu", "cuda:7"))

@@ -201,11 +201,18 @@ class Learner:
         if len(self.replay) == 0:
             return None
         sample = self.replay.sample(self.settings.batch_size)
-        if self.ranks is not None:
-            self.ranks.send(
-                UPDATE, updates=self.updates, trajectories=sample.trajectories, weights=sample.weights
-            )
-        return self.update_on(sample, started)
+        if self.ranks is None:
+            return self.update_on(sample, started)
+        self.ranks.send(
+            UPDATE, updates=self.updates, trajectories=sample.trajectories, weights=sample.weights
+        )
+        try:
+            return self.update_on(sample, started)
+        except LearnerError:
+            raise  # refused on every rank alike: they are still in step
+        except BaseException:
+            self.ranks.broken = True
+            raise
 
     def update_on(self, sample: ReplaySample, started: float | None = None) -> UpdateReport:
         """One update from ``sample`` (``update`` draws it; another rank gets rank 0's draw)."""

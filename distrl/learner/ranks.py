@@ -107,6 +107,9 @@ class Ranks:
         self.reduced_bytes = 0
         """Bytes of gradients this rank has all-reduced since it started (the adapter's and the critics')."""
         self._closed = False
+        self.broken = False
+        """Set where an update failed on this rank partway (not a refusal every rank makes alike): the
+        others may wait in an exchange this rank will not make, so ``close`` sends them nothing more."""
         self._threads = torch.get_num_threads()
         """Rank 0's torch threads before ``start`` shared the cores out: ``close`` gives them back."""
 
@@ -114,7 +117,7 @@ class Ranks:
     def leader(self) -> bool:
         return self.rank == 0
 
-    # -- starting --------------------------------------------------------------------------------------
+    # -- what rank 0 says, and the others hear ----------------------------------------------------------
 
     def send(
         self,
@@ -249,13 +252,13 @@ class Ranks:
     # -- ending ----------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Rank 0: stop the others and leave the group; idempotent. Children that do not end in 10 s are
-        killed."""
+        """Rank 0: stop the others and leave the group; idempotent. Its children also end when their stdin
+        closes (at once, where an update broke partway); those that do not end in 10 s are killed."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self.leader:
+            if self.leader and not self.broken:
                 with contextlib.suppress(RankError):  # a rank already gone: the others are stopped below
                     self.send(STOP)
             for child in self._children:
