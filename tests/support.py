@@ -44,3 +44,25 @@ def tap(phone: Phone, element_id: str) -> None:
     """Tap the middle of ``element(phone, element_id)``."""
     x, y = element(phone, element_id).box.centre
     phone.tap(x, y)
+
+
+def small_run(output_dir: Path, *, run: str = "", policy: str = "") -> str:
+    """The ``[run]``, ``[learner]`` and ``[policy]`` tables of a tiny run (run ``t``, writing under
+    ``output_dir``): batches of 2 and short answers, for tests that run the fleet. ``run`` and ``policy``
+    are more lines for their tables."""
+    return f"""
+[run]
+name = "t"
+output_dir = "{output_dir}"
+{run}
+
+[learner]
+batch_size = 2
+min_new_trajectories = 2
+micro_batch = 8
+
+[policy]
+max_new_tokens = 24
+max_wait_s = 0.05
+{policy}
+"""

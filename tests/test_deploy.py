@@ -29,6 +29,7 @@ import pytest
 from netns import free_subnets, joined_namespace, unavailable
 from packaging.requirements import Requirement
 from sshd_server import Sshd, find_sshd, serve_sshd
+from support import small_run
 
 from distrl.cli import main
 from distrl.config import Host
@@ -90,10 +91,9 @@ def _account(folder: Path, **serve: object) -> Iterator[Account]:
 
 def _write_inventory(path: Path, hosts: list[str], output: Path) -> Path:
     path.write_text(
-        f'[run]\nname = "t"\noutput_dir = "{output}"\nmax_trajectories = 4\n'
-        "[learner]\nbatch_size = 2\nmin_new_trajectories = 2\nmicro_batch = 8\n"
-        "[policy]\nmax_new_tokens = 24\nmax_wait_s = 0.05\n"
-        '[sim]\nwidth = 270\nheight = 600\nlatency = "off"\nnuisances = false\n' + "".join(hosts)
+        small_run(output, run="max_trajectories = 4")
+        + '[sim]\nwidth = 270\nheight = 600\nlatency = "off"\nnuisances = false\n'
+        + "".join(hosts)
     )
     return path
 

@@ -20,6 +20,7 @@ import anyio
 import pytest
 from accounting import accounted
 from sshd_server import Sshd
+from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl.actions import parse_action
@@ -51,22 +52,7 @@ def _inventory_text(
 ) -> str:
     """Simulated phones at 270×600 without latency, a worker on this machine (unless not ``local``),
     and ``hosts`` appended; ``extra`` and ``policy`` are more lines for ``[run]`` and ``[policy]``."""
-    return f"""
-[run]
-name = "t"
-output_dir = "{tmp_path / "runs"}"
-{extra}
-
-[learner]
-batch_size = 2
-min_new_trajectories = 2
-micro_batch = 8
-
-[policy]
-max_new_tokens = 24
-max_wait_s = 0.05
-{policy}
-
+    return f"""{small_run(tmp_path / "runs", run=extra, policy=policy)}
 [sim]
 width = 270
 height = 600

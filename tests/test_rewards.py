@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import SimFleet
 from judge_server import JudgeServer, serve_judge
+from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import distrl.sim.shell
@@ -43,21 +44,7 @@ def _inventory(
     home.mkdir(exist_ok=True)
     (home / ".emulator_console_auth_token").write_text(fleet.token + "\n")
     ports = ", ".join(str(port) for port in (*(phone.console_port for phone in fleet.phones), *more_ports))
-    text = f"""
-[run]
-name = "t"
-output_dir = "{tmp_path / "runs"}"
-{run}
-
-[learner]
-batch_size = 2
-min_new_trajectories = 2
-micro_batch = 8
-
-[policy]
-max_new_tokens = 24
-max_wait_s = 0.05
-
+    text = f"""{small_run(tmp_path / "runs", run=run)}
 [[hosts]]
 name = "phones"
 address = "localhost"
