@@ -288,10 +288,10 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument(
         "--randomise",
         type=_rate,
-        default=0.0,
+        default=0.5,
         metavar="P",
         help="share of episodes playing drawn tasks: the train templates with fresh values and wordings, "
-        "never held-out ones (default 0)",
+        "never held-out ones (default 0.5, as the built-in tiny-bc)",
     )
     pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
