@@ -126,7 +126,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--micro-batch", type=int, default=4)
+    parser.add_argument("--micro-batch", type=int, default=16, help="the learner's default")
     parser.add_argument("--updates", type=int, default=4, help="timed updates per learner and turn")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=300.0)
