@@ -273,6 +273,8 @@ MALFORMED = [
     ("[timeouts]\ncleanup_s = inf\n" + ONE_HOST, "timeouts.cleanup_s", "must be finite"),
     ("[run]\nduration_s = inf\n" + ONE_HOST, "run.duration_s", "must be finite"),
     ('[defaults]\nproxy_jump = "@@@"\n' + ONE_HOST, "defaults.proxy_jump", "[user@]host[:port]"),
+    ('[defaults]\nproxy_jump = "me@bastion:99999"\n' + ONE_HOST, "defaults.proxy_jump", "port 99999"),
+    ('[defaults]\nproxy_jump = "bastion:0"\n' + ONE_HOST, "defaults.proxy_jump", "a port is 1-65535"),
     ('[[hosts]]\nname = "a"\naddress = " localhost"\n', "hosts[0].address", "hostname or IP"),
     ('[[hosts]]\nname = "a"\naddress = "x"\nuser = "a b"\n', "hosts[0].user", "a user name"),
     (HOST_A + 'devices = { sim = 1 }\nenv = { A = "x\\u0000y" }\n', "hosts[0].env.A", "NUL"),

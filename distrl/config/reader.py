@@ -302,6 +302,10 @@ class _Reader:
             where = f"{path}.workdir" if "workdir" in own else "defaults.workdir"
             raise self.fail(where, f"{merged['workdir']!r} is not a folder on this machine")
         host = Host(**merged)
+        jump_port = host.proxy_jump.rpartition(":")[2] if ":" in host.proxy_jump else ""
+        if jump_port and not 1 <= int(jump_port) <= 65535:
+            where = f"{path}.proxy_jump" if "proxy_jump" in own else "defaults.proxy_jump"
+            raise self.fail(where, f"{host.proxy_jump!r} names port {jump_port}: a port is 1-65535")
         where = f"{path}.devices" if "devices" in own else "defaults.devices"
         for i, port in enumerate(host.devices.emulator_ports):
             if not (5554 <= port <= 5682 and port % 2 == 0):
