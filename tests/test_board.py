@@ -115,6 +115,8 @@ def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
         assert line.startswith("100 s  episodes 50 (20% success")  # what matters most comes first
     assert "left" in stats.line(80)
     assert RunStats().time_left_s is None  # no budget, no estimate
+    stopped = RunStats(handed_out=34, failed=collections.Counter(stopped=32, timeout=2))
+    assert "0 running, 2 failed, 32 stopped" in stopped.line()  # a stop's cut-short episodes are no failures
 
 
 def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) -> None:

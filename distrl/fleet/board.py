@@ -192,7 +192,7 @@ class Board:
             writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, x)
         writer.add_scalar("collect/trajectories", self._episodes_before + stats.completed, x)
         # episodes the stop cut off are not failures
-        writer.add_scalar("collect/failed", sum(n for why, n in stats.failed.items() if why != "stopped"), x)
+        writer.add_scalar("collect/failed", stats.failures, x)
         writer.add_scalar("collect/stale", stats.stale, x)
         if stats.unscored:
             writer.add_scalar("collect/unscored", stats.unscored, x)

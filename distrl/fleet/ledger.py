@@ -152,6 +152,11 @@ class RunStats:
             left.append(max(0, self.goal_episodes - self.completed) / rate)
         return min(left) if left else None
 
+    @property
+    def failures(self) -> int:
+        """Episodes that failed, not counting those the run's stop cut short (``stopped``)."""
+        return sum(n for why, n in self.failed.items() if why != "stopped")
+
     def line(self, width: int = 160) -> str:
         """One line of progress, as ``python -m distrl run`` prints it: the most telling parts first,
         each only if it still fits in ``width`` characters."""
@@ -171,7 +176,8 @@ class RunStats:
         parts += [
             f"last {len(self.recent)}: {self.recent_success_rate:.0%} success",
             f"hosts {self.hosts_up}/{self.hosts} up",
-            f"{self.in_flight} running, {sum(self.failed.values())} failed",
+            f"{self.in_flight} running, {self.failures} failed"
+            + (f", {self.failed['stopped']} stopped" if self.failed.get("stopped") else ""),
             f"policy v{self.policy_version} lag p50 {self.lag_p50}",
         ]
         if self.judge:
