@@ -34,15 +34,10 @@ from pathlib import Path
 
 import torch
 from inference_throughput import _inputs as screens
-from learner_gpu import write_model
+from learner_gpu import _sync, write_model
 
 from distrl.config import PolicySettings
 from distrl.policy import Policy, PolicyInput
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def copy_bandwidth(device: torch.device, repeats: int = 5) -> float:

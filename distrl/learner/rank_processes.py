@@ -88,8 +88,8 @@ def start_ranks(policy: Policy, settings: LearnerSettings, *, seed: int) -> Rank
         device=policy.device,
         timeout_s=settings.collective_timeout_s,
         children=children,
+        threads=before,
     )
-    ranks._threads = before
     torch.set_num_threads(threads)
     return ranks
 

@@ -97,6 +97,7 @@ class Ranks:
         device: torch.device,
         timeout_s: float,
         children: Sequence[Child] = (),
+        threads: int | None = None,
     ) -> None:
         self.rank = rank
         self.world = world
@@ -110,8 +111,9 @@ class Ranks:
         self.broken = False
         """Set where an update failed on this rank partway (not a refusal every rank makes alike): the
         others may wait in an exchange this rank will not make, so ``close`` sends them nothing more."""
-        self._threads = torch.get_num_threads()
-        """Rank 0's torch threads before ``start`` shared the cores out: ``close`` gives them back."""
+        self._threads = torch.get_num_threads() if threads is None else threads
+        """This process's torch threads before ``start_ranks`` shared the cores out: ``close`` gives them
+        back."""
 
     @property
     def leader(self) -> bool:
