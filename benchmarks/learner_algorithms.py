@@ -50,6 +50,7 @@ import math
 import multiprocessing
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -82,6 +83,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-positive": {"advantages": "positive", "kl_coef": 0.0},
     "a-ride-no-kl": {"kl_coef": 0.0},
     "a-ride-kl1": {"kl_coef": 1.0},
+    "a-ride-kl03": {"kl_coef": 0.3},
     "a-ride-positive-kl": {"advantages": "positive"},
     "a-ride-positive-kl1": {"advantages": "positive", "kl_coef": 1.0},
     "a-ride-positive-lr1e-4": {"advantages": "positive", "kl_coef": 0.0, "lr_actor": 1e-4},
@@ -99,11 +101,19 @@ DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as
 shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%."""
-COLLECTION: dict[str, float] = {"a-ride-t05": 0.5, "digirl-t05": 0.5, "a-ride-positive-t05": 0.5}
-"""Variants that collect at another temperature than 1 (their learner settings: the algorithm's
-defaults, or the option of the same name without ``-t05``). The behaviour log-prob is the sampled
-distribution's, so A-RIDE's ρ stays right."""
-VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS, *COLLECTION)
+_COLLECTION = re.compile(r"-t(\d)(\d)$")
+"""Any variant with ``-tXY`` after its name collects at temperature X.Y instead of 1 (``a-ride-t05``:
+A-RIDE's defaults, sampled at 0.5). The behaviour log-prob is the sampled distribution's, so A-RIDE's ρ
+stays right."""
+VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
+
+
+def _collection(variant: str) -> tuple[str, float]:
+    """The variant without its collection temperature, and that temperature (1 when it names none)."""
+    found = _COLLECTION.search(variant)
+    if found is None:
+        return variant, 1.0
+    return variant[: found.start()], int(found[1]) + int(found[2]) / 10
 _SPLIT_LABELS = {
     "test": "test split (held-out values and wordings), greedy",
     "test@1": "test split, at temperature 1",
@@ -119,7 +129,7 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    base = variant.removesuffix("-t05")
+    base, _ = _collection(variant)
     changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
@@ -246,7 +256,7 @@ def _start(model: str, splits: dict[str, tuple[int | None, float]], seed: int) -
 
 def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     """Train ``job``'s variant for its budget, evaluate it on every split, and say how it went."""
-    temperature = COLLECTION.get(job.variant, 1.0)
+    _, temperature = _collection(job.variant)
     policy = Policy.load(
         PolicySettings(model=job.model, temperature=temperature), device="cpu", seed=job.seed
     )
@@ -332,7 +342,8 @@ def main() -> None:
     parser.add_argument(
         "--algorithms",
         default=",".join(ALGORITHMS),
-        help=f"comma-separated, of {', '.join(VARIANTS)} (default %(default)s)",
+        help=f"comma-separated, of {', '.join(VARIANTS)}, each with -tXY to collect at temperature X.Y"
+        " (default %(default)s)",
     )
     parser.add_argument("--episodes", type=int, default=16, help="episodes per round (default 16)")
     parser.add_argument("--updates", type=int, default=4, help="learner updates per round (default 4)")
@@ -374,7 +385,7 @@ def main() -> None:
     if min(args.train_episodes, args.unseen_episodes) < 0 or args.jobs < 1:
         parser.error("--train-episodes and --unseen-episodes must be ≥ 0, --jobs ≥ 1")
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
-    unknown = sorted(set(algorithms) - set(VARIANTS))
+    unknown = sorted({name for name in algorithms if _collection(name)[0] not in VARIANTS})
     if unknown:
         parser.error(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
