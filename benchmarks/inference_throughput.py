@@ -44,9 +44,9 @@ import anyio
 import torch
 
 from distrl.config import PolicySettings
+from distrl.local.pretrain import demonstrations, pretrain
 from distrl.policy import Policy, PolicyInput, TinySpec
 from distrl.policy.batching import Batcher
-from distrl.pretrain import demonstrations, pretrain
 
 SIZES = (1, 2, 4, 8, 16, 32)
 

@@ -1,7 +1,7 @@
 """What a VLM judge costs the learner, and what ``judge-eval`` reports of one.
 
 Plays ``--episodes`` simulated episodes as ``python -m distrl judge-eval`` does (half by the expert with
-mistakes, half by ``tiny``), then asks a test judge about each through ``distrl.judge_eval.calibrate``:
+mistakes, half by ``tiny``), then asks a test judge about each through ``distrl.local.judge_eval.calibrate``:
 the loopback OpenAI-compatible server of the tests (``tests/judge_server.py``), run as a separate
 process so that only the learner's side is measured here. The test judge answers from the sim's truth,
 wrong for ``--flip`` of the episodes (a fallible judge, so that the figures have something to find), and
@@ -30,7 +30,7 @@ import anyio
 from plotting import saved_figure
 
 from distrl.config import PolicySettings
-from distrl.judge_eval import Calibration, calibrate, calibration_episodes
+from distrl.local.judge_eval import Calibration, calibrate, calibration_episodes
 from distrl.policy import Policy
 from distrl.records import Trajectory
 from distrl.tasks.judge import Judge

@@ -64,10 +64,10 @@ from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.core import Learner
-from distrl.local import Round, train_local
-from distrl.play import evaluate
+from distrl.local.play import evaluate
+from distrl.local.pretrain import pretrain
+from distrl.local.train import Round, train_local
 from distrl.policy import Policy
-from distrl.pretrain import pretrain
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 ALGORITHMS = ("a-ride", "digirl", "filtered-bc")

@@ -44,7 +44,7 @@ from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.core import Learner
-from distrl.play import rollouts
+from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.sim.suites import tasks
 

@@ -1,6 +1,6 @@
 """Behaviour cloning of ``tiny`` within a budget, and the success rates it reaches (issues 4 (c), 21, 30).
 
-Runs ``distrl.pretrain.pretrain`` on the ``general`` train split (fresh ``tiny``, whole model, expert
+Runs ``distrl.local.pretrain.pretrain`` on the ``general`` train split (fresh ``tiny``, whole model, expert
 demonstrations with ``--mistake-rate`` mistakes, a ``--randomise`` share of them on drawn tasks: the
 train templates with fresh values and wordings, never held-out ones) for ``--minutes`` of wall time,
 demonstrations included, or for ``--steps`` optimiser steps (figures that do not depend on the
@@ -65,9 +65,9 @@ from pathlib import Path
 import torch
 
 from distrl.config import PolicySettings
-from distrl.play import Evaluation, evaluate
+from distrl.local.play import Evaluation, evaluate
+from distrl.local.pretrain import PRETRAIN_SPEC, Progress, pretrain
 from distrl.policy import Policy, TinySpec
-from distrl.pretrain import PRETRAIN_SPEC, Progress, pretrain
 from distrl.sim.suites import SPLITS
 
 

@@ -43,7 +43,7 @@ from plotting import saved_figure
 
 from distrl.config import Inventory, PolicySettings, parse_inventory
 from distrl.fleet import RunStats, train
-from distrl.play import evaluate
+from distrl.local.play import evaluate
 from distrl.policy import Policy
 
 FIGURES = Path(__file__).resolve().parent / "figures"

@@ -277,7 +277,7 @@ def test_judge_eval_reports_the_judges_agreement_with_the_sim(
     import json
 
     from distrl.cli import main
-    from distrl.judge_eval import calibration_episodes
+    from distrl.local.judge_eval import calibration_episodes
 
     played = calibration_episodes(None, suite="general", split="test", episodes=12, seed=3)
     truth = {

@@ -49,10 +49,6 @@ TABLE: dict[str, set[str]] = {
 PIECE_OF = {
     "__init__": "cli",  # the api (distrl.collect ...)
     "__main__": "cli",
-    # the in-process runs, DESIGN's `local`, until they share one folder (issue 33)
-    "play": "local",
-    "pretrain": "local",
-    "judge_eval": "local",
 }
 # What the code imports today that the table does not allow, each with its reason. Every entry must be
 # in use (``test_every_import_beyond_the_table_is_used``): this list only shrinks.

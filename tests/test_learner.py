@@ -18,8 +18,8 @@ from distrl.errors import CheckpointError, LearnerError
 from distrl.learner.algorithm import ActorTargets
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
 from distrl.learner.core import Learner, UpdateReport, _input
-from distrl.local import Round, train_local
-from distrl.play import rollouts
+from distrl.local.play import rollouts
+from distrl.local.train import Round, train_local
 from distrl.policy import Policy
 from distrl.records import Action, ActionType, Trajectory
 from distrl.sim.suites import tasks

@@ -28,7 +28,7 @@ from transformers import (
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
 from distrl.errors import PolicyError
-from distrl.play import evaluate
+from distrl.local.play import evaluate
 from distrl.policy import (
     Policy,
     PolicyInput,

@@ -21,9 +21,9 @@ from transformers import AutoModelForImageTextToText
 
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
-from distrl.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
+from distrl.local.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
+from distrl.local.pretrain import Progress, _examples, demonstrations, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
-from distrl.pretrain import Progress, _examples, demonstrations, pretrain
 from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import expert_action, tasks, template_of
@@ -193,7 +193,7 @@ def test_pretrain_overfits_a_small_fixed_demonstration_set(tmp_path: Path) -> No
 def test_bad_budgets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="budget"):
         pretrain(tmp_path / "m", max_steps=None, minutes=None)
-    with pytest.raises(ValueError, match="suite"):
+    with pytest.raises(ValueError, match="no task source 'nope'"):
         pretrain(tmp_path / "m", suites=("nope",), max_steps=1, minutes=None)
     assert not (tmp_path / "m").exists()
 

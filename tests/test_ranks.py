@@ -29,7 +29,7 @@ from distrl.config import (
 from distrl.errors import ConfigError, RankError
 from distrl.learner.core import Learner
 from distrl.learner.ranks import _bounds
-from distrl.play import rollouts
+from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Trajectory
 from distrl.sim.suites import tasks

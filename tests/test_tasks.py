@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from distrl.records import Check, ParamValue, Task
 from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
 from distrl.tasks.checks import check_from_json
+from distrl.tasks.draw import TaskDraw, split_tasks
 
 AIRPLANE = {"command": "settings get global airplane_mode_on", "equals": "1"}
 
@@ -419,3 +421,30 @@ def test_the_held_out_rule_reads_values_and_wordings() -> None:
     assert not rule.holds({"hour": 7, "minute": 5, "phrase": 0})
     assert not HeldOut().holds({"phrase": 5})
     assert held_out("city", ["Paris"]).values == frozenset({("Paris",)})
+
+
+def test_the_task_draw_plays_every_task_once_before_any_twice() -> None:
+    pool = split_tasks("general", "test")
+    drawn = TaskDraw(pool, random.Random(3)).take(len(pool) + 5)
+    first = drawn[: len(pool)]
+    assert sorted(task.id for task in first) == sorted(task.id for task in pool)
+    assert first != pool  # shuffled
+    assert len({task.id for task in drawn[len(pool) :]}) == 5  # the second cycle begins afresh
+    assert drawn == TaskDraw(pool, random.Random(3)).take(len(pool) + 5)  # seeded
+    assert drawn != TaskDraw(pool, random.Random(4)).take(len(pool) + 5)
+    with pytest.raises(ValueError, match="no tasks to draw"):
+        TaskDraw([], random.Random(0))
+    with pytest.raises(ValueError, match="≥ 0"):
+        TaskDraw(pool, random.Random(0)).take(-1)
+
+
+def test_split_tasks_reads_a_registered_source_or_a_task_file(tmp_path: Path) -> None:
+    assert [task.id for task in split_tasks("general", "train")] == [
+        task.id for task in suite("general").tasks("train")
+    ]
+    path = _write(tmp_path / "mine.txt", "Open the clock", "Turn on wifi")
+    assert [task.goal for task in split_tasks(str(path), "train")] == ["Open the clock", "Turn on wifi"]
+    with pytest.raises(ValueError, match="'general' has no 'nonsense' tasks"):
+        split_tasks("general", "nonsense")
+    with pytest.raises(ValueError, match="no task source 'nowhere'"):
+        split_tasks("nowhere", "train")

@@ -21,8 +21,8 @@ from distrl.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from distrl.judge_eval import Calibration
-    from distrl.play import Evaluation
+    from distrl.local.judge_eval import Calibration
+    from distrl.local.play import Evaluation
 from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
 from distrl.records import InvalidAction
 
@@ -105,7 +105,7 @@ def _sim(args: argparse.Namespace) -> int:
 def _pretrain(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
-    from distrl.pretrain import Progress, pretrain
+    from distrl.local.pretrain import Progress, pretrain
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
 
@@ -153,7 +153,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from distrl.config import PolicySettings
     from distrl.errors import PolicyError
-    from distrl.play import evaluate
+    from distrl.local.play import evaluate
     from distrl.policy import Policy
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
@@ -283,7 +283,7 @@ def _eval_json(args: argparse.Namespace, results: list[tuple[float, Evaluation]]
 def _judge_eval(args: argparse.Namespace) -> int:
     from distrl.config import EXPERT
     from distrl.fleet.scoring import build_judge
-    from distrl.judge_eval import calibrate, calibration_episodes
+    from distrl.local.judge_eval import calibrate, calibration_episodes
     from distrl.policy import Policy
 
     inventory = load_inventory(args.inventory)

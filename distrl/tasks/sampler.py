@@ -1,8 +1,9 @@
 """The task sampler: which task each free device plays next, and the account of every task handed out.
 
-Tasks come in a seeded shuffled order, cycling; the task of an episode that failed goes back to the front.
-With an episode budget (``collect``'s episodes, ``run.max_trajectories``) a free session waits while every
-episode still needed is out: one that fails puts its task back, for any host still up.
+Tasks come in the one task draw's order (``distrl.tasks.draw``: seeded, shuffled, cycling); the task
+of an episode that failed goes back to the front. With an episode budget (``collect``'s episodes,
+``run.max_trajectories``) a free session waits while every episode still needed is out: one that fails
+puts its task back, for any host still up.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import anyio
 
 from distrl.errors import DistrlError
 from distrl.records import Task
+from distrl.tasks.draw import TaskDraw
 
 __all__ = ["TaskSampler"]
 
@@ -35,9 +37,7 @@ class TaskSampler:
     ) -> None:
         if not pool:
             raise DistrlError("there are no tasks to run")
-        self._pool = list(pool)
-        self._rng = rng
-        self._order: list[Task] = []
+        self._draw = TaskDraw(pool, rng)
         self._returned: collections.deque[Task] = collections.deque()
         self._limit = limit
         self._stop = stop
@@ -62,12 +62,7 @@ class TaskSampler:
             await self._requeued.wait()
         if self._stop.is_set():
             return None
-        if self._returned:
-            task = self._returned.popleft()
-        else:
-            if not self._order:
-                self._order = self._rng.sample(self._pool, len(self._pool))
-            task = self._order.pop()
+        task = self._returned.popleft() if self._returned else self._draw.next()
         self.handed_out += 1
         return f"{self._prefix}/{self.handed_out:07d}", task
 

@@ -13,7 +13,7 @@
 - ``pretrain``: a fresh ``tiny``, every weight trained (a LoRA on random weights cannot become
   confident), by teacher-forced cross-entropy on the demonstrations' actions, within a step or time
   budget; saved as an ordinary model folder that ``Policy.load(PolicySettings(model=folder))`` loads.
-Measuring a policy on the sim is ``distrl.play.evaluate``.
+Measuring a policy on the sim is ``distrl.local.play.evaluate``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from distrl.policy.prompt import Encoded
 from distrl.records import Action, ActionType, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import drawn_task, expert_action, score, tasks
+from distrl.sim.suites import drawn_task, expert_action, score
+from distrl.tasks.draw import TaskDraw, split_tasks
 
 __all__ = [
     "Demo",
@@ -112,11 +113,8 @@ def demonstrations(
         raise ValueError(f"randomise draws train tasks only; the {split!r} split cannot be randomised")
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
-    pool = tasks(suite, split)
-    if not pool:
-        raise ValueError(f"suite {suite!r} has no {split!r} tasks")
     rng = random.Random(f"demonstrations/{suite}/{split}/{seed}")
-    order: list[Task] = []
+    order = TaskDraw(split_tasks(suite, split), rng)
     # one phone for every episode: each reset restores its boot snapshot, its chance goes on
     device = SimDevice(
         "demonstrations",
@@ -126,9 +124,7 @@ def demonstrations(
     )
     draws = random.Random(f"draws/{suite}/{seed}")
     for _ in range(episodes):
-        if not order:
-            order = rng.sample(pool, len(pool))
-        task = order.pop()
+        task = order.next()
         if randomise and draws.random() < randomise:
             task = drawn_task(task, draws)
         yield _episode(device, task, rng, mistake_rate)

@@ -1,12 +1,13 @@
 """Training in one process: the policy plays simulated phones here, and the learner trains on the result.
 
 No SSH and no workers: rounds of ``episodes`` episodes, played on that many in-process phones in
-parallel by the current weights (``distrl.play.rollouts``), go into the learner's replay buffer, then the
-learner makes ``updates`` updates. It shows the algorithm learning before the fleet is
+parallel by the current weights (``distrl.local.play.rollouts``), go into the learner's replay buffer,
+then the learner makes ``updates`` updates. It shows the algorithm learning before the fleet is
 involved, and the fleet drives the same ``Learner``.
 
-Tasks are drawn uniformly from the suite's train split with the learner's own random stream, so a
-checkpoint taken between rounds resumes the same run.
+Each round's tasks are the one task draw's (``distrl.tasks.draw``) over the suite's train split, shuffled
+afresh each round with the learner's own random stream (no task twice in a round), so a checkpoint
+taken between rounds resumes the same run.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections.abc import Callable
 
 from distrl.learner.checkpoint import Checkpoints
 from distrl.learner.core import Learner, UpdateReport
-from distrl.play import rollouts
-from distrl.sim.suites import tasks
+from distrl.local.play import rollouts
+from distrl.tasks.draw import TaskDraw, split_tasks
 
 __all__ = ["Round", "train_local"]
 
@@ -66,15 +67,13 @@ def train_local(
         raise ValueError("give rounds or minutes (or both): training needs a budget")
     if episodes < 1 or updates < 0:
         raise ValueError(f"episodes must be ≥ 1 and updates ≥ 0, got {episodes} and {updates}")
-    pool = tasks(suite, "train")
-    if not pool:
-        raise ValueError(f"suite {suite!r} has no train tasks")
+    pool = split_tasks(suite, "train")
     budget_s = math.inf if minutes is None else minutes * 60.0
     started = time.monotonic()
     done: list[Round] = []
     while (rounds is None or len(done) < rounds) and time.monotonic() - started < budget_s:
         version = learner.version
-        chosen = [learner.rng.choice(pool) for _ in range(episodes)]
+        chosen = TaskDraw(pool, learner.rng).take(episodes)
         played = rollouts(
             learner.policy,
             chosen,

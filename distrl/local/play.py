@@ -35,7 +35,8 @@ from distrl.policy import Policy, PolicyInput, Sample
 from distrl.records import Action, EndReason, InvalidAction, Observation, Step, Task, Trajectory
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import Phone, PhoneConfig
-from distrl.sim.suites import score, tasks
+from distrl.sim.suites import score
+from distrl.tasks.draw import TaskDraw, split_tasks
 
 __all__ = [
     "Actor",
@@ -376,9 +377,7 @@ class _Lockstep:
 def _chosen_tasks(
     suite: str, split: str, episodes: int | None, task_ids: Sequence[str] | None, seed: int
 ) -> list[Task]:
-    pool = tasks(suite, split)
-    if not pool:
-        raise ValueError(f"suite {suite!r} has no {split!r} tasks")
+    pool = split_tasks(suite, split)
     if task_ids is not None:
         known = {task.id: task for task in pool}
         unknown = [task_id for task_id in task_ids if task_id not in known]
@@ -389,11 +388,7 @@ def _chosen_tasks(
         return pool
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
-    rng = random.Random(f"evaluate/{suite}/{split}/{seed}")
-    chosen: list[Task] = []
-    while len(chosen) < episodes:
-        chosen.extend(rng.sample(pool, len(pool)))
-    return chosen[:episodes]
+    return TaskDraw(pool, random.Random(f"evaluate/{suite}/{split}/{seed}")).take(episodes)
 
 
 @contextlib.contextmanager

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import anyio
 
 from distrl.errors import JudgeError
-from distrl.play import Actor, episode_device, rollouts
-from distrl.pretrain import expert_trajectory
+from distrl.local.play import Actor, episode_device, rollouts
+from distrl.local.pretrain import expert_trajectory
 from distrl.records import Trajectory
-from distrl.sim.suites import tasks
+from distrl.tasks.draw import TaskDraw, split_tasks
 from distrl.tasks.judge import Judge
 
 __all__ = ["Calibration", "calibrate", "calibration_episodes"]
@@ -123,11 +123,8 @@ def calibration_episodes(
     its final screen: half by the expert with mistakes, half by ``policy`` (all by the expert without one)."""
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
-    pool = tasks(suite, split)
-    if not pool:
-        raise ValueError(f"suite {suite!r} has no {split!r} tasks")
     rng = random.Random(f"judge-eval/{suite}/{split}/{seed}")
-    chosen = [pool[rng.randrange(len(pool))] for _ in range(episodes)]
+    chosen = TaskDraw(split_tasks(suite, split), rng).take(episodes)
     by_expert = episodes if policy is None else episodes - episodes // 2
     played: list[Trajectory] = []
     for index, task in enumerate(chosen[:by_expert]):
