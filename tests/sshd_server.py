@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from distrl.config import Devices, Host
+from distrl.config import Devices, HostEntry
 
 SSHD_START_S = 10.0
 """Limit on sshd coming up, seconds."""
@@ -61,9 +61,9 @@ class Sshd:
     address: str = "127.0.0.1"
     """The address it listens on."""
 
-    def host(self, name: str = "ssh", **changes: object) -> Host:
-        """A ``Host`` that logs in to this sshd as the current user, checking its host key."""
-        host = Host(
+    def host(self, name: str = "ssh", **changes: object) -> HostEntry:
+        """A ``HostEntry`` that logs in to this sshd as the current user, checking its host key."""
+        host = HostEntry(
             name=name,
             address=self.address,
             transport="ssh",

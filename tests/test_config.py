@@ -12,7 +12,7 @@ import pytest
 
 from distrl.config import (
     Devices,
-    Host,
+    HostEntry,
     Inventory,
     JudgeSettings,
     LearnerSettings,
@@ -68,7 +68,7 @@ def test_example_documents_every_key_in_its_place() -> None:
     assert set(data["learner"]) == keys(LearnerSettings)
     assert set(data["policy"]) == keys(PolicySettings)
     assert set(data["sim"]) == keys(SimSettings)
-    assert set(data["defaults"]) | set(host) == keys(Host)
+    assert set(data["defaults"]) | set(host) == keys(HostEntry)
     assert set(host["devices"]) == keys(Devices)
 
 

@@ -32,7 +32,7 @@ from sshd_server import Sshd, find_sshd, serve_sshd
 from support import small_run
 
 from distrl.cli import main
-from distrl.config import Host
+from distrl.config import HostEntry
 from distrl.deploy import build_wheel, deploy_settings, repack
 from distrl.deploy.wheel import wheel_build
 from distrl.errors import DeployError
@@ -288,7 +288,7 @@ def test_the_wheel_is_the_same_bytes_for_the_same_code(tmp_path: Path, code: Pat
 
 
 def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> None:
-    host = Host(
+    host = HostEntry(
         name="h",
         address="example.org",
         env={"DISTRL_TORCH_INDEX": "https://download.pytorch.org/whl/cpu", "DISTRL_TEST_X": "1", "PATH": "x"},
@@ -300,13 +300,13 @@ def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> Non
         DeployError,
         match=r"hosts\[3\]\.env\.DISTRL_TORHC: not a deploy setting \(did you mean DISTRL_TORCH\?\)",
     ):
-        deploy_settings(Host(name="h", address="x", env={"DISTRL_TORHC": "torch==2.5.1"}), "hosts[3]")
+        deploy_settings(HostEntry(name="h", address="x", env={"DISTRL_TORHC": "torch==2.5.1"}), "hosts[3]")
     with pytest.raises(DeployError, match="installs from that folder alone"):
         deploy_settings(
-            Host(name="h", address="x", env={"DISTRL_WHEELHOUSE": "~/w", "DISTRL_INDEX_URL": "u"}), "h"
+            HostEntry(name="h", address="x", env={"DISTRL_WHEELHOUSE": "~/w", "DISTRL_INDEX_URL": "u"}), "h"
         )
     with pytest.raises(DeployError, match="use 1 or 0"):
-        deploy_settings(Host(name="h", address="x", env={"DISTRL_VENV_SYSTEM_SITE": "yes"}), "h")
+        deploy_settings(HostEntry(name="h", address="x", env={"DISTRL_VENV_SYSTEM_SITE": "yes"}), "h")
 
 
 def test_unknown_hosts_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,7 +37,7 @@ import pytest
 from sshd_server import Sshd, free_port
 from support import gone, wait_gone
 
-from distrl.config import Devices, Host, Timeouts
+from distrl.config import Devices, HostEntry, Timeouts
 from distrl.errors import TransportError, TransportTimeout
 from distrl.fleet import probe_host
 from distrl.transport import open_host, remote_command
@@ -55,20 +55,20 @@ TIMEOUTS = Timeouts(
 )
 
 
-def _local_host(name: str = "local", **changes: object) -> Host:
-    host = Host(
+def _local_host(name: str = "local", **changes: object) -> HostEntry:
+    host = HostEntry(
         name=name, address="localhost", transport="local", python=sys.executable, devices=Devices(sim=2)
     )
     return dataclasses.replace(host, **changes)  # type: ignore[arg-type]
 
 
 class MakeHost(Protocol):
-    def __call__(self, name: str = ..., **changes: object) -> Host: ...
+    def __call__(self, name: str = ..., **changes: object) -> HostEntry: ...
 
 
 @pytest.fixture(params=["local", "ssh"])
 def make_host(request: pytest.FixtureRequest) -> Iterator[MakeHost]:
-    """``make_host(name, **changes)``: a ``Host`` of the parametrized kind (the SSH one needs sshd)."""
+    """``make_host(name, **changes)``: a ``HostEntry`` of the parametrized kind (the SSH one needs sshd)."""
     if request.param == "local":
         yield _local_host
     else:
@@ -166,19 +166,21 @@ def test_worker_dies_with_a_killed_learner(make_host: MakeHost) -> None:
     ``WORKER_GONE_S`` (over SSH, the kernel closes the learner's socket, sshd the worker's stdin)."""
     host = make_host("orphan")
     fields = {
-        f.name: getattr(host, f.name) for f in dataclasses.fields(Host) if f.name not in ("env", "devices")
+        f.name: getattr(host, f.name)
+        for f in dataclasses.fields(HostEntry)
+        if f.name not in ("env", "devices")
     }
     learner = textwrap.dedent(
         """
         import json, sys
         import anyio
         from distrl import __version__
-        from distrl.config import Host, Timeouts
+        from distrl.config import HostEntry, Timeouts
         from distrl.transport import open_host
         from distrl.wire import PROTOCOL_VERSION, Hello
 
         async def main() -> None:
-            host = Host(**json.loads(sys.argv[1]))
+            host = HostEntry(**json.loads(sys.argv[1]))
             async with open_host(host, Timeouts(cleanup_s=1)) as link:
                 hello = Hello(id=0, role="learner", protocol=PROTOCOL_VERSION, distrl_version=__version__,
                               host=host.name, devices=(), compute={})
@@ -254,7 +256,9 @@ async def test_an_empty_workdir_is_the_login_folder(sshd: Sshd, tmp_path: Path) 
 
 
 def test_the_remote_command_defaults_to_the_deployed_python_or_python3_and_quotes_everything() -> None:
-    host = Host(name="h", address="example.org", transport="ssh", workdir="~/runs/a b", env={"X": "$(id)"})
+    host = HostEntry(
+        name="h", address="example.org", transport="ssh", workdir="~/runs/a b", env={"X": "$(id)"}
+    )
     command = remote_command(host, TIMEOUTS)
     assert command.startswith(
         'echo distrl-session $$; p="$HOME"/.distrl/venv/bin/python; [ -x "$p" ] || p=python3; '
@@ -339,8 +343,8 @@ class _OpenServer(asyncssh.SSHServer):
 @asynccontextmanager
 async def _asyncssh_server(
     folder: Path, server: type[asyncssh.SSHServer], **options: object
-) -> AsyncIterator[Host]:
-    """An asyncssh server on a free loopback port, and a ``Host`` that trusts its key."""
+) -> AsyncIterator[HostEntry]:
+    """An asyncssh server on a free loopback port, and a ``HostEntry`` that trusts its key."""
     host_key = asyncssh.generate_private_key("ssh-ed25519")
     client_key = folder / "client_key"
     asyncssh.generate_private_key("ssh-ed25519").write_private_key(client_key)
@@ -349,7 +353,7 @@ async def _asyncssh_server(
         port = acceptor.get_port()
         known_hosts = folder / "known_hosts"
         known_hosts.write_bytes(f"[127.0.0.1]:{port} ".encode() + host_key.export_public_key())
-        yield Host(
+        yield HostEntry(
             name="fake",
             address="127.0.0.1",
             transport="ssh",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import BUILT_IN_MODELS, Host, Inventory, load_inventory
+from distrl.config import BUILT_IN_MODELS, HostEntry, Inventory, load_inventory
 from distrl.errors import ConfigError, EmulatorError
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _emulator_problem(host: Host) -> str:
+def _emulator_problem(host: HostEntry) -> str:
     """Why ``host``'s emulators cannot be launched, as far as this machine can tell (empty: they can).
     Only a local host's SDK, AVD and KVM are here to check; ``probe`` checks a remote one's there."""
     from distrl.device.sdk import preflight

@@ -21,7 +21,7 @@ from distrl.config.settings import (
     BUILT_IN_MODELS,
     LOCAL_ADDRESS,
     Devices,
-    Host,
+    HostEntry,
     Inventory,
     JudgeSettings,
     LearnerSettings,
@@ -234,14 +234,14 @@ class _Reader:
     def section(self, cls: type[T], table: object, path: str) -> T:
         return cls(**self.fields(cls, self.table(table, path), path))
 
-    def hosts(self, data: dict[str, Any]) -> tuple[Host, ...]:
+    def hosts(self, data: dict[str, Any]) -> tuple[HostEntry, ...]:
         defaults_table = self.table(data.get("defaults", {}), "defaults")
         for key in _HOST_ONLY:
             if key in defaults_table:
                 raise self.fail(
                     f"defaults.{key}", f"'{key}' differs per host; set it in each [[hosts]] entry"
                 )
-        defaults = self.fields(Host, defaults_table, "defaults")
+        defaults = self.fields(HostEntry, defaults_table, "defaults")
         entries = data.get("hosts")
         if entries is None:
             raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
@@ -249,7 +249,7 @@ class _Reader:
             raise self.fail("hosts", f"expected an array of tables ([[hosts]]), got {_describe(entries)}")
         if not entries:
             raise self.fail("hosts", "no hosts: add at least one [[hosts]] entry")
-        hosts: list[Host] = []
+        hosts: list[HostEntry] = []
         seen: dict[str, int] = {}
         devices: dict[tuple[str, str], int] = {}
         """(address, serial) → host index: two hosts on one machine cannot share a device."""
@@ -274,8 +274,8 @@ class _Reader:
             hosts.append(host)
         return tuple(hosts)
 
-    def host(self, entry: dict[str, Any], defaults: dict[str, Any], path: str) -> Host:
-        own = self.fields(Host, entry, path)
+    def host(self, entry: dict[str, Any], defaults: dict[str, Any], path: str) -> HostEntry:
+        own = self.fields(HostEntry, entry, path)
         for key in _HOST_ONLY:
             if key not in own:
                 raise self.fail(path, f"missing required key '{key}'")
@@ -301,7 +301,7 @@ class _Reader:
         if transport == "local" and merged.get("workdir") and not Path(merged["workdir"]).is_dir():
             where = f"{path}.workdir" if "workdir" in own else "defaults.workdir"
             raise self.fail(where, f"{merged['workdir']!r} is not a folder on this machine")
-        host = Host(**merged)
+        host = HostEntry(**merged)
         jump_port = host.proxy_jump.rpartition(":")[2] if ":" in host.proxy_jump else ""
         if jump_port and not 1 <= int(jump_port) <= 65535:
             where = f"{path}.proxy_jump" if "proxy_jump" in own else "defaults.proxy_jump"

@@ -475,7 +475,7 @@ class Devices:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Host:
+class HostEntry:
     """One machine: how to reach it, how to start the worker there, and its devices."""
 
     name: str = _text("", _NAME, _NAME_MEANING)
@@ -523,7 +523,7 @@ class Host:
 class Inventory:
     """A whole ``hosts.toml``."""
 
-    hosts: tuple[Host, ...]
+    hosts: tuple[HostEntry, ...]
     run: RunSettings = field(default_factory=RunSettings)
     tasks: TaskSettings = field(default_factory=TaskSettings)
     judge: JudgeSettings = field(default_factory=JudgeSettings)

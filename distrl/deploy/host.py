@@ -28,7 +28,7 @@ from typing import Literal
 import anyio
 import asyncssh
 
-from distrl.config import Host, Timeouts
+from distrl.config import HostEntry, Timeouts
 from distrl.deploy.settings import DeploySettings
 from distrl.deploy.wheel import Wheel
 from distrl.errors import DeployError, TransportError
@@ -57,7 +57,7 @@ class Outcome:
 
 
 async def deploy_host(
-    host: Host,
+    host: HostEntry,
     settings: DeploySettings,
     wheel: Wheel,
     timeouts: Timeouts,
@@ -117,7 +117,7 @@ async def deploy_host(
 
 
 @contextlib.contextmanager
-def _stage(host: Host, stage: str) -> Iterator[None]:
+def _stage(host: HostEntry, stage: str) -> Iterator[None]:
     """A ``TransportError`` (connect, login, host key) as the deploy's own error."""
     try:
         yield
@@ -186,7 +186,7 @@ for w in "$d/wheels"/*; do [ "$w" = "$d/wheels/{keep}" ] || rm -rf "$w"; done
 class _Steps:
     """The remote commands of one deploy, each within ``step_s``, over one connection."""
 
-    def __init__(self, connection: asyncssh.SSHClientConnection, host: Host, step_s: float) -> None:
+    def __init__(self, connection: asyncssh.SSHClientConnection, host: HostEntry, step_s: float) -> None:
         self._connection = connection
         self._host = host
         self._step_s = step_s

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import asdict, dataclass
 
-from distrl.config import Host
+from distrl.config import HostEntry
 from distrl.errors import DeployError
 
 __all__ = ["DeploySettings", "deploy_settings"]
@@ -61,7 +61,7 @@ class DeploySettings:
         return asdict(self)
 
 
-def deploy_settings(host: Host, where: str) -> DeploySettings:
+def deploy_settings(host: HostEntry, where: str) -> DeploySettings:
     """``host``'s deploy settings; ``where`` is its TOML path (``hosts[2]``) for errors."""
     values: dict[str, str | bool] = {}
     for name, value in host.env.items():
@@ -86,5 +86,5 @@ def deploy_settings(host: Host, where: str) -> DeploySettings:
     return settings
 
 
-def _refuse(host: Host, problem: str) -> None:
+def _refuse(host: HostEntry, problem: str) -> None:
     raise DeployError(f"host {host.name!r}: {problem}", host=host.name, stage="settings")

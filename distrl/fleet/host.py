@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from distrl.config import Host, Timeouts
+from distrl.config import HostEntry, Timeouts
 from distrl.errors import DeviceError, DistrlError
 from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.probe import handshake
@@ -68,7 +68,7 @@ class HostSupervisor:
         self.given_up: dict[str, str] = {}
         """Hosts past their restart budget, with their last error."""
 
-    async def supervise(self, host: Host) -> None:
+    async def supervise(self, host: HostEntry) -> None:
         """Keep ``host``'s worker running and its sessions going, restarting it after a loss."""
         failures = 0
         last = ""
@@ -96,7 +96,7 @@ class HostSupervisor:
             with anyio.move_on_after(min(30.0, 2.0 ** (failures - 1))):
                 await self._stop.wait()
 
-    async def _run_once(self, host: Host) -> tuple[Link, bool]:
+    async def _run_once(self, host: HostEntry) -> tuple[Link, bool]:
         """One life of the host's worker: its link, lost or not, and whether the host played all it was
         given (its sessions ended with the link up; the worker's exit after ``Shutdown`` then closes the
         link, and that is no loss)."""

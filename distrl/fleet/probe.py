@@ -18,7 +18,7 @@ import anyio
 
 from distrl import __version__
 from distrl.build import build_id
-from distrl.config import Host, Inventory, Timeouts, devices_json
+from distrl.config import HostEntry, Inventory, Timeouts, devices_json
 from distrl.errors import DistrlError, ProtocolMismatch, TransportError, TransportTimeout, WireError
 from distrl.transport import HostLink, open_host
 from distrl.wire import PROTOCOL_VERSION, Ack, ErrorReport, Heartbeat, Hello, Message, Shutdown
@@ -60,7 +60,7 @@ async def probe_fleet(
     """Probe every host concurrently; one report per host, in inventory order. Never raises for a host."""
     reports: dict[str, HostReport] = {}
 
-    async def one(host: Host) -> None:
+    async def one(host: HostEntry) -> None:
         try:
             report = await probe_host(host, inventory.timeouts, heartbeats=heartbeats)
         except DistrlError as exc:
@@ -121,7 +121,7 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
     return reply
 
 
-async def probe_host(host: Host, timeouts: Timeouts, *, heartbeats: int = 5) -> HostReport:
+async def probe_host(host: HostEntry, timeouts: Timeouts, *, heartbeats: int = 5) -> HostReport:
     """Start the worker on ``host``, shake hands, time ``heartbeats`` round trips, shut it down."""
     started = time.perf_counter()
     async with open_host(host, timeouts) as link:

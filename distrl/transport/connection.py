@@ -27,7 +27,9 @@ _JUMP = re.compile(r"(?:(?P<user>[^\s@:]+)@)?(?P<address>[^\s@:/]+)(?::(?P<port>
 
 
 @contextlib.asynccontextmanager
-async def connect_ssh(host: config.Host, timeouts: Timeouts) -> AsyncIterator[asyncssh.SSHClientConnection]:
+async def connect_ssh(
+    host: config.HostEntry, timeouts: Timeouts
+) -> AsyncIterator[asyncssh.SSHClientConnection]:
     """An SSH connection to ``host`` as ``run`` makes it (host keys checked, through ``proxy_jump``,
     ``identity_file`` or the agent, keepalives), closed within ``cleanup_s`` on exit. Failures are
     ``TransportError`` with phase ``connect``, ``host_key`` or ``login``."""
@@ -60,7 +62,7 @@ class _Endpoint:
         return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
 
 
-def _endpoints(host: config.Host) -> tuple[_Endpoint | None, _Endpoint]:
+def _endpoints(host: config.HostEntry) -> tuple[_Endpoint | None, _Endpoint]:
     """The jump host (None when there is none) and the host."""
     target = _Endpoint(
         address=host.address, port=host.port, user=host.user, role=f"{host.address} port {host.port}"
@@ -117,11 +119,11 @@ class _Credentials:
     """None: the agent's and the default keys."""
 
 
-def _known_hosts_path(host: config.Host) -> str:
+def _known_hosts_path(host: config.HostEntry) -> str:
     return host.known_hosts_file or os.path.expanduser("~/.ssh/known_hosts")
 
 
-async def _credentials(host: config.Host) -> _Credentials:
+async def _credentials(host: config.HostEntry) -> _Credentials:
     path = _known_hosts_path(host)
     known: asyncssh.SSHKnownHosts | None = None
     if host.known_hosts == "ignore":
@@ -156,7 +158,7 @@ async def _credentials(host: config.Host) -> _Credentials:
 
 
 async def _connect(
-    host: config.Host,
+    host: config.HostEntry,
     endpoint: _Endpoint,
     credentials: _Credentials,
     timeouts: Timeouts,
@@ -216,7 +218,7 @@ async def _connect(
 
 
 def _host_key_error(
-    host: config.Host, endpoint: _Endpoint, credentials: _Credentials, attempt: _Attempt
+    host: config.HostEntry, endpoint: _Endpoint, credentials: _Credentials, attempt: _Attempt
 ) -> TransportError:
     entry = endpoint.known_hosts_name
     path = credentials.known_hosts_file

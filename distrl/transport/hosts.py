@@ -11,11 +11,13 @@ from distrl.transport.protocol import Host, HostLink
 from distrl.transport.ssh import SshHost
 
 
-def host_for(entry: config.Host, timeouts: Timeouts) -> Host:
+def host_for(entry: config.HostEntry, timeouts: Timeouts) -> Host:
     """The ``Host`` that reaches ``entry``: ``LocalHost`` for a local one, else ``SshHost``."""
     return LocalHost(entry, timeouts) if entry.is_local else SshHost(entry, timeouts)
 
 
-def open_host(entry: config.Host, timeouts: Timeouts) -> contextlib.AbstractAsyncContextManager[HostLink]:
+def open_host(
+    entry: config.HostEntry, timeouts: Timeouts
+) -> contextlib.AbstractAsyncContextManager[HostLink]:
     """Start the worker on ``entry`` and yield the link; on exit, stop it within ``cleanup_s`` steps."""
     return host_for(entry, timeouts).open()

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class LocalHost:
     """A ``Host`` on this machine: ``worker_command`` as a subprocess, in ``workdir`` with ``env``."""
 
-    entry: config.Host
+    entry: config.HostEntry
     timeouts: Timeouts
 
     @contextlib.asynccontextmanager
@@ -66,7 +66,7 @@ class LocalHost:
                 await _stop(process, stream, host, timeouts.cleanup_s)
 
 
-async def _stop(process: Process, stream: FrameStream, host: config.Host, cleanup_s: float) -> None:
+async def _stop(process: Process, stream: FrameStream, host: config.HostEntry, cleanup_s: float) -> None:
     """Close the worker's stdin (it exits on end of input); past ``cleanup_s``, SIGTERM its process group,
     and past another ``cleanup_s``, SIGKILL it. Whatever the worker started dies with its group."""
     await stream.aclose()

@@ -22,7 +22,7 @@ DEPLOYED_PYTHON = "~/.distrl/venv/bin/python"
 class HostLink:
     """A running worker on a host, and the framed stream to it."""
 
-    host: config.Host
+    host: config.HostEntry
     stream: FrameStream
 
 
@@ -32,7 +32,7 @@ class Host(Protocol):
     then SIGTERM and SIGKILL to its process group, ``cleanup_s`` apart."""
 
     @property
-    def entry(self) -> config.Host:
+    def entry(self) -> config.HostEntry:
         """The host as the inventory names it."""
         ...
 
@@ -41,7 +41,7 @@ class Host(Protocol):
         ...
 
 
-def worker_command(host: config.Host, timeouts: Timeouts) -> list[str]:
+def worker_command(host: config.HostEntry, timeouts: Timeouts) -> list[str]:
     """The argv that starts the worker agent on ``host`` (no shell: values are never interpreted).
 
     The worker logs as verbosely as this process does, waits for the learner's hello as long as

@@ -34,7 +34,7 @@ _SESSION = re.compile(rb"distrl-session ([0-9]+)\r?\n\Z")
 class SshHost:
     """A ``Host`` reached over SSH (``connect_ssh``); the worker runs under ``remote_command``."""
 
-    entry: config.Host
+    entry: config.HostEntry
     timeouts: Timeouts
 
     @contextlib.asynccontextmanager
@@ -65,7 +65,7 @@ class SshHost:
                 raise failure
 
 
-def remote_command(host: config.Host, timeouts: Timeouts) -> str:
+def remote_command(host: config.HostEntry, timeouts: Timeouts) -> str:
     """The POSIX shell command line that starts the worker over SSH: ``worker_command`` in
     ``host.workdir`` with ``host.env``, every value quoted. It first prints ``distrl-session <pid>``
     (the shell's pid, which sshd made a process group leader) on stdout, before any frame; when the
@@ -149,7 +149,7 @@ class _ChannelSendStream(ByteSendStream):
 
 
 async def _start_remote(
-    connection: asyncssh.SSHClientConnection, command: str, host: config.Host, timeout_s: float
+    connection: asyncssh.SSHClientConnection, command: str, host: config.HostEntry, timeout_s: float
 ) -> tuple[asyncssh.SSHClientProcess[bytes], int]:
     """Run ``command`` in a session channel (no PTY); returns it and the remote shell's process group,
     which the shell announces on stdout before the worker starts (login scripts may print first)."""
@@ -213,7 +213,7 @@ async def _stop_remote(
     process: asyncssh.SSHClientProcess[bytes],
     session: int,
     stream: FrameStream,
-    host: config.Host,
+    host: config.HostEntry,
     cleanup_s: float,
 ) -> None:
     """Like ``_stop``: end of input, then SIGTERM and SIGKILL to the worker's process group, ``cleanup_s``
