@@ -740,3 +740,42 @@ def test_a_header_without_a_field_is_corrupt(tmp_path: Path) -> None:
     del head["seed"]
     damaged = json.dumps(head).encode() + data[end:]
     assert _corrupt(path, damaged).endswith("is corrupt: its header's seed is missing")
+
+
+def test_a_file_of_another_format_version_is_refused_by_name(tmp_path: Path) -> None:
+    """Version 3 framed each trajectory as a wire message (``TrajectoryReport``); this distrl reads 4."""
+    path, data = _saved(tmp_path)
+    end = data.index(b"\n")
+    head = json.loads(data[:end])
+    for version, said in (
+        (3, "it has format version 3, not 4: an older distrl wrote it, and this one cannot read it"),
+        (5, "it has format version 5, not 4"),
+        (4.0, "it has format version 4.0, not 4"),
+        ("4", "it has format version '4', not 4"),
+    ):
+        damaged = json.dumps({**head, "version": version}).encode() + data[end:]
+        assert _corrupt(path, damaged).endswith(f"is corrupt: {said}"), version
+
+
+def test_a_header_with_a_field_no_version_writes_is_corrupt(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    said = "is corrupt: its header has unknown field(s) ['extra']"
+    assert _corrupt(path, _rewritten(data, {"extra": 1})).endswith(said)
+    said = "is corrupt: its header's counters has unknown field(s) ['extra']"
+    assert _corrupt(path, _rewritten(data, {"counters.extra": 1})).endswith(said)
+
+
+def test_an_entry_whose_frame_is_no_trajectory_says_why(tmp_path: Path) -> None:
+    """Bytes under a CRC-32 that matches, but no packed trajectory: the records' reader names the field."""
+    path, data = _saved(tmp_path)
+    (start, first), *_ = _entries(data)
+    key, priority, _ = struct.unpack(">QdQ", first[:24])
+    (size,) = struct.unpack(">I", first[28:32])
+    document = json.loads(first[32 : 32 + size])
+    document["trajectory"]["steps"][0]["reward"] = "high"
+    packed = json.dumps(document).encode()
+    frame = struct.pack(">I", len(packed)) + packed + first[32 + size :]
+    fields = struct.pack(">QdQ", key, priority, len(frame))
+    entry = fields + struct.pack(">I", zlib.crc32(frame, zlib.crc32(fields))) + frame
+    said = "trajectory 0 cannot be decoded (trajectory.steps[0].reward must be a number, not a string)"
+    assert _corrupt(path, data[:start] + entry + data[start + len(first) :]).endswith(said)
