@@ -43,7 +43,7 @@ from distrl.wire.messages import (
 )
 
 # -- values: the typed reader of ``distrl.records``, its errors ``WireError``s, used on both sides so that
-# encode and decode agree
+# encode and decode agree (the records' forms raise ``DocumentError``s, which ``wire_error`` translates)
 
 
 def invalid(where: str, problem: str) -> WireError:
@@ -82,6 +82,9 @@ def _scalar(value: object, where: str) -> ParamValue:
 
 def _scalars(value: object, where: str) -> dict[str, ParamValue]:
     return documents.scalars(value, where, fail=invalid)
+
+
+# -- errors -----------------------------------------------------------------------------------------
 
 
 def _error_to_wire(value: object, where: str) -> dict[str, object]:
