@@ -71,8 +71,6 @@ BEYOND_TABLE: dict[str, dict[str, str]] = {
     "learner": {
         "errors": "LearnerError and CheckpointError",
         "config": "the learner's settings",
-        "wire": "the replay buffer saves trajectories as TrajectoryReport, a message that never crosses "
-        "the wire (issue 33: TrajectoryReport leaves the learner)",
     },
     "worker": {
         "build": "its build id, sent at the handshake",

@@ -478,15 +478,15 @@ def _rewritten(
 @pytest.mark.parametrize(
     ("header", "entry", "needle"),
     [
-        ({"updates": -1}, {}, "updates is -1, not an integer >= 0"),
-        ({"counters.dropped_stale": -2}, {}, "counters.dropped_stale is -2"),
-        ({"next_key": -1}, {}, "next_key is -1"),
-        ({"trajectories": -1}, {}, "trajectories is -1"),
+        ({"updates": -1}, {}, "its header's updates must be >= 0, not -1"),
+        ({"counters.dropped_stale": -2}, {}, "its header's counters.dropped_stale must be >= 0, not -2"),
+        ({"next_key": -1}, {}, "next_key must be >= 0, not -1"),
+        ({"trajectories": -1}, {}, "trajectories must be >= 0, not -1"),
         ({"max_priority": 0.0}, {}, "max_priority is 0.0, not a number > 0"),
         ({"max_priority": -1.0}, {}, "max_priority is -1.0"),
-        ({"max_policy_lag": "5"}, {}, "max_policy_lag is '5', not an integer"),
+        ({"max_policy_lag": "5"}, {}, "its header's max_policy_lag must be an integer, not a string"),
         ({"next_key": 1}, {}, "out of order"),  # keys at or past the next key
-        ({}, {"entries": 1, "key": 0}, "entry 1 is not the trajectory with key 0"),
+        ({}, {"entries": 1, "key": 0}, "trajectory 1 has key 0, out of order"),
         ({}, {"entries": 0, "priority": 0.0}, "a priority of 0.0"),
         ({}, {"entries": 0, "priority": -1.0}, "a priority of -1.0"),
         ({"capacity": 2}, {}, "over its capacity of 2"),
@@ -524,8 +524,8 @@ def test_a_failed_save_leaves_the_last_good_checkpoint(tmp_path: Path) -> None:
     filled([1.0]).save(path)
     good = path.read_bytes()
     broken = filled([1.0, 2.0])
-    broken.add(replace(trajectory("nan", 1), duration_s=math.nan), learner_version=0)  # no wire form
-    with pytest.raises(CheckpointError, match="no wire form"):
+    broken.add(replace(trajectory("nan", 1), duration_s=math.nan), learner_version=0)  # no JSON form
+    with pytest.raises(CheckpointError, match="no JSON form"):
         broken.save(path)
     assert path.read_bytes() == good
     assert os.listdir(tmp_path) == ["replay.bin"]
@@ -603,7 +603,7 @@ def test_a_failed_save_names_the_checkpoint_and_survives_a_leftover_it_cannot_re
     broken = filled([1.0])
     broken.add(replace(trajectory("nan", 1), duration_s=math.nan), learner_version=0)
     path = tmp_path / "replay.bin"
-    with pytest.raises(CheckpointError, match="no wire form") as caught:
+    with pytest.raises(CheckpointError, match="no JSON form") as caught:
         broken.save(path)
     assert f"cannot save the replay buffer to {path}: trajectory 'nan'" in str(caught.value)
     assert caught.value.path == str(path)
@@ -612,7 +612,7 @@ def test_a_failed_save_names_the_checkpoint_and_survives_a_leftover_it_cannot_re
         raise PermissionError(13, "Permission denied", name)
 
     monkeypatch.setattr(os, "unlink", refuse)
-    with pytest.raises(CheckpointError, match="no wire form"):  # the cause, not the cleanup's failure
+    with pytest.raises(CheckpointError, match="no JSON form"):  # the cause, not the cleanup's failure
         broken.save(path)
 
 
@@ -720,10 +720,10 @@ def test_the_random_generators_state_is_checked_and_keeps_a_pending_gauss(tmp_pa
 @pytest.mark.parametrize(
     ("header", "said"),
     [
-        ({"counters": 5}, "its header has no field 'counters.added'"),
-        ({"capacity": "12"}, "its header's capacity is '12', not an integer"),
-        ({"alpha": True}, "its header's alpha is True, not a number"),
-        ({"alpha": "0.6"}, "its header's alpha is '0.6', not a number"),
+        ({"counters": 5}, "its header's counters must be an object, not an integer"),
+        ({"capacity": "12"}, "its header's capacity must be an integer, not a string"),
+        ({"alpha": True}, "its header's alpha must be a number, not a boolean"),
+        ({"alpha": "0.6"}, "its header's alpha must be a number, not a string"),
     ],
 )
 def test_a_header_field_of_the_wrong_kind_is_named_exactly(
@@ -739,4 +739,43 @@ def test_a_header_without_a_field_is_corrupt(tmp_path: Path) -> None:
     head = json.loads(data[:end])
     del head["seed"]
     damaged = json.dumps(head).encode() + data[end:]
-    assert _corrupt(path, damaged).endswith("is corrupt: its header has no field 'seed'")
+    assert _corrupt(path, damaged).endswith("is corrupt: its header's seed is missing")
+
+
+def test_a_file_of_another_format_version_is_refused_by_name(tmp_path: Path) -> None:
+    """Version 3 framed each trajectory as a wire message (``TrajectoryReport``); this distrl reads 4."""
+    path, data = _saved(tmp_path)
+    end = data.index(b"\n")
+    head = json.loads(data[:end])
+    for version, said in (
+        (3, "it has format version 3, not 4: an older distrl wrote it, and this one cannot read it"),
+        (5, "it has format version 5, not 4"),
+        (4.0, "it has format version 4.0, not 4"),
+        ("4", "it has format version '4', not 4"),
+    ):
+        damaged = json.dumps({**head, "version": version}).encode() + data[end:]
+        assert _corrupt(path, damaged).endswith(f"is corrupt: {said}"), version
+
+
+def test_a_header_with_a_field_no_version_writes_is_corrupt(tmp_path: Path) -> None:
+    path, data = _saved(tmp_path)
+    said = "is corrupt: its header has unknown field(s) ['extra']"
+    assert _corrupt(path, _rewritten(data, {"extra": 1})).endswith(said)
+    said = "is corrupt: its header's counters has unknown field(s) ['extra']"
+    assert _corrupt(path, _rewritten(data, {"counters.extra": 1})).endswith(said)
+
+
+def test_an_entry_whose_frame_is_no_trajectory_says_why(tmp_path: Path) -> None:
+    """Bytes under a CRC-32 that matches, but no packed trajectory: the records' reader names the field."""
+    path, data = _saved(tmp_path)
+    (start, first), *_ = _entries(data)
+    key, priority, _ = struct.unpack(">QdQ", first[:24])
+    (size,) = struct.unpack(">I", first[28:32])
+    document = json.loads(first[32 : 32 + size])
+    document["trajectory"]["steps"][0]["reward"] = "high"
+    packed = json.dumps(document).encode()
+    frame = struct.pack(">I", len(packed)) + packed + first[32 + size :]
+    fields = struct.pack(">QdQ", key, priority, len(frame))
+    entry = fields + struct.pack(">I", zlib.crc32(frame, zlib.crc32(fields))) + frame
+    said = "trajectory 0 cannot be decoded (trajectory.steps[0].reward must be a number, not a string)"
+    assert _corrupt(path, data[:start] + entry + data[start + len(first) :]).endswith(said)

@@ -21,8 +21,8 @@ from anyio.streams.stapled import StapledByteStream
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import distrl.records.forms
 import distrl.wire
-import distrl.wire.codec
 from distrl.errors import (
     ConfigError,
     DeviceTimeout,
@@ -680,7 +680,7 @@ def test_an_unexpected_error_while_decoding_becomes_a_wire_error(monkeypatch: py
     def broken_task(**fields: object) -> Task:
         raise TypeError("surprise")
 
-    monkeypatch.setattr(distrl.wire.codec, "Task", broken_task)
+    monkeypatch.setattr(distrl.records.forms, "Task", broken_task)
     with pytest.raises(WireError, match="surprise") as caught:
         decode(frame)
     assert isinstance(caught.value.__cause__, TypeError)

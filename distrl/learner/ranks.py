@@ -9,8 +9,8 @@ all, on one machine or several (``distrl run`` then serves as a rank where ``RAN
 One update, on every rank:
 
 1. Rank 0 draws the batch from its buffer and broadcasts it: a header (what to do, the sizes, its update
-   count), the trajectories as wire frames (``TrajectoryReport``: the records' own encoding, no pickle
-   crosses between ranks) and their importance-sampling weights.
+   count), the trajectories packed in the records' own form (``distrl.records.forms.pack_trajectory``:
+   JSON and screens, no pickle crosses between ranks) and their importance-sampling weights.
 2. Each rank scores its contiguous share of the batch's steps; the scores are all-gathered, so every rank
    holds the whole ``Batch`` and makes the same plan (Retrace, advantages, priorities).
 3. The critics' gradients (the same loss on every rank) are averaged. Each rank takes the actor's loss
@@ -49,8 +49,8 @@ import torch.distributed as dist
 from distrl.config import LearnerSettings
 from distrl.errors import RankError
 from distrl.learner.tensor_files import load_optimizer_state, optimizer_state
-from distrl.records import Trajectory
-from distrl.wire import MAX_FRAME_BYTES, MAX_HEADER_BYTES, TrajectoryReport, decode, encode
+from distrl.records import DocumentError, Trajectory
+from distrl.records.forms import pack_trajectory, unpack_trajectory
 
 if TYPE_CHECKING:
     from distrl.learner.core import Learner
@@ -130,7 +130,7 @@ class Ranks:
         weights: Sequence[float] = (),
     ) -> None:
         """Rank 0: tell the others what to do next (``UPDATE`` with the batch, ``SYNC``, ``STOP``)."""
-        frames = b"".join(_frame(i, trajectory) for i, trajectory in enumerate(trajectories))
+        frames = b"".join(_frame(trajectory) for trajectory in trajectories)
         header = torch.tensor([op, len(frames), len(weights), updates], dtype=torch.int64)
         self._exchange("send", lambda: self._broadcast(header))
         if frames:
@@ -332,29 +332,23 @@ def _bounds(count: int, world: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _frame(index: int, trajectory: Trajectory) -> bytes:
-    frame = encode(
-        TrajectoryReport(trajectory=trajectory, id=index),
-        max_frame_bytes=MAX_FRAME_BYTES,
-        max_header_bytes=MAX_HEADER_BYTES,
-    )
-    return _LENGTH.pack(len(frame)) + frame
+def _frame(trajectory: Trajectory) -> bytes:
+    packed = pack_trajectory(trajectory)
+    return _LENGTH.pack(len(packed)) + packed
 
 
 def _unframe(data: bytes) -> Iterator[Trajectory]:
-    offset = 0
-    while offset < len(data):
-        (size,) = _LENGTH.unpack_from(data, offset)
+    view, offset = memoryview(data), 0
+    while offset < len(view):
+        (size,) = _LENGTH.unpack_from(view, offset)
         offset += _LENGTH.size
-        message = decode(
-            data[offset : offset + size], max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES
-        )
+        try:
+            trajectory = unpack_trajectory(view[offset : offset + size])
+        except DocumentError as exc:
+            problem = f"rank 0 sent a trajectory that cannot be read: {exc}"
+            raise RankError(problem, reason="mismatch") from exc
         offset += size
-        if not isinstance(message, TrajectoryReport):
-            raise RankError(
-                f"rank 0 sent a {type(message).__name__} where a trajectory belongs", reason="mismatch"
-            )
-        yield message.trajectory
+        yield trajectory
 
 
 def _state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

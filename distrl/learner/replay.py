@@ -30,10 +30,13 @@ file, no pickle anywhere::
 
     JSON header line (settings, counters, β schedule position, max priority, next key, RNG state) b"\\n"
     per trajectory, oldest first:  key u64 | priority f64 | frame length u64 | CRC-32 u32 | frame
-    frame = wire.encode(TrajectoryReport(trajectory=t, id=key)); the CRC-32 covers the 24 bytes
-    before it and the frame
+    frame = distrl.records.forms.pack_trajectory(t): the trajectory's JSON form and its screens;
+    the CRC-32 covers the 24 bytes before it and the frame
 
-Integers are big-endian. Each frame stores its own screenshots; sharing is rebuilt on load.
+Integers are big-endian. Each frame stores its own screenshots; sharing is rebuilt on load. The header
+is read by the one typed reader of ``distrl.records`` and may hold no other field. Version 3 framed each
+trajectory as a wire message (``TrajectoryReport``); ``load`` refuses it, and every other version, by
+name.
 """
 
 from __future__ import annotations
@@ -53,20 +56,20 @@ from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
-from distrl.errors import CheckpointError, WireError
-from distrl.records import Observation, Trajectory
-from distrl.wire import TrajectoryReport, decode, encode
+from distrl.errors import CheckpointError
+from distrl.records import Document, DocumentError, Observation, Trajectory
+from distrl.records.forms import pack_trajectory, unpack_trajectory
 
 PRIORITY_EPSILON = 1e-6
 """Added to every priority set by ``update_priorities``, so that no trajectory has zero chance."""
 FORMAT = "distrl.replay"
 """The ``format`` field of a checkpoint's header."""
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped on any change to the file layout; ``load`` refuses other versions."""
 MAX_FRAME_BYTES = 1024**3
-"""Limit on one trajectory's frame in a checkpoint, bytes."""
+"""Limit on one trajectory's frame (its packed form) in a checkpoint, bytes."""
 MAX_HEADER_BYTES = 64 * 1024**2
-"""Limit on the JSON header of one trajectory's frame (and on the file's header line), bytes."""
+"""Limit on the file's header line, bytes."""
 
 _FIELDS = struct.Struct(">QdQ")  # key, priority, frame length
 _CRC = struct.Struct(">I")  # CRC-32 of the fields above and the frame
@@ -362,7 +365,7 @@ class ReplayBuffer:
 
         The file is written next to ``path`` under a temporary name, flushed to disk, then renamed over
         it. ``CheckpointError`` (``reason`` ``io``) if it cannot be written, ``corrupt`` if a held
-        trajectory has no wire form (a non-finite float); either way ``path`` is untouched.
+        trajectory has no JSON form (a non-finite float); either way ``path`` is untouched.
         """
         path = Path(path)
         header = {
@@ -387,7 +390,7 @@ class ReplayBuffer:
                 with os.fdopen(fd, "wb") as file:
                     file.write(json.dumps(header, allow_nan=False, separators=(",", ":")).encode() + b"\n")
                     for key, entry in self._entries.items():
-                        frame = _encode(key, entry.trajectory, path)
+                        frame = _encode(entry.trajectory, path)
                         fields = _FIELDS.pack(key, entry.priority, len(frame))
                         file.write(fields + _CRC.pack(zlib.crc32(frame, zlib.crc32(fields))))
                         file.write(frame)
@@ -439,34 +442,41 @@ class ReplayBuffer:
             header = json.loads(line)
         except ValueError as exc:
             raise _Corrupt(f"its header is not JSON ({exc})") from exc
-        if not isinstance(header, dict) or header.get("format") != FORMAT:
+        head = Document(header, "", fail=_header_error)
+        if not head.has("format") or head.take("format") != FORMAT:
             raise _Corrupt(f"its header does not name the format {FORMAT!r}")
-        if header.get("version") != FORMAT_VERSION:
-            raise _Corrupt(f"it has format version {header.get('version')!r}, not {FORMAT_VERSION}")
-        head = _Header(header)
-        lag = head.get("max_policy_lag")
+        version = head.take("version") if head.has("version") else None
+        if type(version) is not int or version != FORMAT_VERSION:
+            older = isinstance(version, int) and version < FORMAT_VERSION
+            raise _Corrupt(
+                f"it has format version {version!r}, not {FORMAT_VERSION}"
+                + (": an older distrl wrote it, and this one cannot read it" if older else "")
+            )
         try:
             buffer = cls(
                 head.integer("capacity"),
                 alpha=head.number("alpha"),
                 beta=head.number("beta"),
                 beta_updates=head.integer("beta_updates"),
-                max_policy_lag=None if lag is None else head.integer("max_policy_lag"),
+                max_policy_lag=None if head.is_null("max_policy_lag") else head.integer("max_policy_lag"),
                 seed=head.integer("seed"),
             )
         except ValueError as exc:
             raise _Corrupt(f"its header holds settings no buffer can have ({exc})") from exc
         buffer._updates = head.integer("updates", minimum=0)
-        buffer._counts = {name: head.integer(f"counters.{name}", minimum=0) for name in _COUNTERS}
+        counters = head.document("counters")
+        buffer._counts = {name: counters.integer(name, minimum=0) for name in _COUNTERS}
+        counters.close()
         buffer._max_priority = head.number("max_priority")
-        if not (math.isfinite(buffer._max_priority) and buffer._max_priority > 0):
+        if buffer._max_priority <= 0:
             raise _Corrupt(f"its header's max_priority is {buffer._max_priority}, not a number > 0")
         buffer._next_key = head.integer("next_key", minimum=0)
         try:
-            buffer._random.setstate(_rng_from_json(head.get("rng")))
+            buffer._random.setstate(_rng_from_json(head.take("rng")))
         except (TypeError, ValueError, OverflowError) as exc:
             raise _Corrupt(f"its header's random generator state is not valid ({exc})") from exc
         count = head.integer("trajectories", minimum=0)
+        head.close()
         for i in range(count):
             fields = _read_exactly(file, _FIELDS.size, i)
             key, priority, length = _FIELDS.unpack(fields)
@@ -477,16 +487,14 @@ class ReplayBuffer:
             if zlib.crc32(frame, zlib.crc32(fields)) != crc:
                 raise _Corrupt(f"the bytes of trajectory {i} fail their CRC-32 check")
             try:
-                message = decode(frame, max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES)
-            except WireError as exc:
+                trajectory = unpack_trajectory(frame)
+            except DocumentError as exc:
                 raise _Corrupt(f"trajectory {i} cannot be decoded ({exc})") from exc
-            if not isinstance(message, TrajectoryReport) or message.id != key:
-                raise _Corrupt(f"entry {i} is not the trajectory with key {key}")
             if (buffer._entries and key <= next(reversed(buffer._entries))) or key >= buffer._next_key:
                 raise _Corrupt(f"trajectory {i} has key {key}, out of order")
-            if not message.trajectory.steps or not (math.isfinite(priority) and priority > 0):
+            if not trajectory.steps or not (math.isfinite(priority) and priority > 0):
                 raise _Corrupt(f"trajectory {i} has no steps or a priority of {priority}")
-            buffer._insert(key, message.trajectory, priority)
+            buffer._insert(key, trajectory, priority)
         if file.read(1):
             raise _Corrupt(f"bytes follow the last of its {count} trajectories")
         if buffer._steps > buffer.capacity and len(buffer) > 1:
@@ -501,13 +509,12 @@ def _observations(trajectory: Trajectory) -> Iterator[Observation]:
         yield trajectory.final_observation
 
 
-def _encode(key: int, trajectory: Trajectory, path: Path) -> bytes:
-    report = TrajectoryReport(trajectory=trajectory, id=key)
+def _encode(trajectory: Trajectory, path: Path) -> bytes:
     try:
-        return encode(report, max_frame_bytes=MAX_FRAME_BYTES, max_header_bytes=MAX_HEADER_BYTES)
-    except WireError as exc:
+        return pack_trajectory(trajectory)
+    except DocumentError as exc:
         raise CheckpointError(
-            f"cannot save the replay buffer to {path}: trajectory {trajectory.id!r} has no wire form ({exc})",
+            f"cannot save the replay buffer to {path}: trajectory {trajectory.id!r} has no JSON form ({exc})",
             path=str(path),
             reason="corrupt",
         ) from exc
@@ -546,30 +553,6 @@ def _rng_from_json(value: object) -> tuple[Any, ...]:
     return (version, tuple(internal), gauss_next)
 
 
-class _Header:
-    """Typed reads of a checkpoint's header; a field missing or of the wrong type is ``_Corrupt``."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def get(self, name: str) -> object:
-        """The field ``name``; a dotted name reaches into an object (``counters.added``)."""
-        value: object = self._data
-        for part in name.split("."):
-            if not isinstance(value, dict) or part not in value:
-                raise _Corrupt(f"its header has no field {name!r}")
-            value = value[part]
-        return value
-
-    def integer(self, name: str, *, minimum: int | None = None) -> int:
-        value = self.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-            at_least = "" if minimum is None else f" >= {minimum}"
-            raise _Corrupt(f"its header's {name} is {value!r:.50}, not an integer{at_least}")
-        return value
-
-    def number(self, name: str) -> float:
-        value = self.get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _Corrupt(f"its header's {name} is {value!r:.50}, not a number")
-        return float(value)
+def _header_error(where: str, problem: str) -> _Corrupt:
+    """The error for a header field that is missing or not what it must be (the typed reader's ``fail``)."""
+    return _Corrupt(f"its header's {where} {problem}" if where else f"its header {problem}")

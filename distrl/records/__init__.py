@@ -1,6 +1,8 @@
 """The vocabulary every part of distrl speaks (``vocabulary.py``: tasks, observations, actions, steps,
-trajectories, stats), and the one typed reader of the JSON documents distrl reads (``documents.py``: wire
-headers, episodes, task files, weights headers)."""
+trajectories, stats), the one typed reader of the JSON documents distrl reads (``documents.py``: wire
+headers, episodes, task files, the replay buffer's and the weights' headers), and the records' JSON form
+with screens as binary attachments (``forms.py``: the wire's messages, the replay buffer's file, the
+learner's ranks)."""
 
 from distrl.records.documents import Document, DocumentError, Fail
 from distrl.records.vocabulary import (

@@ -1,5 +1,5 @@
-"""The one typed reader of the JSON documents distrl reads: wire headers, episodes, task files and the
-weights' headers (the replay buffer's file header still has its own, in ``distrl.learner.replay``).
+"""The one typed reader of the JSON documents distrl reads: wire headers, episodes, task files, the
+records' JSON form (``distrl.records.forms``), the replay buffer's file header and the weights' headers.
 
 A document is read field by field, each value checked for its JSON type as it is taken, and every
 problem is one error naming the field's path (``header.task.max_steps must be an integer, not a

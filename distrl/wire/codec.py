@@ -1,25 +1,30 @@
-"""Messages and the records inside them to JSON headers and attachments, and back, checking everything."""
+"""Messages to JSON headers and attachments, and back, checking everything.
+
+The records inside messages (tasks, steps, trajectories) take their JSON form from
+``distrl.records.forms``, screens as the frame's attachments (its ``Outbox`` and ``Inbox``); the
+``DocumentError``s it raises become ``WireError``s with the same message where a frame is encoded or
+decoded (``wire_error``, used by ``distrl.wire.frames``).
+"""
 
 from __future__ import annotations
 
-from typing import TypeVar, assert_never, cast
+from typing import assert_never, cast
 
 from distrl.errors import DistrlError, WireError, error_class, error_from_wire, error_to_wire
-from distrl.records import (
-    CHECK_OPS,
-    Action,
-    ActionType,
-    Check,
-    EndReason,
-    InvalidAction,
-    Observation,
-    ParamValue,
-    Step,
-    Task,
-    Trajectory,
-    documents,
+from distrl.records import ParamValue, documents
+from distrl.records.documents import Document, DocumentError
+from distrl.records.forms import (
+    Inbox,
+    Outbox,
+    instance,
+    scalars_from_json,
+    step_from_json,
+    step_to_json,
+    task_from_json,
+    task_to_json,
+    trajectory_from_json,
+    trajectory_to_json,
 )
-from distrl.records.documents import Document, kind_of
 from distrl.wire.messages import (
     Ack,
     EpisodeEnd,
@@ -37,15 +42,17 @@ from distrl.wire.messages import (
     WeightsKind,
 )
 
-T = TypeVar("T")
-
-
 # -- values: the typed reader of ``distrl.records``, its errors ``WireError``s, used on both sides so that
-# encode and decode agree
+# encode and decode agree (the records' forms raise ``DocumentError``s, which ``wire_error`` translates)
 
 
 def invalid(where: str, problem: str) -> WireError:
     return WireError(f"{where} {problem}", reason=f"{where} {problem}")
+
+
+def wire_error(exc: DocumentError) -> WireError:
+    """The ``WireError`` for a record with no wire form, or a header that holds no record: same message."""
+    return WireError(str(exc), reason=str(exc))
 
 
 def wire_object(data: object, where: str) -> Document:
@@ -77,286 +84,11 @@ def _scalars(value: object, where: str) -> dict[str, ParamValue]:
     return documents.scalars(value, where, fail=invalid)
 
 
-def _instance(value: object, cls: type[T], where: str) -> T:
-    if not isinstance(value, cls):
-        raise invalid(where, f"must be {cls.__name__}, not {type(value).__name__}")
-    return value
-
-
-class Outbox:
-    """The attachments of a frame being encoded, in order."""
-
-    def __init__(self) -> None:
-        self.blobs: list[bytes] = []
-
-    def add(self, data: object, where: str) -> int:
-        self.blobs.append(_instance(data, bytes, where))
-        return len(self.blobs) - 1
-
-
-class Inbox:
-    """The attachments of a frame being decoded; each must be taken exactly once."""
-
-    def __init__(self, data: memoryview, lengths: list[int]) -> None:
-        self._data = data
-        self._spans: list[tuple[int, int]] = []
-        start = 0
-        for length in lengths:
-            self._spans.append((start, start + length))
-            start += length
-        self._taken = [False] * len(lengths)
-
-    def take(self, value: object, where: str) -> bytes:
-        index = integer_value(value, where, minimum=0)
-        if index >= len(self._spans):
-            raise invalid(where, f"refers to attachment {index}, but the frame has {len(self._spans)}")
-        if self._taken[index]:
-            raise invalid(where, f"refers to attachment {index}, which another field already uses")
-        self._taken[index] = True
-        start, end = self._spans[index]
-        return bytes(self._data[start:end])
-
-    def close(self) -> None:
-        unused = [index for index, taken in enumerate(self._taken) if not taken]
-        if unused:
-            raise invalid("header.att", f"declares attachment(s) {unused} that no field uses")
-
-
-# -- records ----------------------------------------------------------------------------------------
-
-
-def _task_to_wire(value: object, where: str) -> dict[str, object]:
-    task = _instance(value, Task, where)
-    return {
-        "id": _str(task.id, f"{where}.id"),
-        "suite": _str(task.suite, f"{where}.suite"),
-        "goal": _str(task.goal, f"{where}.goal"),
-        "split": _str(task.split, f"{where}.split"),
-        "max_steps": integer_value(task.max_steps, f"{where}.max_steps", minimum=0),
-        "params": _scalars(task.params, f"{where}.params"),
-        "setup": _strings(task.setup, f"{where}.setup"),
-        "apps": _strings(task.apps, f"{where}.apps"),
-        "evaluator": _str(task.evaluator, f"{where}.evaluator"),
-        "checks": [
-            {
-                "command": _str(check.command, f"{where}.checks[{i}].command"),
-                "op": _str(check.op, f"{where}.checks[{i}].op"),
-                "value": _str(check.value, f"{where}.checks[{i}].value"),
-            }
-            for i, check in enumerate(_instance(task.checks, tuple, f"{where}.checks"))
-        ],
-    }
-
-
-def _strings(values: object, where: str) -> list[str]:
-    return [_str(value, f"{where}[{i}]") for i, value in enumerate(_instance(values, tuple, where))]
-
-
-def _check_from_wire(value: object, where: str) -> Check:
-    obj = wire_object(value, where)
-    check = Check(command=obj.string("command"), op=obj.string("op"), value=obj.string("value"))
-    if check.op not in CHECK_OPS:
-        raise invalid(obj.at("op"), f"is {check.op!r}, not one of {', '.join(CHECK_OPS)}")
-    obj.close()
-    return check
-
-
-def _task_from_wire(value: object, where: str) -> Task:
-    obj = wire_object(value, where)
-    task = Task(
-        id=obj.string("id"),
-        suite=obj.string("suite"),
-        goal=obj.string("goal"),
-        split=obj.string("split"),
-        max_steps=obj.integer("max_steps", minimum=0),
-        params=_wire_scalars(obj.take("params"), obj.at("params")),
-        setup=obj.strings("setup"),
-        apps=obj.strings("apps"),
-        evaluator=obj.string("evaluator"),
-        checks=tuple(
-            _check_from_wire(check, f"{obj.at('checks')}[{i}]") for i, check in enumerate(obj.array("checks"))
-        ),
-    )
-    obj.close()
-    return task
-
-
-def _wire_scalars(value: object, where: str) -> dict[str, ParamValue]:
-    obj = wire_object(value, where)
-    return {key: _scalar(obj.take(key), obj.at(key)) for key in obj.names()}
-
-
-def _observation_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
-    observation = _instance(value, Observation, where)
-    return {
-        "screenshot": outbox.add(observation.screenshot, f"{where}.screenshot"),
-        "width": integer_value(observation.width, f"{where}.width", minimum=0),
-        "height": integer_value(observation.height, f"{where}.height", minimum=0),
-        "image_format": _str(observation.image_format, f"{where}.image_format"),
-        "timestamp_s": _float(observation.timestamp_s, f"{where}.timestamp_s"),
-    }
-
-
-def _observation_from_wire(value: object, where: str, inbox: Inbox) -> Observation:
-    obj = wire_object(value, where)
-    observation = Observation(
-        screenshot=inbox.take(obj.take("screenshot"), obj.at("screenshot")),
-        width=obj.integer("width", minimum=0),
-        height=obj.integer("height", minimum=0),
-        image_format=obj.string("image_format"),
-        timestamp_s=obj.number("timestamp_s"),
-    )
-    obj.close()
-    return observation
-
-
-def _point_to_wire(value: object, where: str) -> list[float] | None:
-    if value is None:
-        return None
-    point = _instance(value, tuple, where)
-    if len(point) != 2:
-        raise invalid(where, f"must be a (y, x) pair, not {len(point)} values")
-    return [_float(point[0], f"{where}[0]"), _float(point[1], f"{where}[1]")]
-
-
-def _point_from_wire(value: object, where: str) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or len(value) != 2:
-        raise invalid(where, f"must be null or a [y, x] array, not {kind_of(value)}")
-    return (_float(value[0], f"{where}[0]"), _float(value[1], f"{where}[1]"))
-
-
-def _action_to_wire(value: object, where: str) -> dict[str, object]:
-    if isinstance(value, InvalidAction):
-        return {
-            "kind": "invalid",
-            "text": _str(value.text, f"{where}.text"),
-            "reason": _str(value.reason, f"{where}.reason"),
-        }
-    if not isinstance(value, Action):
-        raise invalid(where, f"must be Action or InvalidAction, not {type(value).__name__}")
-    return {
-        "kind": "action",
-        "type": int(_instance(value.type, ActionType, f"{where}.type")),
-        "touch": _point_to_wire(value.touch, f"{where}.touch"),
-        "lift": _point_to_wire(value.lift, f"{where}.lift"),
-        "text": _str(value.text, f"{where}.text"),
-    }
-
-
-def _action_from_wire(value: object, where: str) -> Action | InvalidAction:
-    obj = wire_object(value, where)
-    kind = obj.string("kind")
-    action: Action | InvalidAction
-    if kind == "invalid":
-        action = InvalidAction(text=obj.string("text"), reason=obj.string("reason"))
-    elif kind == "action":
-        code = obj.integer("type")
-        if code not in ActionType._value2member_map_:
-            raise invalid(obj.at("type"), f"is {code}, not an AitW action type")
-        try:
-            action = Action(
-                type=ActionType(code),
-                touch=_point_from_wire(obj.take("touch"), obj.at("touch")),
-                lift=_point_from_wire(obj.take("lift"), obj.at("lift")),
-                text=obj.string("text"),
-            )
-        except ValueError as exc:
-            raise invalid(where, f"is not a valid action: {exc}") from exc
-    else:
-        raise invalid(obj.at("kind"), f"must be 'action' or 'invalid', not {kind!r}")
-    obj.close()
-    return action
-
-
-def _step_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
-    step = _instance(value, Step, where)
-    return {
-        "index": integer_value(step.index, f"{where}.index", minimum=0),
-        "observation": _observation_to_wire(step.observation, f"{where}.observation", outbox),
-        "output": _str(step.output, f"{where}.output"),
-        "action": _action_to_wire(step.action, f"{where}.action"),
-        "policy_version": integer_value(step.policy_version, f"{where}.policy_version", minimum=0),
-        "behaviour_logprob": _float(step.behaviour_logprob, f"{where}.behaviour_logprob"),
-        "reward": _float(step.reward, f"{where}.reward"),
-        "duration_s": _float(step.duration_s, f"{where}.duration_s"),
-    }
-
-
-def _step_from_wire(value: object, where: str, inbox: Inbox) -> Step:
-    obj = wire_object(value, where)
-    step = Step(
-        index=obj.integer("index", minimum=0),
-        observation=_observation_from_wire(obj.take("observation"), obj.at("observation"), inbox),
-        output=obj.string("output"),
-        action=_action_from_wire(obj.take("action"), obj.at("action")),
-        policy_version=obj.integer("policy_version", minimum=0),
-        behaviour_logprob=obj.number("behaviour_logprob"),
-        reward=obj.number("reward"),
-        duration_s=obj.number("duration_s"),
-    )
-    obj.close()
-    return step
-
-
-def _trajectory_to_wire(value: object, where: str, outbox: Outbox) -> dict[str, object]:
-    trajectory = _instance(value, Trajectory, where)
-    steps = _instance(trajectory.steps, tuple, f"{where}.steps")
-    final = trajectory.final_observation
-    success = trajectory.success
-    return {
-        "id": _str(trajectory.id, f"{where}.id"),
-        "task": _task_to_wire(trajectory.task, f"{where}.task"),
-        "host": _str(trajectory.host, f"{where}.host"),
-        "device": _str(trajectory.device, f"{where}.device"),
-        "steps": [_step_to_wire(step, f"{where}.steps[{i}]", outbox) for i, step in enumerate(steps)],
-        "final_observation": (
-            None if final is None else _observation_to_wire(final, f"{where}.final_observation", outbox)
-        ),
-        "end_reason": _instance(trajectory.end_reason, EndReason, f"{where}.end_reason").value,
-        "success": None if success is None else _bool(success, f"{where}.success"),
-        "verdict": _str(trajectory.verdict, f"{where}.verdict"),
-        "started_at_s": _float(trajectory.started_at_s, f"{where}.started_at_s"),
-        "duration_s": _float(trajectory.duration_s, f"{where}.duration_s"),
-    }
-
-
-def _trajectory_from_wire(value: object, where: str, inbox: Inbox) -> Trajectory:
-    obj = wire_object(value, where)
-    trajectory_id = obj.string("id")
-    task = _task_from_wire(obj.take("task"), obj.at("task"))
-    host = obj.string("host")
-    device = obj.string("device")
-    steps = tuple(
-        _step_from_wire(step, f"{obj.at('steps')}[{i}]", inbox) for i, step in enumerate(obj.array("steps"))
-    )
-    final = obj.take("final_observation")
-    end_reason = obj.string("end_reason")
-    if end_reason not in EndReason._value2member_map_:
-        raise invalid(obj.at("end_reason"), f"is {end_reason!r}, not an end reason")
-    success = obj.take("success")
-    trajectory = Trajectory(
-        id=trajectory_id,
-        task=task,
-        host=host,
-        device=device,
-        steps=steps,
-        final_observation=(
-            None if final is None else _observation_from_wire(final, obj.at("final_observation"), inbox)
-        ),
-        end_reason=EndReason(end_reason),
-        success=None if success is None else _bool(success, obj.at("success")),
-        verdict=obj.string("verdict"),
-        started_at_s=obj.number("started_at_s"),
-        duration_s=obj.number("duration_s"),
-    )
-    obj.close()
-    return trajectory
+# -- errors -----------------------------------------------------------------------------------------
 
 
 def _error_to_wire(value: object, where: str) -> dict[str, object]:
-    wire = error_to_wire(_instance(value, DistrlError, where))
+    wire = error_to_wire(instance(value, DistrlError, where))
     fields = wire["fields"]
     return {
         "type": _str(wire["type"], f"{where}.type"),
@@ -393,7 +125,7 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
     where = type(message).__name__
     match message:
         case Hello():
-            devices = _instance(message.devices, tuple, f"{where}.devices")
+            devices = instance(message.devices, tuple, f"{where}.devices")
             return {
                 "role": _str(message.role, f"{where}.role"),
                 "protocol": integer_value(message.protocol, f"{where}.protocol", minimum=0),
@@ -423,18 +155,18 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
             return {
                 "episode_id": _str(message.episode_id, f"{where}.episode_id"),
                 "device": _str(message.device, f"{where}.device"),
-                "task": _task_to_wire(message.task, f"{where}.task"),
+                "task": task_to_json(message.task, f"{where}.task"),
             }
         case StepReport():
             return {
                 "episode_id": _str(message.episode_id, f"{where}.episode_id"),
-                "step": _step_to_wire(message.step, f"{where}.step", outbox),
+                "step": step_to_json(message.step, f"{where}.step", outbox),
             }
         case TrajectoryReport():
-            return {"trajectory": _trajectory_to_wire(message.trajectory, f"{where}.trajectory", outbox)}
+            return {"trajectory": trajectory_to_json(message.trajectory, f"{where}.trajectory", outbox)}
         case EpisodeEnd():
             return {
-                "trajectory": _trajectory_to_wire(message.trajectory, f"{where}.trajectory", outbox),
+                "trajectory": trajectory_to_json(message.trajectory, f"{where}.trajectory", outbox),
                 "steps": integer_value(message.steps, f"{where}.steps", minimum=0),
             }
         case Ack():
@@ -466,11 +198,11 @@ def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -
                 distrl_version=obj.string("distrl_version"),
                 host=obj.string("host"),
                 devices=tuple(_str(device, f"{obj.at('devices')}[{i}]") for i, device in enumerate(devices)),
-                compute=_wire_scalars(obj.take("compute"), obj.at("compute")),
+                compute=scalars_from_json(obj.take("compute"), obj.at("compute")),
                 device_settings=obj.string("device_settings"),
                 id=message_id,
             )
-        except WireError:
+        except (WireError, DocumentError):
             raise
         except ValueError as exc:
             raise invalid(obj.where, f"is not a valid hello: {exc}") from exc
@@ -487,7 +219,7 @@ def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -
                 blob=inbox.take(obj.take("blob"), obj.at("blob")),
                 id=message_id,
             )
-        except WireError:
+        except (WireError, DocumentError):
             raise
         except ValueError as exc:
             raise invalid(obj.where, f"is not valid weights: {exc}") from exc
@@ -495,20 +227,20 @@ def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -
         return EpisodeRequest(
             episode_id=obj.string("episode_id"),
             device=obj.string("device"),
-            task=_task_from_wire(obj.take("task"), obj.at("task")),
+            task=task_from_json(obj.take("task"), obj.at("task")),
             id=message_id,
         )
     if name == "step_report":
         return StepReport(
             episode_id=obj.string("episode_id"),
-            step=_step_from_wire(obj.take("step"), obj.at("step"), inbox),
+            step=step_from_json(obj.take("step"), obj.at("step"), inbox),
             id=message_id,
         )
     if name == "trajectory_report":
-        trajectory = _trajectory_from_wire(obj.take("trajectory"), obj.at("trajectory"), inbox)
+        trajectory = trajectory_from_json(obj.take("trajectory"), obj.at("trajectory"), inbox)
         return TrajectoryReport(trajectory=trajectory, id=message_id)
     if name == "episode_end":
-        trajectory = _trajectory_from_wire(obj.take("trajectory"), obj.at("trajectory"), inbox)
+        trajectory = trajectory_from_json(obj.take("trajectory"), obj.at("trajectory"), inbox)
         if trajectory.steps:
             raise invalid(obj.at("trajectory.steps"), "must be empty: an episode's steps are streamed")
         return EpisodeEnd(trajectory=trajectory, steps=obj.integer("steps", minimum=0), id=message_id)

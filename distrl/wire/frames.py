@@ -12,13 +12,14 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream, ObjectStrea
 from anyio.streams.stapled import StapledByteStream
 
 from distrl.errors import FrameTooLarge, ProtocolMismatch, TruncatedFrame, WireError
+from distrl.records.documents import DocumentError
+from distrl.records.forms import Inbox, Outbox
 from distrl.wire.codec import (
-    Inbox,
-    Outbox,
     integer_value,
     invalid,
     message_from_wire,
     message_to_wire,
+    wire_error,
     wire_object,
 )
 from distrl.wire.messages import TYPE_NAMES, Message
@@ -58,6 +59,8 @@ def _frame_parts(message: Message, max_frame_bytes: int, max_header_bytes: int) 
         header_bytes = orjson.dumps(header)
     except WireError:
         raise
+    except DocumentError as exc:  # a record with no JSON form
+        raise wire_error(exc) from exc
     except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
         raise WireError(
             f"cannot encode {type(message).__name__}: {exc}", reason=f"{type(message).__name__}: {exc}"
@@ -142,6 +145,8 @@ def _decode_checked(view: memoryview) -> Message:
         return _decode_body(view[PREFIX_BYTES:header_end], view[header_end:])
     except WireError:
         raise
+    except DocumentError as exc:  # a record that is not one
+        raise wire_error(exc) from exc
     except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
         raise WireError(f"malformed frame: {exc!r}", reason=f"malformed frame: {exc!r}") from exc
 
@@ -159,10 +164,10 @@ def _decode_body(header: memoryview, attachments: memoryview) -> Message:
     ]
     if sum(lengths) != len(attachments):
         raise invalid("header.att", f"sums to {sum(lengths)} bytes, but the frame has {len(attachments)}")
-    inbox = Inbox(attachments, lengths)
+    inbox = Inbox(attachments, lengths, "the frame")
     message = message_from_wire(obj, name, message_id, inbox)
     obj.close()
-    inbox.close()
+    inbox.close("header.att")
     return message
 
 

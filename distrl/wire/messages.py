@@ -93,8 +93,9 @@ class StepReport:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrajectoryReport:
-    """A finished episode, whole: the replay buffer's record on disk (workers stream their episodes as
-    ``StepReport``s and an ``EpisodeEnd``, so that each screen crosses the wire once)."""
+    """A finished episode, whole, in one frame. Workers stream their episodes as ``StepReport``s and an
+    ``EpisodeEnd`` instead, so that each screen crosses the wire once; the learner keeps trajectories
+    (replay checkpoints, batches between ranks) in ``distrl.records.forms.pack_trajectory``'s form."""
 
     trajectory: Trajectory
     id: int = 0
