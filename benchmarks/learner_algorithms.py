@@ -114,6 +114,8 @@ def _collection(variant: str) -> tuple[str, float]:
     if found is None:
         return variant, 1.0
     return variant[: found.start()], int(found[1]) + int(found[2]) / 10
+
+
 _SPLIT_LABELS = {
     "test": "test split (held-out values and wordings), greedy",
     "test@1": "test split, at temperature 1",
