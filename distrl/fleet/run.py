@@ -47,6 +47,7 @@ from distrl.records import Task, Trajectory
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
+    from distrl.learner.core import Learner
 
 __all__ = ["CollectResult", "collect", "train"]
 
@@ -135,8 +136,6 @@ async def train(
     ``<name>.1`` (or the first free number).
     """
     from distrl.learner.checkpoint import Checkpoints
-    from distrl.learner.core import Learner
-    from distrl.policy import Policy
 
     inventory = _inventory(hosts)
     if inventory.policy.model == EXPERT:
@@ -146,7 +145,6 @@ async def train(
             " collect to record the expert's episodes",
             inventory.source or None,
         )
-    run = inventory.run
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)
@@ -156,28 +154,8 @@ async def train(
     run = inventory.run
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
-    settings = inventory.learner
-    policy = await anyio.to_thread.run_sync(
-        lambda: Policy.load(
-            inventory.policy, device=(settings.devices or (settings.device,))[0], seed=run.seed
-        )
-    )
-    # in a thread: with several ranks it waits for the others to load their policy
-    learner = await anyio.to_thread.run_sync(
-        lambda: Learner(policy, settings, max_policy_lag=run.max_policy_lag, seed=run.seed)
-    )
     checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
-    if resume:
-        latest = checkpoints.latest()
-        try:
-            if latest is None:
-                raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")  # noqa: TRY301
-            await anyio.to_thread.run_sync(_verify, checkpoints, latest)
-            await anyio.to_thread.run_sync(learner.load, latest)
-        except BaseException:
-            learner.close()  # its other ranks
-            raise
-        log.info("resumed from %s (update %d)", latest, learner.updates)
+    learner = await _learner(inventory, checkpoints, resume=resume)
     limit = run.max_trajectories or None
     weights = await anyio.to_thread.run_sync(
         lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
@@ -239,6 +217,35 @@ async def train(
         return await fleet.run(board, training, deadline)
     finally:
         await trainer.finish()
+
+
+async def _learner(inventory: Inventory, checkpoints: Checkpoints, *, resume: bool) -> Learner:
+    """The learner of the inventory's policy; with ``resume``, as the latest of ``checkpoints`` left it."""
+    from distrl.learner.core import Learner
+    from distrl.policy import Policy
+
+    run, settings = inventory.run, inventory.learner
+    policy = await anyio.to_thread.run_sync(
+        lambda: Policy.load(
+            inventory.policy, device=(settings.devices or (settings.device,))[0], seed=run.seed
+        )
+    )
+    # in a thread: with several ranks it waits for the others to load their policy
+    learner = await anyio.to_thread.run_sync(
+        lambda: Learner(policy, settings, max_policy_lag=run.max_policy_lag, seed=run.seed)
+    )
+    if resume:
+        latest = checkpoints.latest()
+        try:
+            if latest is None:
+                raise DistrlError(f"nothing to resume: no checkpoint in {checkpoints.root}")  # noqa: TRY301
+            await anyio.to_thread.run_sync(_verify, checkpoints, latest)
+            await anyio.to_thread.run_sync(learner.load, latest)
+        except BaseException:
+            learner.close()  # its other ranks
+            raise
+        log.info("resumed from %s (update %d)", latest, learner.updates)
+    return learner
 
 
 def _fresh_folder(inventory: Inventory, *, resume: bool, new: bool) -> Inventory:
