@@ -9,9 +9,11 @@
 - ``publisher``: weight versions to every worker, newest first, never holding up training;
 - ``training``: arrivals into the learner, updates in a thread, publish and checkpoint cadence;
 - ``ledger``: scoring and counting each arrival once, ``RunStats``;
-- ``board``: progress lines and TensorBoard;
+- ``board``: the run's numbers read from the parts that own them (``Gauges``), progress lines and
+  TensorBoard (``Curves``);
 - ``recorder``: the run's episodes to disk, off the sessions' path;
 - ``stop``: the run's stop, which remembers why it was set;
+- ``wiring``: the chain of parts every run is made of, built once for ``train`` and ``collect``;
 - ``run``: the composition root, ``train`` and ``collect``.
 """
 

@@ -1,14 +1,21 @@
 """What the user sees of a run: a progress line every few seconds, and TensorBoard scalars.
 
-``Board.tick`` takes a fresh ``RunStats`` snapshot, derives the step rate since the last tick, logs the
-progress line, hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``,
-``weights/`` and (with a judge) ``judge/`` scalars (verdicts, requests, retries, latency, tokens);
-``Board.update`` writes the ``learner/`` and ``replay/`` scalars of each update; ``Board.sample`` one
-episode in ``SAMPLE_EVERY`` under ``episodes/`` (its final screen, its steps as text).
+``Gauges`` reads the run's numbers (``RunStats``) from the parts that own them: the sampler's tasks handed
+out and failed, the ledger's arrivals, the hosts' restarts, the sessions' retired devices, the judge's
+queue, the publisher's pushes and the trainer's updates. ``Curves`` is the run's TensorBoard: ``update``
+writes the ``learner/`` and ``replay/`` scalars of each update, ``sample`` one episode in ``SAMPLE_EVERY``
+under ``episodes/`` (its final screen, its steps as text). ``Board.tick`` takes a fresh snapshot, derives
+the step rate since the last tick, logs the progress line, hands the snapshot to the caller's
+``on_progress`` and writes the ``collect/``, ``fleet/``, ``weights/`` and (with a judge) ``judge/``
+scalars (verdicts, requests, retries, latency, tokens).
+
+The curves take what the ledger and the trainer hand them and the board reads the parts, so every part is
+built before the board, and the board last.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import time
@@ -24,10 +31,17 @@ from distrl.fleet.stop import Stop
 from distrl.records import Trajectory
 
 if TYPE_CHECKING:
+    from distrl.fleet.host import HostSupervisor
+    from distrl.fleet.ledger import Ledger
+    from distrl.fleet.publisher import Publisher
+    from distrl.fleet.scoring import Judging
+    from distrl.fleet.session import Sessions
+    from distrl.fleet.training import Trainer
     from distrl.learner.core import UpdateReport
     from distrl.learner.replay import ReplayStats
+    from distrl.tasks import TaskSampler
 
-__all__ = ["PROGRESS_EVERY_S", "Board"]
+__all__ = ["PROGRESS_EVERY_S", "Board", "Curves", "Gauges"]
 
 log = logging.getLogger(__name__)
 
@@ -80,34 +94,90 @@ def _strip(trajectory: Trajectory, most: int = 8) -> Image.Image:
     return strip
 
 
-class Board:
-    """Progress lines on stderr and TensorBoard scalars (``None`` folder: progress only)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Gauges:
+    """The parts a run's numbers are read from; called, the numbers now (``RunStats``), each read from the
+    part that owns it. ``collect`` has no publisher and no trainer."""
+
+    stop: Stop
+    sampler: TaskSampler
+    sessions: Sessions
+    ledger: Ledger
+    hosts: HostSupervisor
+    host_count: int
+    """The inventory's hosts."""
+    judging: Judging | None = None
+    publisher: Publisher | None = None
+    trainer: Trainer | None = None
+    goal: int = 0
+    """The episode budget (0: none)."""
+    deadline_s: float = 0.0
+    """The time budget (0: none)."""
+
+    def __call__(self) -> RunStats:
+        ledger, hosts, judging = self.ledger, self.hosts, self.judging
+        publisher, trainer = self.publisher, self.trainer
+        last = trainer.last if trainer else None
+        lag_p50, host_lag_p50 = ledger.lag_p50()
+        return RunStats(
+            handed_out=self.sampler.handed_out,
+            completed=ledger.completed,
+            failed=self.sampler.failed.copy(),
+            requeued=self.sampler.requeued,
+            successes=ledger.successes,
+            steps=ledger.steps,
+            steps_streamed=ledger.steps_streamed,
+            device_errors=ledger.device_errors,
+            cut_short=ledger.cut_short,
+            unscored=ledger.unscored,
+            judging=judging.waiting if judging else 0,
+            judge=judging.judge.stats.scalars() if judging else {},
+            judge_unreachable=judging.unreachable if judging else "",
+            actor_loss=last.actor_loss if last and last.trained_steps else None,
+            entropy=last.entropy if last else None,
+            goal_episodes=self.goal,
+            deadline_s=self.deadline_s,
+            restarts=hosts.restarts,
+            stale=trainer.stale if trainer else 0,
+            updates=trainer.updates if trainer else 0,
+            weight_bytes=publisher.bytes if publisher else 0,
+            weight_pushes=publisher.pushes if publisher else 0,
+            started=ledger.started,
+            policy_version=publisher.version if publisher else 0,
+            lag_p50=lag_p50,
+            host_lag_p50=host_lag_p50,
+            hosts_up=len(hosts.up),
+            hosts=self.host_count,
+            given_up=dict(hosts.given_up),
+            retired=self.sessions.retired,
+            ended=self.stop.reason,
+            recent=ledger.recent.copy(),
+        )
+
+
+class Curves:
+    """The run's TensorBoard in ``folder``: what the ledger (``sample``) and the trainer (``update``)
+    hand it, and the board's snapshots (``write``). ``env_steps_before`` and ``episodes_before``: the
+    runs this one resumes, whose curves it goes on from."""
 
     def __init__(
         self,
-        snapshot: Callable[[], RunStats],
+        folder: Path,
         *,
-        folder: Path | None,
         devices: int,
         push_s: Callable[[], float | None] = lambda: None,
-        on_progress: Callable[[RunStats], None] | None = None,
         env_steps_before: int = 0,
         episodes_before: int = 0,
     ) -> None:
-        self._snapshot = snapshot
+        from torch.utils.tensorboard import SummaryWriter
+
+        self._writer: Any = SummaryWriter(log_dir=str(folder))
+        self._devices = max(1, devices)
+        self._push_s = push_s
+        """Seconds the latest weight push took (None before the first)."""
         self._env_steps_before = env_steps_before
         """Environment steps of the runs this one resumes: the collection scalars' x-axis goes on from it."""
         self._episodes_before = episodes_before
-        self._devices = max(1, devices)
-        self._push_s = push_s
-        self._on_progress = on_progress
-        self._writer: Any = None
-        if folder is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(log_dir=str(folder))
-        self._last_steps = 0
-        self._last_time = time.monotonic()
         self._arrived = 0
 
     def sample(self, trajectory: Trajectory) -> None:
@@ -115,7 +185,7 @@ class Board:
         episodes arrived so far: its steps as text, its screens as a strip with each tap drawn, and its
         final screen."""
         self._arrived += 1
-        if self._writer is None or (self._arrived - 1) % SAMPLE_EVERY:
+        if (self._arrived - 1) % SAMPLE_EVERY:
             return
         screen = trajectory.final_observation or (
             trajectory.steps[-1].observation if trajectory.steps else None
@@ -146,8 +216,6 @@ class Board:
             self._writer.add_image("episodes/steps", strip, step, dataformats="HWC")
 
     def update(self, report: UpdateReport, replay: ReplayStats) -> None:
-        if self._writer is None:
-            return
         step = report.update
         for name in _LEARNER_SCALARS:
             if name == "actor_loss" and not report.trained_steps:
@@ -160,29 +228,9 @@ class Board:
         self._writer.add_scalar("replay/trajectories", replay.trajectories, step)
         self._writer.add_scalar("replay/dropped_stale", replay.dropped_stale, step)
 
-    async def run(self, stop: Stop) -> None:
-        """A tick every ``PROGRESS_EVERY_S`` until ``stop``."""
-        while not stop.is_set():
-            with anyio.move_on_after(PROGRESS_EVERY_S):
-                await stop.wait()
-            self.tick()
-
-    def tick(self, *, final: bool = False) -> RunStats:
-        """A fresh snapshot: logged, given to ``on_progress`` and written to TensorBoard (``final``: the
-        snapshot after the shutdown, whose hosts are down and in-flight episodes stopped, writes only
-        the counts of episodes)."""
-        stats = self._snapshot()
-        now = time.monotonic()
-        stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
-        self._last_steps, self._last_time = stats.steps_streamed, now
-        log.info("%s", stats.line())
-        if self._on_progress is not None:
-            self._on_progress(stats)
-        if self._writer is not None:
-            self._scalars(stats, final=final)
-        return stats
-
-    def _scalars(self, stats: RunStats, *, final: bool) -> None:
+    def write(self, stats: RunStats, *, final: bool) -> None:
+        """``stats`` as scalars (``final``: the snapshot after the shutdown, whose hosts are down and
+        in-flight episodes stopped: only the counts of episodes)."""
         # one x-axis for everything collected: environment steps, going on across --resume (the learner's
         # scalars use the update number, which a resumed learner goes on from too)
         writer, x = self._writer, self._env_steps_before + stats.steps_streamed
@@ -213,9 +261,75 @@ class Board:
             writer.add_scalar("weights/push_s", push_s, x)
         writer.flush()
 
+    def close(self) -> None:
+        self._writer.close()
+
+
+class Board:
+    """Progress lines on stderr, and ``snapshot`` (``Gauges``, say) as scalars in ``curves``; or in a
+    ``Curves`` of its own in ``folder`` (``devices``, ``push_s`` and the ``_before`` counts are its)."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], RunStats],
+        *,
+        curves: Curves | None = None,
+        on_progress: Callable[[RunStats], None] | None = None,
+        folder: Path | None = None,
+        devices: int = 1,
+        push_s: Callable[[], float | None] = lambda: None,
+        env_steps_before: int = 0,
+        episodes_before: int = 0,
+    ) -> None:
+        if curves is not None and folder is not None:
+            raise ValueError("a board writes to its curves or to a folder, not both")
+        if folder is not None:
+            curves = Curves(
+                folder,
+                devices=devices,
+                push_s=push_s,
+                env_steps_before=env_steps_before,
+                episodes_before=episodes_before,
+            )
+        self._snapshot = snapshot
+        self._curves = curves
+        self._on_progress = on_progress
+        self._last_steps = 0
+        self._last_time = time.monotonic()
+
+    def sample(self, trajectory: Trajectory) -> None:
+        if self._curves is not None:
+            self._curves.sample(trajectory)
+
+    def update(self, report: UpdateReport, replay: ReplayStats) -> None:
+        if self._curves is not None:
+            self._curves.update(report, replay)
+
+    async def run(self, stop: Stop) -> None:
+        """A tick every ``PROGRESS_EVERY_S`` until ``stop``."""
+        while not stop.is_set():
+            with anyio.move_on_after(PROGRESS_EVERY_S):
+                await stop.wait()
+            self.tick()
+
+    def tick(self, *, final: bool = False) -> RunStats:
+        """A fresh snapshot: logged, given to ``on_progress`` and written to TensorBoard (``final``: the
+        snapshot after the shutdown, whose hosts are down and in-flight episodes stopped, writes only
+        the counts of episodes)."""
+        stats = self._snapshot()
+        now = time.monotonic()
+        stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
+        self._last_steps, self._last_time = stats.steps_streamed, now
+        log.info("%s", stats.line())
+        if self._on_progress is not None:
+            self._on_progress(stats)
+        if self._curves is not None:
+            self._curves.write(stats, final=final)
+        return stats
+
     def close(self) -> RunStats:
         """The last tick, then the TensorBoard files closed; the run's final numbers."""
         stats = self.tick(final=True)
-        if self._writer is not None:
-            self._writer.close()
+        if self._curves is not None:
+            self._curves.close()
         return stats

@@ -2,7 +2,8 @@
 
 ``RunStats`` is what a run reports (``train`` and ``collect`` return it, progress callbacks get it): a
 snapshot made from the parts that own each count (the sampler's tasks handed out and failed, the hosts'
-restarts, the publisher's pushes, the trainer's updates, and this ledger's arrivals).
+restarts, the publisher's pushes, the trainer's updates, and this ledger's arrivals), read by the
+board's ``Gauges``.
 """
 
 from __future__ import annotations

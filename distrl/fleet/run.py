@@ -1,17 +1,18 @@
 """The composition root: ``train`` (``python -m distrl run``) and ``collect``, built from the fleet's parts.
 
-Each part owns its state and gets only what it needs (its settings, the stop event, its peers):
+Each part owns its state and gets only what it needs (its settings, the stop event, its peers). Both
+entry points build the same chain once (``wiring.Fleet.build``): the ``TaskSampler`` (which task next,
+and the account of tasks handed out and failed); the ``Sessions`` (or sync mode's ``Rounds``), one
+coroutine per device; the judge's queue (``Judging``, where some task is the judge's); the ``Ledger``,
+which rewards and counts each arrival once; the ``HostSupervisor``, each host's worker started, set up,
+caught up and restarted after a loss; the ``Recorder``, the episodes written as they arrive (``train``:
+to ``<output>/episodes``; ``collect``: to ``out``). Then:
 
-- ``TaskSampler``: which task next, and the account of tasks handed out and failed;
-- ``Sessions`` (or sync mode's ``Rounds``): one coroutine per device, episodes into the ``Ledger``;
-- ``Judging`` (where some task is the judge's): each such episode's verdict, before the ledger;
-- ``Ledger``: rewarding and counting each arrival once; kept (``collect``) or streamed to the
-  ``Trainer`` on a bounded memory object stream;
-- ``Trainer``: the learner's updates in a thread, the publish and checkpoint cadence;
-- ``Publisher``: each version to every worker, newest first, without holding up the trainer;
-- ``HostSupervisor``: each host's worker started, set up, caught up and restarted after a loss;
-- ``Recorder``: the episodes written as they arrive, to ``<output>/episodes`` (``collect``: to ``out``);
-- ``Board``: progress and TensorBoard.
+- ``collect``: the ledger keeps what arrives; a ``Board`` for progress;
+- ``train``: the ``Publisher`` (each version to every worker, newest first, without holding up the
+  trainer) and the TensorBoard ``Curves`` before the chain; the ``Trainer`` (the learner's updates in a
+  thread, the publish and checkpoint cadence), fed by the ledger on a bounded memory object stream,
+  after it; the ``Board`` last, reading every part.
 
 The run stops at its episode budget, its deadline, when every host is done or given up, when the judge
 gives no verdict for ``judge.unreachable_s``, or when cancelled; then every worker is shut down, the
@@ -22,32 +23,31 @@ last checkpoint is written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory, worker_settings_json
+from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory
 from distrl.episodes import EpisodeWriter
 from distrl.errors import CheckpointError, ConfigError, DistrlError
-from distrl.fleet.board import Board
-from distrl.fleet.host import HostSupervisor
-from distrl.fleet.ledger import Ledger, RunStats
-from distrl.fleet.link import Link
+from distrl.fleet.board import Board, Curves
+from distrl.fleet.ledger import RunStats
 from distrl.fleet.publisher import Publisher, snapshot
 from distrl.fleet.recorder import Recorder
-from distrl.fleet.scoring import Judging, build_judge, run_tasks
-from distrl.fleet.session import Rounds, Sessions
-from distrl.fleet.stop import Stop
+from distrl.fleet.scoring import run_tasks
+from distrl.fleet.session import Rounds
 from distrl.fleet.training import Trainer
+from distrl.fleet.wiring import Fleet
 from distrl.records import Task, Trajectory
-from distrl.tasks import TaskSampler
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
+    from distrl.learner.core import Learner
 
 __all__ = ["CollectResult", "collect", "train"]
 
@@ -93,43 +93,14 @@ async def collect(
         inventory = dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, seed=seed))
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
-    stop = Stop()
     pool = _tasks(inventory, tasks, split)
-    sampler = TaskSampler(
-        pool,
-        random.Random(f"collect/{inventory.run.seed}"),
-        run_name=inventory.run.name,
-        limit=episodes,
-        stop=stop,
-    )
     # collect keeps every trajectory anyway: its recorder's queue can hold every one that may arrive
     recorder = _collect_recorder(out, episodes + 2 * inventory.device_count)
-    ledger = Ledger(
-        stop=stop, limit=episodes, version=lambda: 0, keep=True, record=recorder.offer if recorder else None
+    fleet = Fleet.build(
+        inventory, pool, rng=random.Random(f"collect/{inventory.run.seed}"), limit=episodes, recorder=recorder
     )
-    judging = _judging(inventory, pool, ledger, stop)
-    sessions = Sessions(
-        sampler=sampler,
-        arrive=judging.arrive if judging else ledger.arrive,
-        timeouts=inventory.timeouts,
-        max_failures=inventory.run.max_restarts,
-    )
-    rounds = Rounds(sessions, stop) if inventory.run.mode == "sync" else None
-    supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, None)
-    board = Board(
-        lambda: _stats(
-            inventory, stop, sampler, sessions, ledger, supervisor, judging=judging, goal=episodes
-        ),
-        folder=None,
-        devices=inventory.device_count,
-        on_progress=on_progress,
-    )
-    jobs = [
-        *([rounds.run] if rounds else []),
-        *([judging.run] if judging else []),
-        *([recorder.run] if recorder else []),
-    ]
-    stats = await _run(inventory, stop, supervisor, board, *jobs, judging=judging, recorder=recorder)
+    board = Board(fleet.gauges(goal=episodes), on_progress=on_progress)
+    stats = await fleet.run(board, *([fleet.rounds.run] if fleet.rounds else []))
     if recorder is not None and (recorder.dropped or recorder.failed):
         log.warning(
             "collect: %d episode(s) not written to %s (%d could not be written)",
@@ -145,8 +116,8 @@ async def collect(
             dict(stats.failed) or "none",
             stats.achieved_nothing or "the run stopped early",
         )
-    assert ledger.kept is not None  # keep=True
-    return CollectResult(trajectories=tuple(sorted(ledger.kept, key=lambda t: t.id)), stats=stats)
+    assert fleet.ledger.kept is not None  # no trainer: the ledger keeps every arrival
+    return CollectResult(trajectories=tuple(sorted(fleet.ledger.kept, key=lambda t: t.id)), stats=stats)
 
 
 async def train(
@@ -165,8 +136,6 @@ async def train(
     ``<name>.1`` (or the first free number).
     """
     from distrl.learner.checkpoint import Checkpoints
-    from distrl.learner.core import Learner
-    from distrl.policy import Policy
 
     inventory = _inventory(hosts)
     if inventory.policy.model == EXPERT:
@@ -176,7 +145,6 @@ async def train(
             " collect to record the expert's episodes",
             inventory.source or None,
         )
-    run = inventory.run
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)
@@ -186,7 +154,77 @@ async def train(
     run = inventory.run
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
-    settings = inventory.learner
+    checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
+    learner = await _learner(inventory, checkpoints, resume=resume)
+    limit = run.max_trajectories or None
+    weights = await anyio.to_thread.run_sync(
+        lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
+    )
+    publisher = Publisher(learner.version, weights, push_timeout_s=inventory.timeouts.weight_push_s)
+    before = dict(learner.progress)  # where the resumed run's counters, and TensorBoard's axes, go on from
+    curves = Curves(
+        output / "tensorboard",
+        devices=inventory.device_count,
+        push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
+        env_steps_before=before.get("env_steps", 0),
+        episodes_before=before.get("episodes", 0),
+    )
+    # room for one trajectory per device and more: a session never waits for the trainer's thread
+    to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
+    fleet = Fleet.build(
+        inventory,
+        pool,
+        # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
+        rng=random.Random(f"tasks/{run.seed}/{learner.updates}"),
+        limit=limit,
+        recorder=_recorder(inventory),
+        curves=curves,
+        publisher=publisher,
+        trainer=to_trainer,
+    )
+    ledger, stop = fleet.ledger, fleet.stop
+    trainer = Trainer(
+        learner,
+        arrivals,
+        settings=inventory.learner,
+        run=run,
+        publisher=publisher,
+        checkpoints=checkpoints,
+        on_update=curves.update,
+        progress=lambda: {
+            "episodes": before.get("episodes", 0) + ledger.completed,
+            "env_steps": before.get("env_steps", 0) + ledger.steps_streamed,
+        },
+    )
+    gauges = fleet.gauges(publisher, trainer, goal=limit or 0, deadline_s=run.duration_s)
+    board = Board(gauges, curves=curves, on_progress=on_progress)
+
+    async def rounds_then_training(rounds: Rounds) -> None:
+        async def after_round() -> None:
+            await trainer.train_round()
+            await publisher.delivered(publisher.version)  # sync mode waits for every worker
+
+        await rounds.run(after_round)
+
+    async def deadline() -> None:
+        if run.duration_s > 0:
+            with anyio.move_on_after(run.duration_s):
+                await stop.wait()
+            stop.set("deadline")
+
+    training = functools.partial(rounds_then_training, fleet.rounds) if fleet.rounds else trainer.run
+    try:
+        return await fleet.run(board, training, deadline)
+    finally:
+        await trainer.finish()
+
+
+async def _learner(inventory: Inventory, checkpoints: Checkpoints, *, resume: bool) -> Learner:
+    """The learner of the inventory's policy; with ``resume``, as the latest of ``checkpoints`` left it."""
+    from distrl.learner.core import Learner
+    from distrl.policy import Policy
+
+    run, settings = inventory.run, inventory.learner
     policy = await anyio.to_thread.run_sync(
         lambda: Policy.load(
             inventory.policy, device=(settings.devices or (settings.device,))[0], seed=run.seed
@@ -196,112 +234,18 @@ async def train(
     learner = await anyio.to_thread.run_sync(
         lambda: Learner(policy, settings, max_policy_lag=run.max_policy_lag, seed=run.seed)
     )
-    checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
     if resume:
         latest = checkpoints.latest()
         try:
             if latest is None:
-                raise DistrlError(f"nothing to resume: no checkpoint in {output / 'checkpoints'}")  # noqa: TRY301
+                raise DistrlError(f"nothing to resume: no checkpoint in {checkpoints.root}")  # noqa: TRY301
             await anyio.to_thread.run_sync(_verify, checkpoints, latest)
             await anyio.to_thread.run_sync(learner.load, latest)
         except BaseException:
             learner.close()  # its other ranks
             raise
         log.info("resumed from %s (update %d)", latest, learner.updates)
-    limit = run.max_trajectories or None
-    stop = Stop()
-    # the sampler's own stream (the learner's is saved from its thread); a resumed run draws anew
-    sampler = TaskSampler(
-        pool,
-        random.Random(f"tasks/{run.seed}/{learner.updates}"),
-        run_name=run.name,
-        limit=limit,
-        stop=stop,
-    )
-    weights = await anyio.to_thread.run_sync(
-        lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
-    )
-    publisher = Publisher(learner.version, weights, push_timeout_s=inventory.timeouts.weight_push_s)
-    # room for one trajectory per device and more: a session never waits for the trainer's thread
-    to_trainer, arrivals = anyio.create_memory_object_stream[Trajectory](inventory.device_count + 16)
-    recorder = _recorder(inventory)
-
-    def record(trajectory: Trajectory) -> None:
-        if recorder is not None:
-            recorder.offer(trajectory)
-        board.sample(trajectory)
-
-    ledger = Ledger(
-        stop=stop, limit=limit, version=lambda: publisher.version, trainer=to_trainer, record=record
-    )
-    judging = _judging(inventory, pool, ledger, stop)
-    sessions = Sessions(
-        sampler=sampler,
-        arrive=judging.arrive if judging else ledger.arrive,
-        timeouts=inventory.timeouts,
-        max_failures=run.max_restarts,
-    )
-    rounds = Rounds(sessions, stop) if run.mode == "sync" else None
-    supervisor = _supervisor(inventory, stop, rounds.play if rounds else sessions.play, ledger, publisher)
-    before = dict(learner.progress)  # where the resumed run's counters, and TensorBoard's axes, go on from
-    board = Board(
-        lambda: _stats(
-            inventory,
-            stop,
-            sampler,
-            sessions,
-            ledger,
-            supervisor,
-            publisher,
-            trainer,
-            judging=judging,
-            goal=limit or 0,
-        ),
-        folder=output / "tensorboard",
-        devices=inventory.device_count,
-        push_s=lambda: publisher.push_s[-1] if publisher.push_s else None,
-        on_progress=on_progress,
-        env_steps_before=before.get("env_steps", 0),
-        episodes_before=before.get("episodes", 0),
-    )
-    trainer = Trainer(
-        learner,
-        arrivals,
-        settings=inventory.learner,
-        run=run,
-        publisher=publisher,
-        checkpoints=checkpoints,
-        on_update=board.update,
-        progress=lambda: {
-            "episodes": before.get("episodes", 0) + ledger.completed,
-            "env_steps": before.get("env_steps", 0) + ledger.steps_streamed,
-        },
-    )
-
-    async def rounds_then_training() -> None:
-        async def after_round() -> None:
-            await trainer.train_round()
-            await publisher.delivered(publisher.version)  # sync mode waits for every worker
-
-        assert rounds is not None
-        await rounds.run(after_round)
-
-    async def deadline() -> None:
-        if run.duration_s > 0:
-            with anyio.move_on_after(run.duration_s):
-                await stop.wait()
-            stop.set("deadline")
-
-    try:
-        jobs = [
-            rounds_then_training if rounds else trainer.run,
-            deadline,
-            *([judging.run] if judging else []),
-            *([recorder.run] if recorder else []),
-        ]
-        return await _run(inventory, stop, supervisor, board, *jobs, judging=judging, recorder=recorder)
-    finally:
-        await trainer.finish()
+    return learner
 
 
 def _fresh_folder(inventory: Inventory, *, resume: bool, new: bool) -> Inventory:
@@ -347,118 +291,6 @@ def _verify(checkpoints: Checkpoints, folder: Path) -> None:
         ) from exc
 
 
-def _supervisor(
-    inventory: Inventory,
-    stop: Stop,
-    play: Callable[[Link], Awaitable[None]],
-    ledger: Ledger,
-    publisher: Publisher | None,
-) -> HostSupervisor:
-    return HostSupervisor(
-        timeouts=inventory.timeouts,
-        max_restarts=inventory.run.max_restarts,
-        settings_json=worker_settings_json(inventory),
-        stop=stop,
-        play=play,
-        publisher=publisher,
-        on_step=ledger.count_step,
-    )
-
-
-async def _run(
-    inventory: Inventory,
-    stop: Stop,
-    hosts: HostSupervisor,
-    board: Board,
-    *jobs: Callable[[], Coroutine[Any, Any, None]],
-    judging: Judging | None = None,
-    recorder: Recorder | None = None,
-) -> RunStats:
-    """Every host supervised, ``jobs`` beside them and the board ticking, until ``stop``; then, however
-    it stopped (cancelled too), the episodes still waiting for ``judging`` go on unscored and
-    ``recorder`` writes what is queued; the final numbers."""
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(board.run, stop)
-            for job in jobs:
-                tg.start_soon(job)
-
-            async def every_host() -> None:
-                async with anyio.create_task_group() as inner:
-                    for host in inventory.hosts:
-                        inner.start_soon(hosts.supervise, host, name=f"host {host.name}")
-                stop.set("hosts")  # every host is done or given up
-
-            tg.start_soon(every_host)
-            await stop.wait()
-            tg.cancel_scope.cancel()
-    except BaseExceptionGroup as group:  # one part failed (the trainer, say): its own error, not a group
-        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
-            raise group.exceptions[0] from None
-        raise
-    finally:
-        with anyio.CancelScope(shield=True):  # after every job, so that nothing offers any more
-            if judging is not None:
-                await judging.release()
-            if recorder is not None:
-                await recorder.drain()
-        stats = board.close()
-    return stats
-
-
-def _stats(
-    inventory: Inventory,
-    stop: Stop,
-    sampler: TaskSampler,
-    sessions: Sessions,
-    ledger: Ledger,
-    hosts: HostSupervisor,
-    publisher: Publisher | None = None,
-    trainer: Trainer | None = None,
-    *,
-    judging: Judging | None = None,
-    goal: int = 0,
-) -> RunStats:
-    """The run's numbers now, each read from the part that owns it (``goal``: the episode budget)."""
-    lag_p50, host_lag_p50 = ledger.lag_p50()
-    return RunStats(
-        handed_out=sampler.handed_out,
-        completed=ledger.completed,
-        failed=sampler.failed.copy(),
-        requeued=sampler.requeued,
-        successes=ledger.successes,
-        steps=ledger.steps,
-        steps_streamed=ledger.steps_streamed,
-        device_errors=ledger.device_errors,
-        cut_short=ledger.cut_short,
-        unscored=ledger.unscored,
-        judging=judging.waiting if judging else 0,
-        judge=judging.judge.stats.scalars() if judging else {},
-        judge_unreachable=judging.unreachable if judging else "",
-        actor_loss=trainer.last.actor_loss
-        if trainer and trainer.last and trainer.last.trained_steps
-        else None,
-        entropy=trainer.last.entropy if trainer and trainer.last else None,
-        goal_episodes=goal,
-        deadline_s=inventory.run.duration_s if trainer else 0.0,
-        restarts=hosts.restarts,
-        stale=trainer.stale if trainer else 0,
-        updates=trainer.updates if trainer else 0,
-        weight_bytes=publisher.bytes if publisher else 0,
-        weight_pushes=publisher.pushes if publisher else 0,
-        started=ledger.started,
-        policy_version=publisher.version if publisher else 0,
-        lag_p50=lag_p50,
-        host_lag_p50=host_lag_p50,
-        hosts_up=len(hosts.up),
-        hosts=len(inventory.hosts),
-        given_up=dict(hosts.given_up),
-        retired=sessions.retired,
-        ended=stop.reason,
-        recent=ledger.recent.copy(),
-    )
-
-
 def _inventory(hosts: Inventory | str | Path) -> Inventory:
     return hosts if isinstance(hosts, Inventory) else load_inventory(hosts)
 
@@ -489,19 +321,3 @@ def _collect_recorder(out: EpisodeWriter | str | Path | None, capacity: int) -> 
     if out is None:
         return None
     return Recorder(out if isinstance(out, EpisodeWriter) else EpisodeWriter(out), capacity=capacity)
-
-
-def _judging(inventory: Inventory, tasks: Sequence[Task], ledger: Ledger, stop: Stop) -> Judging | None:
-    """The judge's queue, where some task is the judge's; a judge that gives no verdict for
-    ``judge.unreachable_s`` stops the run."""
-    if not any(task.evaluator == "judge" for task in tasks):
-        return None
-    settings = inventory.judge
-    return Judging(
-        build_judge(inventory),
-        ledger.arrive,
-        capacity=max(settings.max_concurrency, inventory.device_count) * 2,
-        concurrency=settings.max_concurrency,
-        stop=stop,
-        unreachable_s=settings.unreachable_s,
-    )
