@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from distrl.fleet.board import Board
+from distrl.fleet.board import Board, Curves
 from distrl.fleet.ledger import RunStats
 from distrl.learner.core import UpdateReport
 from distrl.learner.replay import ReplayStats
@@ -62,10 +62,11 @@ def _scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
 
 def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     now = [RunStats(hosts=2, hosts_up=2, handed_out=4)]
-    board = Board(lambda: dataclasses.replace(now[0]), folder=tmp_path, devices=4)
+    curves = Curves(tmp_path, devices=4)
+    board = Board(lambda: dataclasses.replace(now[0]), curves=curves)
     board.tick()  # nothing has come back yet
-    board.update(_report(1, trained_steps=0), _replay(2))  # warm-up
-    board.update(_report(2, trained_steps=8), _replay(4))
+    curves.update(_report(1, trained_steps=0), _replay(2))  # warm-up
+    curves.update(_report(2, trained_steps=8), _replay(4))
     now[0] = RunStats(
         hosts=2,
         hosts_up=2,
@@ -150,10 +151,10 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
         success=True,
         verdict="the launcher shows",
     )
-    board = Board(RunStats, folder=tmp_path, devices=1)
+    curves = Curves(tmp_path, devices=1)
     for _ in range(SAMPLE_EVERY + 1):
-        board.sample(episode)
-    board.close()
+        curves.sample(episode)
+    curves.close()
     reader = EventAccumulator(str(tmp_path))
     reader.Reload()
     images = reader.Images("episodes/final_screen")
@@ -177,10 +178,7 @@ def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) 
 def test_a_resumed_runs_curves_go_on_where_the_last_run_stopped(tmp_path: Path) -> None:
     board = Board(
         lambda: RunStats(completed=3, steps_streamed=20, successes=1),
-        folder=tmp_path,
-        devices=1,
-        env_steps_before=500,
-        episodes_before=40,
+        curves=Curves(tmp_path, devices=1, env_steps_before=500, episodes_before=40),
     )
     board.tick()
     board.close()

@@ -266,8 +266,8 @@ class Curves:
 
 
 class Board:
-    """Progress lines on stderr, and ``snapshot`` (``Gauges``, say) as scalars in ``curves``; or in a
-    ``Curves`` of its own in ``folder`` (``devices``, ``push_s`` and the ``_before`` counts are its)."""
+    """Progress lines on stderr, and ``snapshot`` (``Gauges``, say) as scalars in ``curves`` (none:
+    progress only)."""
 
     def __init__(
         self,
@@ -275,35 +275,12 @@ class Board:
         *,
         curves: Curves | None = None,
         on_progress: Callable[[RunStats], None] | None = None,
-        folder: Path | None = None,
-        devices: int = 1,
-        push_s: Callable[[], float | None] = lambda: None,
-        env_steps_before: int = 0,
-        episodes_before: int = 0,
     ) -> None:
-        if curves is not None and folder is not None:
-            raise ValueError("a board writes to its curves or to a folder, not both")
-        if folder is not None:
-            curves = Curves(
-                folder,
-                devices=devices,
-                push_s=push_s,
-                env_steps_before=env_steps_before,
-                episodes_before=episodes_before,
-            )
         self._snapshot = snapshot
         self._curves = curves
         self._on_progress = on_progress
         self._last_steps = 0
         self._last_time = time.monotonic()
-
-    def sample(self, trajectory: Trajectory) -> None:
-        if self._curves is not None:
-            self._curves.sample(trajectory)
-
-    def update(self, report: UpdateReport, replay: ReplayStats) -> None:
-        if self._curves is not None:
-            self._curves.update(report, replay)
 
     async def run(self, stop: Stop) -> None:
         """A tick every ``PROGRESS_EVERY_S`` until ``stop``."""
