@@ -1,5 +1,9 @@
 """``hosts.toml`` read into the settings of ``distrl.config.settings``, checked whole at load time: every
-mistake is one ``ConfigError`` naming the file, the TOML path and the problem."""
+mistake is one ``ConfigError`` naming the file, the TOML path and the problem.
+
+Over 450 lines, one module: every table's reader and the checks across tables share one way of naming
+the TOML path of a mistake; the settings themselves are ``settings.py``.
+"""
 
 from __future__ import annotations
 

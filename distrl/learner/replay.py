@@ -37,6 +37,9 @@ Integers are big-endian. Each frame stores its own screenshots; sharing is rebui
 is read by the one typed reader of ``distrl.records`` and may hold no other field. Version 3 framed each
 trajectory as a wire message (``TrajectoryReport``); ``load`` refuses it, and every other version, by
 name.
+
+Over 450 lines, one module: the buffer's state and the file that saves it whole must change together
+(the format is its state, field by field).
 """
 
 from __future__ import annotations

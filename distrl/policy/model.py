@@ -28,6 +28,10 @@ What the numbers are (x is the prompt of ``distrl.policy.prompt``, z_t the curre
   answer as its log-prob is (the sequence-level KL along the answer).
 
 Batches are left-padded, and padding changes no number beyond float rounding (tested to 1e-4 in float32).
+
+Over 450 lines, one module: sampling, teacher-forced scoring and the learner's token scores share the
+batching and the conventions above, which must not drift apart; loading is ``loading.py``, the served
+merge ``merging.py``, prompts ``prompt.py``.
 """
 
 from __future__ import annotations
