@@ -41,8 +41,8 @@ diffs of 26-43% of the bfloat16 snapshot, 13-22% of the float32 adapter. A diff 
 (``publish_every = 4``) costs 6-12 points more than one. Encoding the float32 diff takes 1.4-3.2 s and
 applying it 0.9-1.6 s on 2 shared cores; bfloat16 about half.
 
-Over 450 lines, one module: the two blob kinds share their metadata, checksums and chunks, and one
-encoding of the diff's bytes serves both directions.
+Over 450 lines, one module: the two blob kinds share their metadata, checksums, manifest
+and chunk checks, written and read in one place.
 """
 
 from __future__ import annotations
