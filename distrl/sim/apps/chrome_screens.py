@@ -10,9 +10,10 @@ from collections.abc import Callable
 from distrl.sim.app import Context
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
 from distrl.sim.web.google_pages import LOGO
-from distrl.sim.web.pages import BAR_HEIGHT, logo, text
+from distrl.sim.web.pages import BAR_HEIGHT
 from distrl.sim.web.route import HISTORY_URL, Route, display_url, parse, resolve
 from distrl.sim.web.text import clip, tail
+from distrl.sim.web.widgets import band, card, error_screen, logo, text, title_row
 
 __all__ = [
     "URL_FIELD",
@@ -46,9 +47,7 @@ def bar(ctx: Context, shown: str, go: Go) -> list[Element]:
         ctx.args["menu"] = not ctx.args.get("menu")
 
     return [
-        Element(
-            id="chrome/bar", box=Box(0, 0, DP_WIDTH, BAR_HEIGHT), kind="bar", fill=Palette.SURFACE, fixed=True
-        ),
+        band("chrome/bar", 0, BAR_HEIGHT, Palette.SURFACE, fixed=True),
         Element(
             id="chrome/home",
             box=Box(4, 8, 44, 48),
@@ -178,21 +177,21 @@ def menu(ctx: Context, go: Go) -> list[Element]:
         go(HISTORY_URL)
 
     items = (("New tab", new_tab), ("History", history), ("Downloads", close), ("Bookmarks", close))
-    card = Box(DP_WIDTH - 220, 8, DP_WIDTH - 8, 16 + 52 * len(items))
-    edge = Box(card.x0 - 1, card.y0 - 1, card.x1 + 1, card.y1 + 2)
+    panel = Box(DP_WIDTH - 220, 8, DP_WIDTH - 8, 16 + 52 * len(items))
+    edge = Box(panel.x0 - 1, panel.y0 - 1, panel.x1 + 1, panel.y1 + 2)
     out = [
         Element(
             id="chrome/menu/scrim", box=Box(0, 0, DP_WIDTH, ctx.viewport_height), on_tap=close, fixed=True
         ),
-        Element(id="chrome/menu/shadow", box=edge, kind="card", fill=Palette.DIVIDER, radius=9, fixed=True),
-        Element(id="chrome/menu/card", box=card, kind="card", fill=Palette.SURFACE, radius=8, fixed=True),
+        card("chrome/menu/shadow", edge, fill=Palette.DIVIDER, radius=9, fixed=True),
+        card("chrome/menu/card", panel, fill=Palette.SURFACE, radius=8, fixed=True),
     ]
     for i, (label, action) in enumerate(items):
         y = 12 + 52 * i
         out.append(
             Element(
                 id=f"chrome/menu/{label.lower().replace(' ', '_')}",
-                box=Box(card.x0 + 20, y, card.x1, y + 52),
+                box=Box(panel.x0 + 20, y, panel.x1, y + 52),
                 text=label,
                 size=16,
                 on_tap=action,
@@ -253,7 +252,7 @@ def new_tab_page(ctx: Context, go: Go) -> list[Element]:
             Element(id=f"ntp/tile/{i}", box=Box(x, y, x + width, y + 88), on_tap=open_site),
         ]
     y = top + 250 + 96 * ((len(hosts) + 3) // 4) + 12
-    out.append(text("ntp/discover", Box(20, y, DP_WIDTH - 20, y + 28), "Discover", size=17, bold=True))
+    out.append(title_row("ntp/discover", y, "Discover", size=17, margin=20))
     stories = (
         ("The best laptops of 2023, tested and ranked", "https://www.theverge.com/best-laptops"),
         ("Hurricane season: what to expect this fall", "https://www.nytimes.com/hurricane-season"),
@@ -266,13 +265,7 @@ def new_tab_page(ctx: Context, go: Go) -> list[Element]:
             go(url)
 
         out += [
-            Element(
-                id=f"ntp/story/{i}",
-                box=Box(12, cy, DP_WIDTH - 12, cy + 110),
-                kind="card",
-                radius=14,
-                on_tap=read,
-            ),
+            card(f"ntp/story/{i}", Box(12, cy, DP_WIDTH - 12, cy + 110), radius=14, on_tap=read),
             Element(
                 id=f"ntp/story/{i}/image",
                 box=Box(DP_WIDTH - 112, cy + 10, DP_WIDTH - 22, cy + 100),
@@ -295,7 +288,7 @@ def new_tab_page(ctx: Context, go: Go) -> list[Element]:
 
 def history_page(ctx: Context, go: Go) -> list[Element]:
     top = BAR_HEIGHT
-    out = [text("history/title", Box(16, top + 12, DP_WIDTH - 16, top + 48), "History", size=24, bold=True)]
+    out = [title_row("history/title", top + 12, "History", size=24, height=36, margin=16)]
     urls: list[str] = []
     for url in reversed(ctx.data["history"]):
         if url not in urls and parse(str(url)).kind != "history":
@@ -349,51 +342,29 @@ def offline_page() -> list[Element]:
             colour=Palette.SURFACE,
             radius=8,
         ),
-        text(
-            "offline/title", Box(40, top + 190, DP_WIDTH - 40, top + 224), "No internet", size=24, bold=True
-        ),
-        text(
-            "offline/try",
-            Box(40, top + 236, DP_WIDTH - 40, top + 326),
-            "Try: checking the network cables, modem and router; turning off airplane mode; "
+        *error_screen(
+            "offline",
+            top,
+            title="No internet",
+            title_size=24,
+            detail="Try: checking the network cables, modem and router; turning off airplane mode; "
             "reconnecting to Wi-Fi.",
-            size=15,
-            colour=Palette.MUTED,
-            lines=4,
-        ),
-        text(
-            "offline/code",
-            Box(40, top + 336, DP_WIDTH - 40, top + 360),
-            "ERR_INTERNET_DISCONNECTED",
-            size=13,
-            colour=Palette.MUTED,
+            detail_name="try",
+            detail_lines=4,
+            detail_height=90,
+            code="ERR_INTERNET_DISCONNECTED",
         ),
     ]
 
 
 def error_page(route: Route) -> list[Element]:
-    top = BAR_HEIGHT
-    return [
-        text(
-            "error/title",
-            Box(40, top + 190, DP_WIDTH - 40, top + 224),
-            "This site can't be reached",
-            size=22,
-            bold=True,
-        ),
-        text(
-            "error/detail",
-            Box(40, top + 236, DP_WIDTH - 40, top + 300),
-            f"{display_url(route.url)} is not a web address Chrome can open.",
-            size=15,
-            colour=Palette.MUTED,
-            lines=3,
-        ),
-        text(
-            "error/code",
-            Box(40, top + 310, DP_WIDTH - 40, top + 334),
-            "ERR_INVALID_URL",
-            size=13,
-            colour=Palette.MUTED,
-        ),
-    ]
+    return error_screen(
+        "error",
+        BAR_HEIGHT,
+        title="This site can't be reached",
+        title_size=22,
+        detail=f"{display_url(route.url)} is not a web address Chrome can open.",
+        detail_lines=3,
+        detail_height=64,
+        code="ERR_INVALID_URL",
+    )

@@ -7,6 +7,8 @@
 - ``google``: Google's results and answer boxes (weather, time, prices), generated from the query.
 - ``pages``, ``google_pages``, ``shop_pages`` (with ``shop_look``, what every shop page shares): pages as
   ``Element``s, through the ``Browser`` protocol that the Chrome app (``distrl.sim.apps.chrome``) implements.
+- ``widgets``: what the pages (and Chrome's own screens) are drawn with: text, buttons, cards, title rows,
+  empty states.
 """
 
 from distrl.sim.web.catalogue import PRODUCTS, Product, by_slug

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette
 from distrl.sim.web.google import answer, results
-from distrl.sim.web.pages import BAR_HEIGHT, Browser, logo, text
+from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route, google_search_url
 from distrl.sim.web.text import clip, tail
+from distrl.sim.web.widgets import band, button, card, logo, text
 
 __all__ = ["FIELD", "render"]
 
@@ -54,15 +55,13 @@ def _search_box(browser: Browser, y: float, query: str, *, hint: str) -> Element
 
 
 def _sign_in(browser: Browser, y: float) -> Element:
-    return Element(
-        id="google/sign_in",
-        box=Box(DP_WIDTH - 96, y, DP_WIDTH - 12, y + 36),
-        text="Sign in",
-        kind="button",
+    return button(
+        "google/sign_in",
+        Box(DP_WIDTH - 96, y, DP_WIDTH - 12, y + 36),
+        "Sign in",
+        lambda: browser.toast("Signing in is not available"),
         size=14,
         radius=6,
-        align="centre",
-        on_tap=lambda: browser.toast("Signing in is not available"),
     )
 
 
@@ -85,17 +84,14 @@ def _home(browser: Browser) -> list[Element]:
     for i, label in enumerate(("Google Search", "I'm Feeling Lucky")):
         x = DP_WIDTH / 2 - 152 + i * 160
         out.append(
-            Element(
-                id=f"google/button/{i}",
-                box=Box(x, top + 304, x + 144, top + 344),
-                text=label,
-                kind="button",
+            button(
+                f"google/button/{i}",
+                Box(x, top + 304, x + 144, top + 344),
+                label,
+                lucky,
                 fill=_CHIP,
-                colour=Palette.TEXT,
                 size=14,
                 radius=6,
-                align="centre",
-                on_tap=lucky,
             )
         )
     out.append(
@@ -110,7 +106,7 @@ def _home(browser: Browser) -> list[Element]:
     )
     foot = max(top + 420, height - 96)
     out += [
-        Element(id="google/footer", box=Box(0, foot, DP_WIDTH, foot + 96), kind="bar", fill=_CHIP),
+        band("google/footer", foot, foot + 96, _CHIP),
         text(
             "google/country",
             Box(16, foot + 8, DP_WIDTH - 16, foot + 40),
@@ -164,14 +160,13 @@ def _results(route: Route, browser: Browser) -> list[Element]:
     y = top + 150
     found = results(route.query)
     body_end = y + 8 + 300 * (answer(route.query, browser.now) is not None) + 124 * len(found) + 80
-    out.append(Element(id="google/page", box=Box(0, y, DP_WIDTH, body_end), kind="bar", fill=_GREY))
+    out.append(band("google/page", y, body_end, _GREY))
     y += 8
     box = answer(route.query, browser.now)
     if box is not None:
         height = 112 + 24 * len(box.details)
-        card = Box(8, y, DP_WIDTH - 8, y + height)
         out += [
-            Element(id="google/answer", box=card, kind="card", fill=Palette.SURFACE, radius=14),
+            card("google/answer", Box(8, y, DP_WIDTH - 8, y + height), fill=Palette.SURFACE, radius=14),
             text(
                 "google/answer/heading",
                 Box(24, y + 12, DP_WIDTH - 24, y + 36),
@@ -200,10 +195,9 @@ def _results(route: Route, browser: Browser) -> list[Element]:
 
         crumbs = " > ".join(part for part in result.url.split("://", 1)[-1].split("?")[0].split("/") if part)
         out += [
-            Element(
-                id=f"google/result/{i}",
-                box=Box(8, y, DP_WIDTH - 8, y + 114),
-                kind="card",
+            card(
+                f"google/result/{i}",
+                Box(8, y, DP_WIDTH - 8, y + 114),
                 fill=Palette.SURFACE,
                 radius=14,
                 on_tap=follow,

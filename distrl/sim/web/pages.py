@@ -4,21 +4,21 @@
 bar. Pages never touch the phone: everything they read or change goes through the ``Browser``
 protocol (navigate, text fields, the carts, the cookie banners), which the Chrome app implements over
 its JSON data. Google's pages are in ``google_pages``, the shops' in ``shop_pages``; this module holds
-the protocol, the shared widgets and the pages of every other site.
+the protocol and the pages of every other site; what pages are drawn with is in ``widgets``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette, text_width_dp
+from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette
 from distrl.sim.web.route import Route, display_url
-from distrl.sim.web.text import clip, stable, title_case
+from distrl.sim.web.text import stable, title_case
+from distrl.sim.web.widgets import band, text
 
-__all__ = ["BAR_HEIGHT", "Browser", "CartItem", "generic_page", "logo", "render", "text"]
+__all__ = ["BAR_HEIGHT", "Browser", "CartItem", "generic_page", "render"]
 
 BAR_HEIGHT = 56.0
 """Height of the browser's own bar (address field, tabs, menu) above every page."""
@@ -81,65 +81,6 @@ class Browser(Protocol):
     def toast(self, text: str) -> None: ...
 
 
-def text(
-    element_id: str,
-    box: Box,
-    value: str,
-    *,
-    size: float = 15.0,
-    colour: Colour = Palette.TEXT,
-    bold: bool = False,
-    lines: int = 1,
-    align: str = "left",
-    fixed: bool = False,
-) -> Element:
-    """A line (or a few wrapped lines) of inert text (cut to a few hundred characters)."""
-    return Element(
-        id=element_id,
-        box=box,
-        text=clip(value, 80 * lines),
-        size=size,
-        colour=colour,
-        bold=bold,
-        lines=lines,
-        align="centre" if align == "centre" else "right" if align == "right" else "left",
-        fixed=fixed,
-    )
-
-
-def logo(
-    element_id: str,
-    runs: Sequence[tuple[str, Colour]],
-    x: float,
-    y: float,
-    size: float,
-    *,
-    centre: bool = False,
-    fixed: bool = False,
-    on_tap: Callable[[], None] | None = None,
-) -> list[Element]:
-    """A word mark written as runs of coloured bold text starting at ``(x, y)`` (top left)."""
-    widths = [text_width_dp(run, size) + size * 0.06 for run, _ in runs]
-    if centre:
-        x = (DP_WIDTH - sum(widths)) / 2
-    out: list[Element] = []
-    for i, ((run, colour), width) in enumerate(zip(runs, widths, strict=True)):
-        out.append(
-            Element(
-                id=f"{element_id}/{i}" if i else element_id,
-                box=Box(x, y, x + width + 2, y + size * 1.4),
-                text=run,
-                size=size,
-                colour=colour,
-                bold=True,
-                fixed=fixed,
-                on_tap=on_tap,
-            )
-        )
-        x += width
-    return out
-
-
 def render(route: Route, browser: Browser) -> list[Element]:
     """The elements of the page ``route`` names, from ``BAR_HEIGHT`` down."""
     from distrl.sim.web import google_pages, shop_pages
@@ -176,7 +117,7 @@ def generic_page(route: Route, browser: Browser) -> list[Element]:
     if "?" in route.url and "=" in route.url:
         topic = title_case(route.url.split("=", 1)[1].split("&")[0].replace("+", " ").replace("%20", " "))
     out = [
-        Element(id="page/header", box=Box(0, top, DP_WIDTH, top + 56), kind="bar", fill=hue),
+        band("page/header", top, top + 56, hue),
         text(
             "page/site",
             Box(16, top, DP_WIDTH - 60, top + 56),

@@ -8,10 +8,11 @@ from functools import cache
 
 from distrl.sim.ui import DP_WIDTH, Box, Colour, Element
 from distrl.sim.web.catalogue import Product
-from distrl.sim.web.pages import BAR_HEIGHT, Browser, logo, text
+from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route
 from distrl.sim.web.shops import Shop, rating
 from distrl.sim.web.text import clip, stable, tail
+from distrl.sim.web.widgets import band, button, card, logo, text
 
 __all__ = [
     "HEADER_HEIGHT",
@@ -54,13 +55,7 @@ def header(shop: Shop, route: Route, browser: Browser) -> list[Element]:
     key = shop.key
     field = f"web/{key}/search"
     out = [
-        Element(
-            id=f"web/{key}/header",
-            box=Box(0, top, DP_WIDTH, top + HEADER_HEIGHT),
-            kind="bar",
-            fill=shop.header,
-            fixed=True,
-        ),
+        band(f"web/{key}/header", top, top + HEADER_HEIGHT, shop.header, fixed=True),
         Element(
             id=f"web/{key}/menu",
             box=Box(6, top + 6, 46, top + 46),
@@ -76,14 +71,7 @@ def header(shop: Shop, route: Route, browser: Browser) -> list[Element]:
 
     if key == "bestbuy":
         out.append(
-            Element(
-                id="web/bestbuy/tag",
-                box=Box(52, top + 9, 160, top + 43),
-                kind="card",
-                fill=(255, 224, 0),
-                radius=3,
-                fixed=True,
-            )
+            card("web/bestbuy/tag", Box(52, top + 9, 160, top + 43), fill=(255, 224, 0), radius=3, fixed=True)
         )
         out += logo(f"web/{key}/logo", shop.logo, 60, top + 11, 21, fixed=True, on_tap=home)
     else:
@@ -185,37 +173,32 @@ def cookie_banner(shop: Shop, browser: Browser) -> list[Element]:
             lines=4,
             fixed=True,
         ),
-        Element(
-            id=f"web/{key}/cookies/reject",
-            box=Box(16, y + 120, 196, y + 164),
-            text="Reject all",
-            kind="button",
+        button(
+            f"web/{key}/cookies/reject",
+            Box(16, y + 120, 196, y + 164),
+            "Reject all",
+            lambda: browser.answer_cookies(shop.domain, False),
             fill=(60, 64, 67),
             colour=WHITE,
             radius=6,
-            align="centre",
-            size=15,
-            on_tap=lambda: browser.answer_cookies(shop.domain, False),
             fixed=True,
         ),
-        Element(
-            id=f"web/{key}/cookies/accept",
-            box=Box(208, y + 120, DP_WIDTH - 16, y + 164),
-            text="Accept all cookies",
-            kind="button",
+        button(
+            f"web/{key}/cookies/accept",
+            Box(208, y + 120, DP_WIDTH - 16, y + 164),
+            "Accept all cookies",
+            lambda: browser.answer_cookies(shop.domain, True),
             fill=shop.accent,
             colour=on_colour(shop.accent),
             radius=6,
-            align="centre",
-            size=15,
-            on_tap=lambda: browser.answer_cookies(shop.domain, True),
             fixed=True,
         ),
     ]
 
 
 def background(key: str, top: float, bottom: float) -> Element:
-    return Element(id=f"web/{key}/page", box=Box(0, top, DP_WIDTH, bottom), kind="bar", fill=PAGE)
+    """The grey page behind a shop's cards, from ``top`` to ``bottom``."""
+    return band(f"web/{key}/page", top, bottom, PAGE)
 
 
 @cache

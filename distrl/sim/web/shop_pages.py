@@ -15,7 +15,7 @@ from functools import cache
 
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
 from distrl.sim.web.catalogue import CATEGORIES, PRODUCTS, Product, by_slug
-from distrl.sim.web.pages import BAR_HEIGHT, Browser, text
+from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route
 from distrl.sim.web.shop_look import (
     HEADER_HEIGHT,
@@ -32,6 +32,7 @@ from distrl.sim.web.shop_look import (
 )
 from distrl.sim.web.shops import SHOPS, Shop, price, search, sponsored
 from distrl.sim.web.text import stable
+from distrl.sim.web.widgets import band, button, card, empty_state, text, title_row, wide_button
 
 __all__ = ["render"]
 
@@ -124,14 +125,7 @@ def _list_row(
 
     x = 132.0
     return [
-        Element(
-            id=element_id,
-            box=Box(8, y, DP_WIDTH - 8, y + 126),
-            kind="card",
-            fill=WHITE,
-            radius=8,
-            on_tap=open_page,
-        ),
+        card(element_id, Box(8, y, DP_WIDTH - 8, y + 126), fill=WHITE, radius=8, on_tap=open_page),
         *photo(f"{element_id}/image", product, Box(14, y + 10, 124, y + 116), open_page),
         text(
             f"{element_id}/title",
@@ -178,14 +172,7 @@ def _grid_cell(
         browser.toast("Added to cart")
 
     out = [
-        Element(
-            id=element_id,
-            box=Box(x, y, x + width, y + 300),
-            kind="card",
-            fill=WHITE,
-            radius=10,
-            on_tap=open_page,
-        ),
+        card(element_id, Box(x, y, x + width, y + 300), fill=WHITE, radius=10, on_tap=open_page),
         *photo(f"{element_id}/image", product, Box(x + 8, y + 8, x + width - 8, y + 140), open_page),
         text(
             f"{element_id}/price",
@@ -215,17 +202,15 @@ def _grid_cell(
         )
     elif shop.key == "walmart":
         out.append(
-            Element(
-                id=f"{element_id}/add",
-                box=Box(x + 10, y + 258, x + 90, y + 290),
-                text="+ Add",
-                kind="button",
+            button(
+                f"{element_id}/add",
+                Box(x + 10, y + 258, x + 90, y + 290),
+                "+ Add",
+                quick_add,
                 fill=shop.accent,
                 colour=WHITE,
                 size=14,
                 radius=16,
-                align="centre",
-                on_tap=quick_add,
             )
         )
     else:
@@ -293,34 +278,19 @@ def _product(shop: Shop, product: Product, browser: Browser, top: float) -> list
     y += 426
     if key == "ebay":
         out.append(
-            Element(
-                id="web/ebay/buy_now",
-                box=Box(12, y, DP_WIDTH - 12, y + 48),
-                text="Buy It Now",
-                kind="button",
+            wide_button(
+                "web/ebay/buy_now",
+                y,
+                "Buy It Now",
+                lambda: browser.toast("Sign in to buy"),
                 fill=shop.accent,
                 colour=WHITE,
-                radius=24,
-                size=16,
-                bold=True,
-                align="centre",
-                on_tap=lambda: browser.toast("Sign in to buy"),
             )
         )
         y += 58
         out.append(
-            Element(
-                id="web/ebay/add_to_cart",
-                box=Box(12, y, DP_WIDTH - 12, y + 48),
-                text="Add to cart",
-                kind="button",
-                fill=(229, 237, 255),
-                colour=shop.accent,
-                radius=24,
-                size=16,
-                bold=True,
-                align="centre",
-                on_tap=add,
+            wide_button(
+                "web/ebay/add_to_cart", y, "Add to cart", add, fill=(229, 237, 255), colour=shop.accent
             )
         )
     else:
@@ -328,31 +298,25 @@ def _product(shop: Shop, product: Product, browser: Browser, top: float) -> list
             key, "Add to Cart"
         )
         out.append(
-            Element(
-                id=f"web/{key}/add_to_cart",
-                box=Box(12, y, DP_WIDTH - 12, y + 48),
-                text=label,
-                kind="button",
+            wide_button(
+                f"web/{key}/add_to_cart",
+                y,
+                label,
+                add,
                 fill=shop.accent,
                 colour=on_colour(shop.accent),
                 radius=24 if key == "walmart" else 6,
-                size=16,
-                bold=True,
-                align="centre",
-                on_tap=add,
             )
         )
     y += 64
-    out.append(
-        text(f"web/{key}/about", Box(12, y, DP_WIDTH - 12, y + 28), "About this item", size=17, bold=True)
-    )
+    out.append(title_row(f"web/{key}/about", y, "About this item", size=17))
     y += 32
     for i, line in enumerate(_bullets(product)):
         out.append(
             text(f"web/{key}/bullet/{i}", Box(12, y, DP_WIDTH - 12, y + 44), f"-  {line}", size=14, lines=2)
         )
         y += 48
-    return [Element(id=f"web/{key}/page", box=Box(0, top, DP_WIDTH, y + 24), kind="bar", fill=WHITE), *out]
+    return [band(f"web/{key}/page", top, y + 24, WHITE), *out]
 
 
 def _bullets(product: Product) -> tuple[str, ...]:
@@ -372,17 +336,11 @@ def _cart(shop: Shop, browser: Browser, top: float) -> list[Element]:
     y = top + 10
     count = sum(item.qty for item, _ in lines)
     out: list[Element] = [
-        text(
-            f"web/{key}/cart_title",
-            Box(12, y, DP_WIDTH - 12, y + 34),
-            f"{title} ({items_text(count)})",
-            size=22,
-            bold=True,
-        ),
+        title_row(f"web/{key}/cart_title", y, f"{title} ({items_text(count)})", size=22, height=34)
     ]
     y += 46
     if not lines:
-        out += [
+        out += empty_state(
             text(
                 f"web/{key}/cart_empty",
                 Box(12, y + 20, DP_WIDTH - 12, y + 50),
@@ -390,27 +348,13 @@ def _cart(shop: Shop, browser: Browser, top: float) -> list[Element]:
                 size=18,
                 align="centre",
             ),
-            text(
-                f"web/{key}/cart_hint",
-                Box(24, y + 54, DP_WIDTH - 24, y + 96),
-                "Looks like you haven't added anything yet. Find something you like!",
-                size=14,
-                colour=Palette.MUTED,
-                lines=2,
-                align="centre",
-            ),
-            Element(
-                id=f"web/{key}/continue",
-                box=Box(80, y + 110, DP_WIDTH - 80, y + 158),
-                text="Start shopping",
-                kind="button",
-                fill=shop.accent,
-                colour=on_colour(shop.accent),
-                radius=24,
-                align="centre",
-                on_tap=lambda: browser.go(shop.home_url),
-            ),
-        ]
+            (f"web/{key}/cart_hint", "Looks like you haven't added anything yet. Find something you like!"),
+            (f"web/{key}/continue", "Start shopping", lambda: browser.go(shop.home_url)),
+            fill=shop.accent,
+            colour=on_colour(shop.accent),
+            hint_size=14,
+            gaps=(4, 14),
+        )
         return [background(key, top, y + 200), *out]
     total = 0.0
     for i, (item, product) in enumerate(lines):
@@ -422,13 +366,7 @@ def _cart(shop: Shop, browser: Browser, top: float) -> list[Element]:
             browser.toast("Item removed")
 
         out += [
-            Element(
-                id=f"web/{key}/cart/item/{i}",
-                box=Box(8, y, DP_WIDTH - 8, y + 140),
-                kind="card",
-                fill=WHITE,
-                radius=8,
-            ),
+            card(f"web/{key}/cart/item/{i}", Box(8, y, DP_WIDTH - 8, y + 140), fill=WHITE, radius=8),
             *photo(f"web/{key}/cart/item/{i}/image", product, Box(16, y + 14, 100, y + 98)),
             text(
                 f"web/{key}/cart/item/{i}/title",
@@ -445,17 +383,15 @@ def _cart(shop: Shop, browser: Browser, top: float) -> list[Element]:
                 bold=True,
             ),
             text(f"web/{key}/cart/item/{i}/qty", Box(112, y + 84, 220, y + 106), f"Qty: {item.qty}", size=14),
-            Element(
-                id=f"web/{key}/cart/remove/{i}",
-                box=Box(DP_WIDTH - 128, y + 92, DP_WIDTH - 16, y + 130),
-                text="Remove",
-                kind="button",
+            button(
+                f"web/{key}/cart/remove/{i}",
+                Box(DP_WIDTH - 128, y + 92, DP_WIDTH - 16, y + 130),
+                "Remove",
+                remove,
                 fill=WHITE,
                 colour=Palette.PRIMARY,
                 radius=6,
                 size=14,
-                align="centre",
-                on_tap=remove,
             ),
         ]
         y += 148
@@ -467,18 +403,13 @@ def _cart(shop: Shop, browser: Browser, top: float) -> list[Element]:
             size=18,
             bold=True,
         ),
-        Element(
-            id=f"web/{key}/checkout",
-            box=Box(12, y + 48, DP_WIDTH - 12, y + 96),
-            text="Go to checkout",
-            kind="button",
+        wide_button(
+            f"web/{key}/checkout",
+            y + 48,
+            "Go to checkout",
+            lambda: browser.toast("Sign in to check out"),
             fill=shop.accent,
             colour=on_colour(shop.accent),
-            radius=24,
-            size=16,
-            bold=True,
-            align="centre",
-            on_tap=lambda: browser.toast("Sign in to check out"),
         ),
     ]
     return [background(key, top, y + 130), *out]
@@ -488,13 +419,7 @@ def _home(shop: Shop, browser: Browser, top: float) -> list[Element]:
     key = shop.key
     y = top + 10
     out: list[Element] = [
-        Element(
-            id=f"web/{key}/banner",
-            box=Box(8, y, DP_WIDTH - 8, y + 112),
-            kind="card",
-            fill=shop.accent,
-            radius=12,
-        ),
+        card(f"web/{key}/banner", Box(8, y, DP_WIDTH - 8, y + 112), fill=shop.accent, radius=12),
         text(
             f"web/{key}/banner/title",
             Box(24, y + 14, DP_WIDTH - 24, y + 50),
@@ -513,15 +438,7 @@ def _home(shop: Shop, browser: Browser, top: float) -> list[Element]:
         ),
     ]
     y += 126
-    out.append(
-        text(
-            f"web/{key}/departments",
-            Box(12, y, DP_WIDTH - 12, y + 28),
-            "Shop by category",
-            size=18,
-            bold=True,
-        )
-    )
+    out.append(title_row(f"web/{key}/departments", y, "Shop by category", size=18))
     y += 34
     width = (DP_WIDTH - 32) / 3
     for i, name in enumerate(_DEPARTMENTS):
@@ -545,9 +462,7 @@ def _home(shop: Shop, browser: Browser, top: float) -> list[Element]:
             )
         )
     y += 104
-    out.append(
-        text(f"web/{key}/trending", Box(12, y, DP_WIDTH - 12, y + 28), "Trending now", size=18, bold=True)
-    )
+    out.append(title_row(f"web/{key}/trending", y, "Trending now", size=18))
     y += 34
     picks = _trending(key)
     width = (DP_WIDTH - 24) / 2
@@ -559,10 +474,9 @@ def _home(shop: Shop, browser: Browser, top: float) -> list[Element]:
             browser.go(shop.product_url(p))
 
         out += [
-            Element(
-                id=f"web/{key}/deal/{i}",
-                box=Box(x, cy, x + width, cy + 222),
-                kind="card",
+            card(
+                f"web/{key}/deal/{i}",
+                Box(x, cy, x + width, cy + 222),
                 fill=WHITE,
                 radius=10,
                 on_tap=open_page,
@@ -598,7 +512,7 @@ def _trending(key: str) -> tuple[Product, ...]:
 def _missing(shop: Shop, browser: Browser, top: float) -> list[Element]:
     key = shop.key
     y = top + 40
-    return [
+    return empty_state(
         text(
             f"web/{key}/missing",
             Box(24, y, DP_WIDTH - 24, y + 64),
@@ -608,24 +522,8 @@ def _missing(shop: Shop, browser: Browser, top: float) -> list[Element]:
             lines=2,
             align="centre",
         ),
-        text(
-            f"web/{key}/missing_hint",
-            Box(24, y + 70, DP_WIDTH - 24, y + 112),
-            "The item may no longer be available, or the link may be wrong.",
-            size=15,
-            colour=Palette.MUTED,
-            lines=2,
-            align="centre",
-        ),
-        Element(
-            id=f"web/{key}/home",
-            box=Box(80, y + 130, DP_WIDTH - 80, y + 178),
-            text="Go to the home page",
-            kind="button",
-            fill=shop.accent,
-            colour=on_colour(shop.accent),
-            radius=24,
-            align="centre",
-            on_tap=lambda: browser.go(shop.home_url),
-        ),
-    ]
+        (f"web/{key}/missing_hint", "The item may no longer be available, or the link may be wrong."),
+        (f"web/{key}/home", "Go to the home page", lambda: browser.go(shop.home_url)),
+        fill=shop.accent,
+        colour=on_colour(shop.accent),
+    )
