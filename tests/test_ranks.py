@@ -28,6 +28,7 @@ from distrl.config import (
 )
 from distrl.errors import ConfigError, RankError
 from distrl.learner.core import Learner
+from distrl.learner.rank_processes import Child
 from distrl.learner.ranks import _bounds
 from distrl.local.play import rollouts
 from distrl.policy import Policy
@@ -172,8 +173,8 @@ def test_a_rank_that_dies_ends_the_update_with_one_error_naming_it(played: list[
     try:
         assert learner.ranks is not None
         child = learner.ranks._children[0]
-        child.process.kill()
-        child.process.wait()
+        assert isinstance(child, Child)
+        child.kill()
         with pytest.raises(RankError, match=r"learner rank 1 died") as caught:
             learner.update()
         assert (caught.value.rank, caught.value.reason) == (1, "died")

@@ -81,7 +81,8 @@ def _run(args: argparse.Namespace) -> int:
 def _serves_as_rank(inventory: Inventory) -> bool:
     """Under ``torchrun``, every process but rank 0 trains as one of the learner's ranks (rank 0 runs the
     fleet); True once such a rank is done."""
-    from distrl.learner.rank_processes import serve, start_ranks
+    from distrl.learner.rank_child import serve
+    from distrl.learner.rank_processes import start_ranks
     from distrl.learner.ranks import torchrun_rank
 
     launched = torchrun_rank()

@@ -58,9 +58,11 @@ __all__ = [
     "load_tensors",
     "optimizer_state",
     "restore_rng_state",
+    "restore_training_state",
     "rng_state",
     "save_learner",
     "save_tensors",
+    "training_state",
 ]
 
 MANIFEST = "manifest.json"
@@ -98,26 +100,42 @@ class Learner(Protocol):
     def rng(self) -> random.Random: ...
 
 
+def training_state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The critics and both optimisers as named tensors (``critics.*``, ``optimiser.actor.*``,
+    ``optimiser.critic.*``), and the optimisers' structure: what a checkpoint saves of them, and what the
+    learner's ranks copy from rank 0 (``restore_training_state``)."""
+    tensors: dict[str, torch.Tensor] = {
+        f"critics.{name}": value.detach().cpu() for name, value in learner.critics.state_dict().items()
+    }
+    actor_tensors, actor_meta = optimizer_state(learner.actor_optimiser, "optimiser.actor")
+    critic_tensors, critic_meta = optimizer_state(learner.critic_optimiser, "optimiser.critic")
+    tensors.update(actor_tensors)
+    tensors.update(critic_tensors)
+    return tensors, {"actor_optimiser": actor_meta, "critic_optimiser": critic_meta}
+
+
+def restore_training_state(learner: Learner, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+    """Put back what ``training_state`` gave (other tensors in ``tensors`` are ignored)."""
+    learner.critics.load_state_dict(
+        {name.removeprefix("critics."): t for name, t in tensors.items() if name.startswith("critics.")}
+    )
+    load_optimizer_state(learner.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
+    load_optimizer_state(learner.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
+
+
 def save_learner(learner: Learner, folder: str | Path) -> None:
     """Write everything ``load_learner`` needs into ``folder`` (which must exist; see ``Checkpoints``)."""
     folder = Path(folder)
     learner.policy.save_adapter(folder / _ADAPTER_DIR)
-    tensors: dict[str, torch.Tensor] = {
-        f"critics.{name}": value for name, value in learner.critics.state_dict().items()
-    }
-    actor_tensors, actor_meta = optimizer_state(learner.actor_optimiser, "optimiser.actor")
-    critic_tensors, critic_meta = optimizer_state(learner.critic_optimiser, "optimiser.critic")
+    tensors, training = training_state(learner)
     rng_tensors, rng_meta = rng_state(learner.rng)
-    tensors.update(actor_tensors)
-    tensors.update(critic_tensors)
     tensors.update(rng_tensors)
     meta: dict[str, Any] = {
         "format": 1,
         "algorithm": learner.settings.algorithm,
         "updates": learner.updates,
         "progress": dict(learner.progress),
-        "actor_optimiser": actor_meta,
-        "critic_optimiser": critic_meta,
+        **training,
         "rng": rng_meta,
     }
     save_tensors(folder / _STATE_FILE, tensors, meta)

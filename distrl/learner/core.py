@@ -40,6 +40,7 @@ import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -47,7 +48,7 @@ from distrl.config import LearnerSettings
 from distrl.errors import LearnerError
 from distrl.learner.a_ride import ARide
 from distrl.learner.algorithm import ActorTargets, Algorithm, Batch
-from distrl.learner.checkpoint import load_learner, save_learner
+from distrl.learner.checkpoint import load_learner, restore_training_state, save_learner, training_state
 from distrl.learner.critics import Critics
 from distrl.learner.digirl import DigiRL
 from distrl.learner.filtered_bc import FilteredBC
@@ -149,10 +150,30 @@ class Learner:
         if ranks is not None:
             try:
                 ranks.check_model(policy)
-                ranks.sync(self)  # every rank starts from rank 0's adapter and critics
+                self.sync_ranks()  # every rank starts from rank 0's adapter and critics
             except BaseException:
                 self.close()
                 raise
+
+    def sync_ranks(self) -> None:
+        """Every rank: rank 0's adapter, critics, optimisers and update count, copied to the others."""
+        assert self.ranks is not None
+        tensors: dict[str, torch.Tensor] = {}
+        meta: dict[str, Any] = {}
+        if self.ranks.leader:  # the others' own state is not sent
+            tensors, meta = training_state(self)
+            tensors.update({f"adapter.{name}": t for name, t in self.policy.adapter_state().items()})
+        tensors, meta, updates = self.ranks.sync(tensors, meta, self.updates)
+        if not self.ranks.leader:
+            self.policy.load_adapter_state(
+                {
+                    name.removeprefix("adapter."): t
+                    for name, t in tensors.items()
+                    if name.startswith("adapter.")
+                }
+            )
+            restore_training_state(self, tensors, meta)
+            self.updates = updates
 
     def close(self) -> None:
         """Stop the other ranks (rank 0), or leave their group; idempotent. A learner of one rank holds
@@ -190,7 +211,7 @@ class Learner:
         load_learner(self, folder)
         if self.ranks is not None:
             self.ranks.send(SYNC)
-            self.ranks.sync(self)
+            self.sync_ranks()
 
     # -- one update --------------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
-"""The learner's other ranks as processes: rank 0 starts them (``start_ranks``), each loads the policy and
-follows rank 0's commands (``serve``, ``follow``) until it stops, and ends with its parent.
+"""The learner's other ranks as processes, rank 0's side: it starts them (``start_ranks``) and watches
+them (``Child``); each loads the policy and follows rank 0's commands until it stops, and ends with its
+parent (``distrl.learner.rank_child``).
 
-A child is ``python -m distrl.learner.rank_processes`` with one JSON line on its stdin: the policy's and
+A child is ``python -m distrl.learner.rank_child`` with one JSON line on its stdin: the policy's and
 the learner's settings (``learner_settings_json``, checked as the inventory is), its rank, the world's
 size, the port of rank 0's store, its device, dtype, seed and threads. Its stdin then stays open, and its
 end is the parent's end. Under ``torchrun`` the processes are ``torchrun``'s: ``distrl run`` serves as a
@@ -10,17 +11,14 @@ rank where ``RANK`` is not 0, and ``start_ranks`` joins the group from the envir
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import logging
-import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
@@ -28,16 +26,14 @@ import torch
 import torch.distributed as dist
 from torch.distributed import TCPStore  # type: ignore[attr-defined]  # exported at run time, not in its stubs
 
-from distrl.config import LearnerSettings, PolicySettings, learner_settings_json, parse_learner_settings
-from distrl.errors import LearnerError, RankError
-from distrl.learner.ranks import STOP, SYNC, Ranks, rank_devices, torchrun_rank
-from distrl.learner.replay import ReplaySample
+from distrl.config import LearnerSettings, learner_settings_json
+from distrl.errors import RankError
+from distrl.learner.ranks import Ranks, rank_devices, torchrun_rank
 
 if TYPE_CHECKING:
-    from distrl.learner.core import Learner
     from distrl.policy import Policy
 
-__all__ = ["Child", "follow", "serve", "start_ranks"]
+__all__ = ["Child", "start_ranks"]
 
 log = logging.getLogger(__name__)
 
@@ -94,53 +90,6 @@ def start_ranks(policy: Policy, settings: LearnerSettings, *, seed: int) -> Rank
     return ranks
 
 
-def follow(learner: Learner) -> None:
-    """Another rank's life: do what rank 0 says, update after update, until it says stop."""
-    ranks = learner.ranks
-    assert ranks is not None
-    assert not ranks.leader
-    while True:
-        command = ranks.receive()
-        if command.op == STOP:
-            return
-        if command.op == SYNC:
-            ranks.sync(learner)
-            continue
-        learner.updates = command.updates
-        count = len(command.trajectories)
-        sample = ReplaySample(
-            keys=tuple(range(count)),
-            trajectories=command.trajectories,
-            probabilities=(1.0 / count,) * count,
-            weights=command.weights,
-        )
-        with contextlib.suppress(LearnerError):  # every rank refuses alike; rank 0 reports it
-            learner.update_on(sample)
-
-
-def serve(
-    policy_settings: PolicySettings,
-    learner_settings: LearnerSettings,
-    *,
-    device: str,
-    dtype: str | None,
-    seed: int,
-    join: Callable[[Policy], Ranks],
-) -> None:
-    """Load the policy, join the group (``join``), and ``follow`` rank 0 until it stops."""
-    from distrl.learner.core import Learner
-    from distrl.policy import Policy
-
-    policy = Policy.load(policy_settings, device=device, dtype=dtype, seed=seed)  # type: ignore[arg-type]
-    ranks = join(policy)
-    try:
-        learner = Learner(policy, learner_settings, seed=seed, ranks=ranks)
-        follow(learner)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
 @dataclasses.dataclass
 class Child:
     """A rank that rank 0 started: its process and where its stderr goes."""
@@ -153,7 +102,7 @@ class Child:
     def start(cls, rank: int, document: dict[str, Any]) -> Child:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115  # held while the child lives; stop() closes it
         process = subprocess.Popen(
-            [sys.executable, "-m", "distrl.learner.rank_processes"],
+            [sys.executable, "-m", "distrl.learner.rank_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -213,43 +162,3 @@ def _wait_until_joined(store: TCPStore, children: Sequence[Child], timeout_s: fl
                     rank=child.rank,
                     reason="timeout",
                 )
-
-
-def _child_main() -> None:
-    """``python -m distrl.learner.ranks``: a rank rank 0 started, its settings on stdin."""
-    logging.basicConfig(level=logging.WARNING, format="learner rank %(process)d: %(message)s")
-    document = orjson.loads(sys.stdin.buffer.readline())
-    threading.Thread(target=_end_with_parent, daemon=True).start()
-    policy_settings, learner_settings = parse_learner_settings(document["settings"])
-    torch.set_num_threads(int(document["threads"]))
-    rank, world = int(document["rank"]), int(document["world"])
-    timeout = datetime.timedelta(seconds=learner_settings.collective_timeout_s)
-
-    def join(policy: Policy) -> Ranks:
-        store = TCPStore("127.0.0.1", int(document["port"]), world, is_master=False, timeout=timeout)
-        store.set(f"ready/{rank}", "1")
-        dist.init_process_group(
-            document["backend"], store=store, rank=rank, world_size=world, timeout=timeout
-        )
-        device = torch.device(document["device"])
-        return Ranks(rank=rank, world=world, device=device, timeout_s=learner_settings.collective_timeout_s)
-
-    serve(
-        policy_settings,
-        learner_settings,
-        device=document["device"],
-        dtype=document["dtype"],
-        seed=int(document["seed"]),
-        join=join,
-    )
-
-
-def _end_with_parent() -> None:
-    """Exit when rank 0's end of our stdin closes: rank 0 ended, or stopped us."""
-    while os.read(0, 1 << 16):  # unbuffered: a thread blocked in sys.stdin would stop the interpreter's exit
-        pass
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    _child_main()

@@ -40,7 +40,7 @@ import os
 import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 import torch
@@ -48,16 +48,13 @@ import torch.distributed as dist
 
 from distrl.config import LearnerSettings
 from distrl.errors import RankError
-from distrl.learner.tensor_files import load_optimizer_state, optimizer_state
 from distrl.records import DocumentError, Trajectory
 from distrl.records.forms import pack_trajectory, unpack_trajectory
 
 if TYPE_CHECKING:
-    from distrl.learner.core import Learner
-    from distrl.learner.rank_processes import Child
     from distrl.policy import Policy
 
-__all__ = ["SYNC", "STOP", "UPDATE", "Command", "Ranks", "rank_devices", "torchrun_rank"]
+__all__ = ["SYNC", "STOP", "UPDATE", "Command", "RankProcess", "Ranks", "rank_devices", "torchrun_rank"]
 
 T = TypeVar("T")
 
@@ -86,6 +83,20 @@ def torchrun_rank() -> tuple[int, int] | None:
     return int(rank), int(world)
 
 
+class RankProcess(Protocol):
+    """A rank that rank 0 started (``distrl.learner.rank_processes.Child``), as ``Ranks`` watches it."""
+
+    rank: int
+
+    def exited(self) -> bool: ...
+    def returncode(self) -> int | None: ...
+    def last_words(self) -> str:
+        """``": <its last line on stderr>"``, or nothing."""
+        ...
+
+    def stop(self, timeout_s: float) -> None: ...
+
+
 class Ranks:
     """This process's place in the learner's process group, and every exchange the learner makes in it."""
 
@@ -96,7 +107,7 @@ class Ranks:
         world: int,
         device: torch.device,
         timeout_s: float,
-        children: Sequence[Child] = (),
+        children: Sequence[RankProcess] = (),
         threads: int | None = None,
     ) -> None:
         self.rank = rank
@@ -223,24 +234,24 @@ class Ranks:
                     reason="mismatch",
                 )
 
-    def sync(self, learner: Learner) -> None:
-        """Every rank: rank 0's adapter, critics, optimisers and update count, copied to the others."""
-        tensors: dict[str, torch.Tensor] = {}
+    def sync(
+        self, tensors: dict[str, torch.Tensor], meta: dict[str, Any], updates: int
+    ) -> tuple[dict[str, torch.Tensor], dict[str, Any], int]:
+        """Every rank: rank 0's named tensors, their JSON ``meta`` and its update count, which every rank
+        returns (the others pass anything: theirs are not read). ``Learner.sync_ranks`` copies its
+        adapter, critics and optimisers so."""
         manifest = b""
         if self.leader:
-            tensors, meta = _state(learner)
             shapes = [
                 [name, list(t.shape), str(t.dtype).removeprefix("torch.")] for name, t in tensors.items()
             ]
-            manifest = orjson.dumps({"meta": meta, "updates": learner.updates, "tensors": shapes})
-        manifest = self._bytes(manifest)
-        document = orjson.loads(manifest)
+            manifest = orjson.dumps({"meta": meta, "updates": updates, "tensors": shapes})
+        document = orjson.loads(self._bytes(manifest))
+        copied: dict[str, torch.Tensor] = {}
         for name, shape, dtype in document["tensors"]:
             local = tensors[name] if self.leader else torch.zeros(shape, dtype=getattr(torch, dtype))
-            tensors[name] = self._exchange("sync", lambda t=local: self._broadcast(t)).cpu()  # type: ignore[misc]
-        if not self.leader:
-            _apply(learner, tensors, document["meta"])
-            learner.updates = int(document["updates"])
+            copied[name] = self._exchange("sync", lambda t=local: self._broadcast(t)).cpu()  # type: ignore[misc]
+        return copied, document["meta"], int(document["updates"])
 
     def _bytes(self, data: bytes) -> bytes:
         size = self._exchange("sync", lambda: self._broadcast(torch.tensor([len(data)], dtype=torch.int64)))
@@ -302,7 +313,7 @@ class Ranks:
                 f"the learner's {what} exchange with its other ranks {problem}", reason=reason
             ) from exc
 
-    def _dead_child(self, grace_s: float = 3.0) -> Child | None:
+    def _dead_child(self, grace_s: float = 3.0) -> RankProcess | None:
         """A child whose process has ended, waiting ``grace_s`` for one whose connection closed first."""
         deadline = time.monotonic() + grace_s
         while True:
@@ -349,25 +360,3 @@ def _unframe(data: bytes) -> Iterator[Trajectory]:
             raise RankError(problem, reason="mismatch") from exc
         offset += size
         yield trajectory
-
-
-def _state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """What ``sync`` copies: tensors by name, and the optimisers' structure (``optimizer_state``'s meta)."""
-    tensors = {f"adapter.{name}": t for name, t in learner.policy.adapter_state().items()}
-    tensors.update({f"critics.{name}": t.detach().cpu() for name, t in learner.critics.state_dict().items()})
-    actor, actor_meta = optimizer_state(learner.actor_optimiser, "actor")
-    critic, critic_meta = optimizer_state(learner.critic_optimiser, "critic")
-    tensors.update(actor)
-    tensors.update(critic)
-    return tensors, {"actor": actor_meta, "critic": critic_meta}
-
-
-def _apply(learner: Learner, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    learner.policy.load_adapter_state(
-        {name.removeprefix("adapter."): t for name, t in tensors.items() if name.startswith("adapter.")}
-    )
-    learner.critics.load_state_dict(
-        {name.removeprefix("critics."): t for name, t in tensors.items() if name.startswith("critics.")}
-    )
-    load_optimizer_state(learner.actor_optimiser, tensors, meta["actor"], "actor")
-    load_optimizer_state(learner.critic_optimiser, tensors, meta["critic"], "critic")

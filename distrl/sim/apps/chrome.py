@@ -26,7 +26,8 @@ from distrl.sim.app import BaseApp, Context, Json
 from distrl.sim.apps import chrome_screens as screens
 from distrl.sim.apps.chrome_screens import URL_FIELD
 from distrl.sim.ui import Element
-from distrl.sim.web.pages import CartItem, render
+from distrl.sim.web.browser import CartItem
+from distrl.sim.web.pages import render
 from distrl.sim.web.route import (
     Route,
     canonical,
@@ -189,7 +190,7 @@ class Chrome(BaseApp):
 
 
 class _Browser:
-    """``distrl.sim.web.pages.Browser`` over Chrome's context."""
+    """``distrl.sim.web.browser.Browser`` over Chrome's context."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from distrl.sim.app import Context
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
+from distrl.sim.web.browser import BAR_HEIGHT
 from distrl.sim.web.google_pages import LOGO
-from distrl.sim.web.pages import BAR_HEIGHT
 from distrl.sim.web.route import HISTORY_URL, Route, display_url, parse, resolve
 from distrl.sim.web.text import clip, tail
 from distrl.sim.web.widgets import band, card, error_screen, logo, text, title_row

@@ -11,8 +11,8 @@
   empty states.
 """
 
+from distrl.sim.web.browser import CartItem
 from distrl.sim.web.catalogue import PRODUCTS, Product, by_slug
-from distrl.sim.web.pages import CartItem
 from distrl.sim.web.route import Route, parse, resolve
 from distrl.sim.web.shops import SHOPS, Shop, search, sponsored
 

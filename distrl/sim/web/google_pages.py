@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette
+from distrl.sim.web.browser import BAR_HEIGHT, Browser
 from distrl.sim.web.google import answer, results
-from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route, google_search_url
 from distrl.sim.web.text import clip, tail
 from distrl.sim.web.widgets import band, button, card, logo, text

@@ -2,89 +2,25 @@
 
 ``render(route, browser)`` draws the page a ``Route`` names as ``Element``s below the browser's own
 bar. Pages never touch the phone: everything they read or change goes through the ``Browser``
-protocol (navigate, text fields, the carts, the cookie banners), which the Chrome app implements over
-its JSON data. Google's pages are in ``google_pages``, the shops' in ``shop_pages``; this module holds
-the protocol and the pages of every other site; what pages are drawn with is in ``widgets``.
+protocol (``browser``: navigate, text fields, the carts, the cookie banners), which the Chrome app
+implements over its JSON data. Google's pages are in ``google_pages``, the shops' in ``shop_pages``;
+this module holds the pages of every other site; what pages are drawn with is in ``widgets``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
-
 from distrl.sim.ui import DP_WIDTH, Box, Colour, Element, Palette
+from distrl.sim.web import google_pages, shop_pages
+from distrl.sim.web.browser import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route, display_url
 from distrl.sim.web.text import stable, title_case
 from distrl.sim.web.widgets import band, text
 
-__all__ = ["BAR_HEIGHT", "Browser", "CartItem", "generic_page", "render"]
-
-BAR_HEIGHT = 56.0
-"""Height of the browser's own bar (address field, tabs, menu) above every page."""
-
-
-@dataclass(frozen=True, slots=True)
-class CartItem:
-    """One line of a shopping cart."""
-
-    product: str
-    """The product's slug (``distrl.sim.web.catalogue``)."""
-    qty: int
-
-
-class Browser(Protocol):
-    """What a page may read and do; the Chrome app implements it over the phone's state."""
-
-    @property
-    def now(self) -> datetime:
-        """The phone's clock (UTC)."""
-        ...
-
-    @property
-    def viewport(self) -> float:
-        """Height of the content area in dp, browser bar included."""
-        ...
-
-    @property
-    def ad(self) -> bool:
-        """Whether this results page shows a sponsored entry (drawn when the page opened)."""
-        ...
-
-    def go(self, url: str) -> None:
-        """Open ``url`` as a new page (BACK returns here)."""
-        ...
-
-    def field(self, field_id: str) -> str:
-        """Text typed into a field of this page."""
-        ...
-
-    @property
-    def focused(self) -> str | None: ...
-
-    def edit(self, field_id: str) -> None:
-        """Focus ``field_id`` with its text selected (typing replaces it)."""
-        ...
-
-    def cart(self, domain: str) -> list[CartItem]: ...
-
-    def add_to_cart(self, domain: str, slug: str) -> None: ...
-
-    def remove_from_cart(self, domain: str, slug: str) -> None: ...
-
-    def cookie_banner(self, domain: str) -> bool:
-        """Whether the site still waits for an answer to its cookie banner."""
-        ...
-
-    def answer_cookies(self, domain: str, accepted: bool) -> None: ...
-
-    def toast(self, text: str) -> None: ...
+__all__ = ["generic_page", "render"]
 
 
 def render(route: Route, browser: Browser) -> list[Element]:
     """The elements of the page ``route`` names, from ``BAR_HEIGHT`` down."""
-    from distrl.sim.web import google_pages, shop_pages
-
     if route.kind in ("google_home", "google_search"):
         return google_pages.render(route, browser)
     if route.kind in ("shop_home", "shop_search", "product", "cart", "missing"):

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from functools import cache
 
 from distrl.sim.ui import DP_WIDTH, Box, Colour, Element
+from distrl.sim.web.browser import BAR_HEIGHT, Browser
 from distrl.sim.web.catalogue import Product
-from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route
 from distrl.sim.web.shops import Shop, rating
 from distrl.sim.web.text import clip, stable, tail

@@ -14,8 +14,8 @@ from __future__ import annotations
 from functools import cache
 
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
+from distrl.sim.web.browser import BAR_HEIGHT, Browser
 from distrl.sim.web.catalogue import CATEGORIES, PRODUCTS, Product, by_slug
-from distrl.sim.web.pages import BAR_HEIGHT, Browser
 from distrl.sim.web.route import Route
 from distrl.sim.web.shop_look import (
     HEADER_HEIGHT,
