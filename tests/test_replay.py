@@ -659,6 +659,11 @@ def test_an_entry_exactly_as_long_as_the_frame_limit_is_read(
     assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
     monkeypatch.setattr("distrl.learner.replay.MAX_FRAME_BYTES", longest - 1)
     assert f"bytes, over the limit of {longest - 1}" in _corrupt(path, data)
+    # nor is a file written that load would refuse: the save fails whole, the saved file stays
+    with pytest.raises(CheckpointError, match=f"over the limit of {longest - 1}") as caught:
+        busy_buffer().save(path)
+    assert caught.value.reason == "corrupt"
+    assert path.read_bytes() == data
 
 
 def test_a_trajectory_over_the_wires_header_limit_is_saved_whole(tmp_path: Path) -> None:

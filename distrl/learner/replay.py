@@ -513,14 +513,20 @@ def _observations(trajectory: Trajectory) -> Iterator[Observation]:
 
 
 def _encode(trajectory: Trajectory, path: Path) -> bytes:
+    """``trajectory``'s frame; ``CheckpointError`` where it has none, or one ``load`` would refuse."""
     try:
-        return pack_trajectory(trajectory)
+        frame = pack_trajectory(trajectory)
     except DocumentError as exc:
-        raise CheckpointError(
-            f"cannot save the replay buffer to {path}: trajectory {trajectory.id!r} has no JSON form ({exc})",
-            path=str(path),
-            reason="corrupt",
-        ) from exc
+        problem = f"has no JSON form ({exc})"
+    else:
+        if len(frame) <= MAX_FRAME_BYTES:
+            return frame
+        problem = f"packs to {len(frame)} bytes, over the limit of {MAX_FRAME_BYTES}"
+    raise CheckpointError(
+        f"cannot save the replay buffer to {path}: trajectory {trajectory.id!r} {problem}",
+        path=str(path),
+        reason="corrupt",
+    )
 
 
 def _fsync_folder(folder: Path) -> None:
