@@ -8,6 +8,7 @@ import concurrent.futures
 import contextlib
 import functools
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -52,14 +53,14 @@ def anyio_backend() -> str:
 # adbutils' auto-start can only ever start this one. Yields an ``AdbServer``: ``.port``, ``.binary``,
 # ``.env``, ``.run(*args)`` (the adb CLI against it) and ``.devices()`` (serial -> state).
 #
-# ``sim_fleet`` (per test): two simulated phones served as emulators (``distrl.sim.server``) in a
-# background event loop, registered with ``adb_server`` by ``host:emulator``. They are on ports
-# 5554-5557 (serials ``emulator-5554``, ``emulator-5556``) when those are free, else on four free
-# consecutive ports (serials ``emulator-<console port>``). Yields a ``SimFleet``: ``.serials``,
-# ``.phones`` (``ServedPhone``: serial, console_port, adb_port, phone, adbd), ``.token`` and
-# ``.token_file`` (the console's), ``.call(fn, *args)`` to run ``fn`` in the fleet's event loop (use it
-# for ``adbd.crash()`` and the like), ``.on_phone(i, fn)`` to run ``fn()`` on phone ``i`` safely, and
-# ``.wait_state(serial, state)`` to wait (bounded) until ``adb devices`` shows ``state``.
+# ``sim_fleet`` (per test): two simulated phones served as emulators (``distrl.sim.server``) in a background
+# event loop, registered with ``adb_server`` by ``host:emulator``. They are on ports 5554-5557 (serials
+# ``emulator-5554``, ``emulator-5556``) when those are free, else on four free consecutive ports among the
+# emulator console ports (serials ``emulator-<console port>``). Yields a ``SimFleet``: ``.serials``,
+# ``.phones`` (``ServedPhone``: serial, console_port, adb_port, phone, adbd), ``.token`` and ``.token_file``
+# (the console's), ``.call(fn, *args)`` to run ``fn`` in the fleet's event loop (use it for ``adbd.crash()``
+# and the like), ``.on_phone(i, fn)`` to run ``fn()`` on phone ``i`` safely, and ``.wait_state(serial,
+# state)`` to wait (bounded) until ``adb devices`` shows ``state``.
 
 
 _T = TypeVar("_T")
@@ -184,7 +185,9 @@ class SimFleet:
 
 
 def _first_base_port(attempt: int) -> int:
-    return 5554 if attempt == 0 else 20000 + 2 * (_free_port() % 10000)
+    """5554 first; then a random base whose two phones stay among the emulator console ports (even,
+    5554-5682) that an inventory accepts, short of 5680, which tests use as a port no phone has."""
+    return 5554 if attempt == 0 else 5554 + 4 * random.randrange(31)
 
 
 @pytest.fixture
