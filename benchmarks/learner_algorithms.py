@@ -94,26 +94,31 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-vtraj-value": {"trajectory_filter": "value"},
     "a-ride-vtraj-advantage": {"trajectory_filter": "advantage"},
     "digirl-top10": {"digirl_top": 0.1},
+    "a-ride-warmup0": {"critic_warmup_updates": 0},
+    "a-ride-warmup50": {"critic_warmup_updates": 50},
 }
 """A-RIDE as it was before it learnt from failures and was anchored (``a-ride-positive``: positive
 advantages, no KL), without the anchor, with a stronger one, and with the anchor but positive advantages;
 DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as an option: its reward
 shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
-curriculum at its code's 10%."""
-_COLLECTION = re.compile(r"-t(\d)(\d)$")
-"""Any variant with ``-tXY`` after its name collects at temperature X.Y instead of 1 (``a-ride-t05``:
-A-RIDE's defaults, sampled at 0.5). The behaviour log-prob is the sampled distribution's, so A-RIDE's ρ
-stays right."""
+curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20)."""
+_SUFFIXES = re.compile(r"(?:-u(\d+))?(?:-t(\d)(\d))?$")
+"""Any variant may end with ``-uN``, N learner updates per round instead of ``--updates`` (the
+update-to-data ratio: ``a-ride-u8`` does 8 updates per 16 episodes), then ``-tXY``, collecting at
+temperature X.Y instead of 1 (``a-ride-t05``: A-RIDE's defaults, sampled at 0.5; ``a-ride-t00``:
+greedy). The behaviour log-prob is the sampled distribution's, so A-RIDE's ρ stays right."""
 VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
 
 
-def _collection(variant: str) -> tuple[str, float]:
-    """The variant without its collection temperature, and that temperature (1 when it names none)."""
-    found = _COLLECTION.search(variant)
-    if found is None:
-        return variant, 1.0
-    return variant[: found.start()], int(found[1]) + int(found[2]) / 10
+def _collection(variant: str) -> tuple[str, float, int | None]:
+    """The variant without its suffixes, its collection temperature (1 when it names none) and its
+    updates per round (None: ``--updates``)."""
+    found = _SUFFIXES.search(variant)
+    assert found is not None  # every part of the pattern is optional
+    updates = None if found[1] is None else int(found[1])
+    temperature = 1.0 if found[2] is None else int(found[2]) + int(found[3]) / 10
+    return variant[: found.start()], temperature, updates
 
 
 _SPLIT_LABELS = {
@@ -131,7 +136,7 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    base, _ = _collection(variant)
+    base, _, _ = _collection(variant)
     changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
@@ -258,7 +263,7 @@ def _start(model: str, splits: dict[str, tuple[int | None, float]], seed: int) -
 
 def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     """Train ``job``'s variant for its budget, evaluate it on every split, and say how it went."""
-    _, temperature = _collection(job.variant)
+    _, temperature, _ = _collection(job.variant)
     policy = Policy.load(
         PolicySettings(model=job.model, temperature=temperature), device="cpu", seed=job.seed
     )
@@ -285,6 +290,8 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     run: dict[str, object] = {
         "seed": job.seed,
         "updates": learner.updates,
+        "updates_per_round": job.updates,
+        "temperature": temperature,
         "rounds": len(rounds),
         "episodes": sum(r.episodes for r in rounds),
         "train_success_first_third": round(first_third, 4),
@@ -344,8 +351,8 @@ def main() -> None:
     parser.add_argument(
         "--algorithms",
         default=",".join(ALGORITHMS),
-        help=f"comma-separated, of {', '.join(VARIANTS)}, each with -tXY to collect at temperature X.Y"
-        " (default %(default)s)",
+        help=f"comma-separated, of {', '.join(VARIANTS)}, each with -uN for N updates per round"
+        " and -tXY to collect at temperature X.Y (default %(default)s)",
     )
     parser.add_argument("--episodes", type=int, default=16, help="episodes per round (default 16)")
     parser.add_argument("--updates", type=int, default=4, help="learner updates per round (default 4)")
@@ -387,7 +394,9 @@ def main() -> None:
     if min(args.train_episodes, args.unseen_episodes) < 0 or args.jobs < 1:
         parser.error("--train-episodes and --unseen-episodes must be ≥ 0, --jobs ≥ 1")
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
-    unknown = sorted({name for name in algorithms if _collection(name)[0] not in VARIANTS})
+    unknown = sorted(
+        {name for name in algorithms if _collection(name)[0] not in VARIANTS or _collection(name)[2] == 0}
+    )
     if unknown:
         parser.error(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -423,7 +432,7 @@ def main() -> None:
                 args.minutes,
                 args.rounds,
                 args.episodes,
-                args.updates,
+                _collection(name)[2] or args.updates,
                 splits,
                 seeds[0],
             )

@@ -475,6 +475,93 @@ def test_cli_eval_json_has_both_decodings_and_pass_at_k(tmp_path: Path) -> None:
     assert solved == sum(won > 0 for won in per_task.values())
 
 
+def test_an_evaluation_minus_another_pairs_them_task_by_task() -> None:
+    pool = tasks("general", "train")[:3]
+
+    def evaluation(*wins: tuple[bool, bool]) -> Evaluation:
+        outcomes = [
+            Outcome(task=task, success=won, steps=1, actions=(), ended=True)
+            for task, plays in zip(pool, wins, strict=True)
+            for won in plays
+        ]
+        return Evaluation(suite="general", split="train", outcomes=tuple(outcomes), wall_s=0.0, samples=2)
+
+    before = evaluation((True, False), (False, False), (True, True))  # 0.5, 0, 1
+    after = evaluation((True, True), (True, False), (True, True))  # 1, 0.5, 1
+    mean, error = after.minus(before)
+    # differences 0.5, 0.5, 0: mean 1/3, sample variance ((1/6)² + (1/6)² + (1/3)²) / 2 = 1/12
+    assert mean == pytest.approx(1 / 3)
+    assert error == pytest.approx(math.sqrt(1 / 12 / 3))
+    assert before.minus(after) == pytest.approx((-1 / 3, error))
+    assert after.minus(after) == (0.0, 0.0)
+    reordered = Evaluation(
+        suite="general",
+        split="train",
+        outcomes=after.outcomes[2:] + after.outcomes[:2],
+        wall_s=0.0,
+        samples=2,
+    )
+    with pytest.raises(ValueError, match="same tasks in the same order"):
+        reordered.minus(before)
+
+
+@pytest.mark.timeout(240)  # five evaluations, each loading the policy in a process of its own
+def test_cli_eval_against_the_start_pairs_the_adapter_with_its_model(tmp_path: Path) -> None:
+    policy = Policy.load(PolicySettings(model="tiny-bc"), seed=0)
+    generator = torch.Generator().manual_seed(1)
+    policy.load_adapter_state(
+        {name: torch.randn(t.shape, generator=generator) * 0.5 for name, t in policy.adapter_state().items()}
+    )
+    policy.save_adapter(tmp_path / "adapter")
+    args = ("eval", "tiny-bc", "--adapter", "adapter", "--split", "train", "--episodes", "4")
+    result = _distrl(*args, "--against-start", "--json", "--per-task", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert "(start, greedy)" in result.stderr
+    assert "(start, temperature 1)" in result.stderr
+    for decoding in ("greedy", "sampled"):
+        after, before = figures[decoding], figures["start"][decoding]
+        assert len(after["outcomes"]) == len(before["outcomes"]) == 4
+        differences = [
+            a["success"] - b["success"] for a, b in zip(after["outcomes"], before["outcomes"], strict=True)
+        ]
+        assert [a["task"] for a in after["outcomes"]] == [b["task"] for b in before["outcomes"]]
+        mean = sum(differences) / 4
+        spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / 3 / 4)
+        assert figures["difference"][decoding] == pytest.approx({"mean": mean, "standard_error": spread})
+        assert mean == pytest.approx(after["success_rate"] - before["success_rate"])
+    alone = json.loads(
+        _distrl(
+            "eval",
+            "tiny-bc",
+            "--split",
+            "train",
+            "--episodes",
+            "4",
+            "--temperature",
+            "0",
+            "--json",
+            cwd=tmp_path,
+        ).stdout
+    )
+    assert alone["greedy"]["successes"] == figures["start"]["greedy"]["successes"]  # the start is the model
+    assert figures["greedy"]["successes"] != alone["greedy"]["successes"]  # and the adapter changes it
+
+    text = _distrl(*args, "--against-start", "--temperature", "0", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert (
+        "against the start (tiny-bc without the adapter), same tasks and seeds, paired by task:"
+        in text.stdout
+    )
+    line = re.search(
+        r"^greedy +start (\d+\.\d)% ± \d+\.\d% +difference ([+-]\d+\.\d) ± \d+\.\d points$", text.stdout, re.M
+    )
+    assert line, text.stdout
+    greedy = figures["greedy"]["success_rate"] - figures["start"]["greedy"]["success_rate"]
+    assert float(line[2]) == pytest.approx(100 * greedy, abs=0.05)
+    _one_sentence(_distrl("eval", "tiny-bc", "--against-start", cwd=tmp_path), 2, "--adapter")
+
+
 def test_ctrl_c_during_pretrain_leaves_nothing_behind(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "distrl", "pretrain", "--out", "m", "--episodes", "2", "--minutes", "1"],

@@ -420,6 +420,12 @@ def _parser() -> argparse.ArgumentParser:
         help="plays of each task at temperature 1 (or --temperature), for pass@1..K (default 1)",
     )
     evaluate.add_argument("--seed", type=_integer, default=0, help="task order and sampling seed (default 0)")
+    evaluate.add_argument(
+        "--against-start",
+        action="store_true",
+        help="with --adapter: also play MODEL without it on the same tasks and seeds, and report the "
+        "adapter's difference from it paired by task, with its standard error",
+    )
     evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
     evaluate.add_argument(
         "--json", action="store_true", help="print the figures as one JSON object (--per-task: with outcomes)"

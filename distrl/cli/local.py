@@ -162,11 +162,8 @@ def _eval(args: argparse.Namespace) -> int:
     decodings = (
         [(0.0, 1), (1.0, args.samples)] if args.temperature is None else [(args.temperature, args.samples)]
     )
-    settings = PolicySettings(model=args.model, adapter=args.adapter, temperature=decodings[-1][0])
-    try:
-        policy = Policy.load(settings, seed=args.seed)
-    except PolicyError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+    if args.against_start and not args.adapter:
+        return _fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
     live = sys.stderr.isatty()
     shown = [time.monotonic()]
 
@@ -181,23 +178,34 @@ def _eval(args: argparse.Namespace) -> int:
 
         return show
 
-    results: list[tuple[float, Evaluation]] = []
-    for temperature, samples in decodings:
-        result = evaluate(
-            policy,
-            args.suite,
-            args.split,
-            episodes=args.episodes,
-            seed=args.seed,
-            temperature=temperature,
-            samples=samples,
-            on_episode=progress(_decoding(temperature)),
-        )
-        if live:
-            print(file=sys.stderr)
-        results.append((temperature, result))
+    def run(adapter: str, who: str) -> list[tuple[float, Evaluation]]:
+        """Every decoding of the policy ``MODEL`` with ``adapter`` (none: ""), on the same tasks and seeds."""
+        settings = PolicySettings(model=args.model, adapter=adapter, temperature=decodings[-1][0])
+        policy = Policy.load(settings, seed=args.seed)
+        results = []
+        for temperature, samples in decodings:
+            result = evaluate(
+                policy,
+                args.suite,
+                args.split,
+                episodes=args.episodes,
+                seed=args.seed,
+                temperature=temperature,
+                samples=samples,
+                on_episode=progress(who + _decoding(temperature)),
+            )
+            if live:
+                print(file=sys.stderr)
+            results.append((temperature, result))
+        return results
+
+    try:
+        results = run(args.adapter, "")  # first: a wrong path is found before the start's plays
+        start = run("", "start, ") if args.against_start else []
+    except PolicyError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     if args.json:
-        print(json.dumps(_eval_json(args, results)))
+        print(json.dumps(_eval_json(args, results, start)))
         return 0
     if args.per_task:
         for temperature, result in results:
@@ -210,6 +218,14 @@ def _eval(args: argparse.Namespace) -> int:
     _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
     for temperature, result in results:
         _say(_eval_lines(_decoding(temperature), result))
+    if start:
+        _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
+        for (temperature, before), (_, after) in zip(start, results, strict=True):
+            difference, error = after.minus(before)
+            _say(
+                f"{_decoding(temperature):<15} start {before.success_rate:.1%} ± {before.standard_error:.1%}"
+                f"   difference {100 * difference:+.1f} ± {100 * error:.1f} points"
+            )
     return 0
 
 
@@ -236,8 +252,27 @@ def _eval_lines(name: str, result: Evaluation) -> str:
     return "\n".join(lines)
 
 
-def _eval_json(args: argparse.Namespace, results: list[tuple[float, Evaluation]]) -> dict[str, object]:
-    """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run)."""
+def _eval_json(
+    args: argparse.Namespace,
+    results: list[tuple[float, Evaluation]],
+    start: list[tuple[float, Evaluation]],
+) -> dict[str, object]:
+    """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run); with
+    ``--against-start`` the start's figures too, and the differences paired by task."""
+    out = _figures(args, results)
+    if start:
+        before = _figures(args, start)
+        out["start"] = {"greedy": before["greedy"], "sampled": before["sampled"]}
+        difference: dict[str, object] = {"greedy": None, "sampled": None}
+        for (temperature, was), (_, now) in zip(start, results, strict=True):
+            mean, error = now.minus(was)
+            difference["greedy" if temperature == 0 else "sampled"] = {"mean": mean, "standard_error": error}
+        out["difference"] = difference
+    return out
+
+
+def _figures(args: argparse.Namespace, results: list[tuple[float, Evaluation]]) -> dict[str, object]:
+    """One policy's figures, as ``eval --json`` prints them."""
     out: dict[str, object] = {
         "model": args.model,
         "adapter": args.adapter,
