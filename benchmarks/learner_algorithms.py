@@ -96,13 +96,15 @@ OPTIONS: dict[str, dict[str, object]] = {
     "digirl-top10": {"digirl_top": 0.1},
     "a-ride-warmup0": {"critic_warmup_updates": 0},
     "a-ride-warmup50": {"critic_warmup_updates": 50},
+    "a-ride-lrwarm50": {"lr_warmup_updates": 50},
 }
 """A-RIDE as it was before it learnt from failures and was anchored (``a-ride-positive``: positive
 advantages, no KL), without the anchor, with a stronger one, and with the anchor but positive advantages;
 DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as an option: its reward
 shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
-curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20)."""
+curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20);
+with the actor's learning rate ramped up over its first 50 updates."""
 _SUFFIXES = re.compile(r"(?:-u(\d+))?(?:-t(\d)(\d))?$")
 """Any variant may end with ``-uN``, N learner updates per round instead of ``--updates`` (the
 update-to-data ratio: ``a-ride-u8`` does 8 updates per 16 episodes), then ``-tXY``, collecting at

@@ -449,6 +449,30 @@ def test_the_actor_waits_for_the_critic_warm_up(played: list[Trajectory]) -> Non
     assert not all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
 
 
+def test_the_actors_learning_rate_rises_over_its_warm_up(played: list[Trajectory]) -> None:
+    plain = _filled("a-ride", played)
+    warming = _filled("a-ride", played, lr_warmup_updates=4)
+    start = _adapter(plain)
+    moved = []
+    for learner in (plain, warming):
+        torch.manual_seed(1)  # the same dropout masks
+        learner.update()
+        moved.append({k: v - start[k] for k, v in _adapter(learner).items()})
+    # Adam's first step moves each weight by about lr (its sign is the gradient's): a quarter of lr_actor
+    # at the first of 4 warm-up updates
+    for name, step in moved[0].items():
+        torch.testing.assert_close(moved[1][name], step / 4, rtol=1e-3, atol=1e-7)
+    assert any(bool(step.abs().max() > 1e-3) for step in moved[0].values())
+
+    learner = _filled("a-ride", played, critic_warmup_updates=1, lr_warmup_updates=4)
+    rates = []
+    for _ in range(6):
+        assert learner.update() is not None
+        rates.append(learner.actor_optimiser.param_groups[0]["lr"])
+    # the first update trains only the critics; the actor's first 4 at 1/4 ... 4/4 of lr_actor, then lr_actor
+    assert rates[1:] == pytest.approx([1e-2 * k / 4 for k in (1, 2, 3, 4)] + [1e-2])
+
+
 def test_gradient_checkpointing_trains_the_same_adapter(played: list[Trajectory]) -> None:
     # the same updates, activations kept or recomputed: the same weights (dropout draws included)
     plain = _filled("a-ride", played)

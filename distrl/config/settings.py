@@ -298,6 +298,9 @@ class LearnerSettings:
     critic_warmup_updates: int = _num(20, ge=0)
     """The first updates train only the critics (``a-ride`` and ``digirl``), so that the actor's first
     advantages come from a critic that has learnt something."""
+    lr_warmup_updates: int = _num(0, ge=0)
+    """The actor's learning rate rises linearly to ``lr_actor`` over its first this many updates (those
+    after the critic warm-up): ``lr_actor``·k/N at its k-th; 0 starts at ``lr_actor``."""
     min_new_trajectories: int = _num(4, ge=0)
     """An update waits until this many new trajectories have reached the learner since the last one (0:
     update continuously); it keeps the learner from overfitting a buffer that refills slowly."""

@@ -14,11 +14,11 @@ One ``update()``:
 4. ``algorithm.actor_targets(batch, plan)``: each step's weights on its decision and format tokens.
    During the first ``critic_warmup_updates`` updates an algorithm with critics trains only them: the
    advantages of an untrained critic (V ≈ 0.5 everywhere) would push the behaviour-cloned start around.
-5. Actor step (AdamW on the adapter, ``lr_actor``) over the steps trained, gradients accumulated over
-   ``micro_batch`` chunks in training mode, the loss ``losses.actor_loss`` (a mean over the steps
-   trained) plus the anchor ``kl_coef``·KL(π ‖ π_ref) to the starting policy: the model with its adapter
-   disabled when the learner starts from a fresh adapter, else a frozen copy of the adapter it started
-   with (what the policy held when the learner was built; a resumed run builds it from the same
+5. Actor step (AdamW on the adapter, ``lr_actor``, ramped up over ``lr_warmup_updates``) over the steps
+   trained, gradients accumulated over ``micro_batch`` chunks in training mode, the loss ``losses.actor_loss``
+   (a mean over the steps trained) plus the anchor ``kl_coef``·KL(π ‖ π_ref) to the starting policy: the model
+   with its adapter disabled when the learner starts from a fresh adapter, else a frozen copy of the adapter
+   it started with (what the policy held when the learner was built; a resumed run builds it from the same
    settings, so its reference is the same).
 6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
    the learner holds) goes up by one.
@@ -416,8 +416,17 @@ class Learner:
         if self.ranks is not None:
             self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
+        for group in self.actor_optimiser.param_groups:
+            group["lr"] = self._actor_lr()
         self.actor_optimiser.step()
         return loss_sum, kl_sum / total
+
+    def _actor_lr(self) -> float:
+        """``lr_actor``, ramped up over the actor's first ``lr_warmup_updates`` updates."""
+        warmup = self.settings.lr_warmup_updates
+        warming = self.settings.critic_warmup_updates if self.algorithm.critics else 0
+        done = self.updates - warming  # the actor's updates before this one
+        return self.settings.lr_actor * (min(1.0, (done + 1) / warmup) if warmup else 1.0)
 
     def _finite(self, quantity: str, values: torch.Tensor) -> None:
         """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity."""
