@@ -45,6 +45,7 @@ __all__ = [
     "episode_device",
     "episode_phone",
     "evaluate",
+    "mean_and_error",
     "pass_at_k",
     "rollouts",
     "standard_error",
@@ -124,23 +125,15 @@ class Evaluation:
         return mean, math.sqrt(spread / len(values))
 
     def minus(self, before: Evaluation) -> tuple[float, float]:
-        """This evaluation's success minus ``before``'s, paired by task, and its standard error: the mean
-        over tasks of the difference of their success rates (each over its plays), and the standard error
-        of that mean, sqrt(Σ (d - d̄)² / (m - 1)) / √m for m tasks (0 for one). Pairing removes the tasks'
-        own difficulty from the error, so it needs the same tasks in the same order (the same suite, split,
-        ``episodes`` and seed); raises ``ValueError`` when they differ."""
+        """This evaluation's success minus ``before``'s, paired by task, with its standard error: the
+        ``mean_and_error`` of the differences of each task's success rates (over its plays). Pairing
+        removes the tasks' own difficulty from the error, so it needs the same tasks in the same order
+        (the same suite, split, ``episodes`` and seed); raises ``ValueError`` when they differ."""
         mine, theirs = self.per_task(), before.per_task()
         if [task.id for task, _, _ in mine] != [task.id for task, _, _ in theirs]:
             raise ValueError("paired evaluations need the same tasks in the same order")
         pairs = zip(mine, theirs, strict=True)
-        differences = [won / plays - was / had for (_, won, plays), (_, was, had) in pairs]
-        if not differences:
-            return 0.0, 0.0
-        mean = sum(differences) / len(differences)
-        if len(differences) == 1:
-            return mean, 0.0
-        spread = sum((value - mean) ** 2 for value in differences) / (len(differences) - 1)
-        return mean, math.sqrt(spread / len(differences))
+        return mean_and_error([won / plays - was / had for (_, won, plays), (_, was, had) in pairs])
 
     def solved_by_template(self) -> dict[str, tuple[int, int]]:
         """Chosen tasks solved at least once in their plays, and chosen tasks, per task template."""
@@ -150,6 +143,18 @@ class Evaluation:
             solved, total = out.get(name, (0, 0))
             out[name] = (solved + (won > 0), total + 1)
         return out
+
+
+def mean_and_error(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error, sqrt(Σ (x - x̄)² / (n - 1)) / √n (0 for one value;
+    (0, 0) for none): for differences paired by task or by seed."""
+    if not values:
+        return 0.0, 0.0
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return mean, 0.0
+    spread = sum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return mean, math.sqrt(spread / len(values))
 
 
 def standard_error(rate: float, n: int) -> float:
