@@ -170,7 +170,18 @@ def test_invalid_action_and_bad_arguments() -> None:
     assert distrl("frobnicate").returncode == 2
 
 
-def test_ctrl_c_stops_the_run_and_its_workers() -> None:
+STOPS = [
+    pytest.param(signal.SIGINT, "Ctrl-C", "interrupted", 130, id="ctrl-c"),
+    pytest.param(signal.SIGTERM, "SIGTERM", "terminated", 143, id="sigterm"),
+]
+"""How a user stops a command (Ctrl-C, or ``kill``, systemd and batch schedulers' SIGTERM): the signal,
+its name in the command's last line, the error word and the exit status."""
+
+
+@pytest.mark.parametrize(("stop", "name", "error", "status"), STOPS)
+def test_a_stop_ends_the_run_and_its_workers(
+    stop: signal.Signals, name: str, error: str, status: int
+) -> None:
     command = [sys.executable, "-m", "distrl", "probe", str(EXAMPLE), "--heartbeats", "100000000"]
     # Started with SIGINT at its default, as from a terminal (a test runner may have it ignored).
     with subprocess.Popen(
@@ -183,17 +194,20 @@ def test_ctrl_c_stops_the_run_and_its_workers() -> None:
         assert learner.stdout is not None
         assert "1 host" in learner.stdout.readline()
         worker_pid = _wait_for_worker(learner.pid)
-        learner.send_signal(signal.SIGINT)
+        learner.send_signal(stop)
         _, stderr = learner.communicate(timeout=30)
-    assert learner.returncode == 130
-    assert stderr.strip().splitlines() == ["distrl: error: interrupted"]
+    assert learner.returncode == status
+    assert stderr.strip().splitlines() == [f"distrl: error: {error}"]
     deadline = time.monotonic() + 15
     while Path(f"/proc/{worker_pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{worker_pid}").exists(), "the worker outlived the interrupted run"
 
 
-def test_ctrl_c_on_run_writes_a_checkpoint_and_says_how_to_resume(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "name", "error", "status"), STOPS)
+def test_a_stopped_run_writes_a_checkpoint_and_says_how_to_resume(
+    stop: signal.Signals, name: str, error: str, status: int, tmp_path: Path
+) -> None:
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(
         '[run]\nname = "t"\noutput_dir = "runs"\n[policy]\nmax_new_tokens = 24\n'
@@ -213,11 +227,11 @@ def test_ctrl_c_on_run_writes_a_checkpoint_and_says_how_to_resume(tmp_path: Path
             time.sleep(0.1)
         assert board.exists(), "the run never started"
         _wait_for_worker(learner.pid)
-        learner.send_signal(signal.SIGINT)
+        learner.send_signal(stop)
         stdout, stderr = learner.communicate(timeout=60)
-    assert learner.returncode == 130
+    assert learner.returncode == status
     assert "error" not in stderr
-    assert f"stopped (Ctrl-C); checkpoints in {tmp_path / 'runs' / 't' / 'checkpoints'}" in stdout
+    assert f"stopped ({name}); checkpoints in {tmp_path / 'runs' / 't' / 'checkpoints'}" in stdout
     assert f"python -m distrl run {inventory} --resume" in stdout
     assert list((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
 

@@ -14,7 +14,10 @@ from pathlib import Path
 from distrl import __version__
 from distrl.cli.common import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
+    Terminated,
     _fail,
     _fault_rates,
     _integer,
@@ -62,8 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except DistrlError as exc:
         return _fail(str(exc), EXIT_FAILED)
+    except Terminated:
+        return _fail("terminated", EXIT_TERMINATED)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _fail("interrupted", EXIT_INTERRUPTED)
     return status
 
 

@@ -3,22 +3,70 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import math
 import os
+import signal
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
 
 from distrl import __version__
 from distrl.config import Inventory
-
-if TYPE_CHECKING:
-    pass
 from distrl.sim.latency import FaultRates
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, as a shell reports a command stopped by Ctrl-C."""
+EXIT_TERMINATED = 143
+"""128 + SIGTERM."""
+
+T = TypeVar("T")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM stopped the command (``run_async``): every command ends on it as on Ctrl-C."""
+
+
+def run_async(work: Callable[[], Awaitable[T]]) -> T:
+    """``anyio.run(work)``, where SIGTERM stops the work as Ctrl-C does: ``work`` is cancelled, its cleanup
+    runs (a training run writes its checkpoint), and ``Terminated`` is raised. Without this, SIGTERM (what
+    ``kill``, systemd, Docker and batch schedulers send) would end the process on the spot."""
+    terminated = False
+    results: list[T] = []
+
+    async def guarded() -> None:
+        def on_sigterm() -> None:
+            nonlocal terminated
+            terminated = True
+            scope.cancel()
+
+        loop = asyncio.get_running_loop()
+        with anyio.CancelScope() as scope:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+            try:
+                results.append(await work())
+            finally:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    anyio.run(guarded)
+    if terminated:
+        raise Terminated
+    return results[0]
+
+
+def stop_name(stop: KeyboardInterrupt) -> str:
+    """How the user stopped a command, in words: ``SIGTERM`` or ``Ctrl-C``."""
+    return "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+
+
+def stop_status(stop: KeyboardInterrupt) -> int:
+    """The exit status of a command so stopped."""
+    return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
 def _unknown_suite(name: str) -> str | None:

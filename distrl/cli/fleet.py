@@ -18,7 +18,17 @@ from distrl.errors import ConfigError, EmulatorError
 
 if TYPE_CHECKING:
     pass
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _headline, _say
+from distrl.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    _count,
+    _fail,
+    _headline,
+    _say,
+    run_async,
+    stop_name,
+    stop_status,
+)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -40,16 +50,16 @@ def _run(args: argparse.Namespace) -> int:
             print(stats.line(), file=sys.stderr, flush=True)
 
     try:
-        stats = anyio.run(lambda: train(inventory, resume=args.resume, new=args.new, on_progress=show))
-    except KeyboardInterrupt:
+        stats = run_async(lambda: train(inventory, resume=args.resume, new=args.new, on_progress=show))
+    except KeyboardInterrupt as stop:
         # the run wrote its checkpoint on the way out: a stop, not a failure
         if live:
             print(file=sys.stderr)
         _say(
-            f"stopped (Ctrl-C); checkpoints in {output / 'checkpoints'}; to go on: "
+            f"stopped ({stop_name(stop)}); checkpoints in {output / 'checkpoints'}; to go on: "
             f"python -m distrl run {args.inventory} --resume"
         )
-        return 130
+        return stop_status(stop)
     if live:
         print(file=sys.stderr)
     failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"
@@ -125,7 +135,7 @@ def _probe(args: argparse.Namespace) -> int:
         else:
             _say(f"  {report.host:<16} FAIL  {report.error}")
 
-    reports = anyio.run(lambda: probe_fleet(inventory, heartbeats=args.heartbeats, on_report=show))
+    reports = run_async(lambda: probe_fleet(inventory, heartbeats=args.heartbeats, on_report=show))
     failed = [r.host for r in reports if not r.ok]
     if failed:
         return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
@@ -149,7 +159,7 @@ def _deploy(args: argparse.Namespace) -> int:
     def show(host: str, stage: str, text: str) -> None:
         print(f"[{host}] {stage}: {text}", file=sys.stderr, flush=True)
 
-    outcomes = anyio.run(lambda: deploy_fleet(inventory, names=names, force=args.force, progress=show))
+    outcomes = run_async(lambda: deploy_fleet(inventory, names=names, force=args.force, progress=show))
     for outcome in outcomes:
         status = outcome.status.upper() if outcome.error else outcome.status
         _say(f"  {outcome.host:<16} {status:<7} {outcome.detail}")
@@ -278,7 +288,7 @@ def _collect(args: argparse.Namespace) -> int:
     if writer.bytes:
         _say(f"{args.out} already holds episodes: the new ones go beside them")
     try:  # each episode is written as it arrives, those waiting for the judge at the stop unscored
-        result = anyio.run(
+        result = run_async(
             lambda: collect(
                 inventory,
                 policy=policy,
@@ -288,12 +298,12 @@ def _collect(args: argparse.Namespace) -> int:
                 out=writer,
             )
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         _say(
-            f"stopped (Ctrl-C): {writer.written} episodes written to {args.out} ({writer.unscored}"
+            f"stopped ({stop_name(stop)}): {writer.written} episodes written to {args.out} ({writer.unscored}"
             " unscored); read them with distrl.episodes.read_episodes"
         )
-        return 130
+        return stop_status(stop)
     stats = result.stats
     scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
     _say(

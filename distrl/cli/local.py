@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
 from distrl.actions import format_action, parse_action, to_gesture
 from distrl.config import load_inventory
 from distrl.errors import ConfigError
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
 
     from distrl.local.judge_eval import Calibration
     from distrl.local.play import Evaluation
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite, run_async
 from distrl.records import InvalidAction
 
 
@@ -92,7 +90,7 @@ def _sim(args: argparse.Namespace) -> int:
         task_status=Report(),
     )
     try:
-        anyio.run(serve)
+        run_async(serve)
     except KeyboardInterrupt:
         _say("stopped")
     except OSError as exc:
@@ -341,7 +339,7 @@ def _judge_eval(args: argparse.Namespace) -> int:
         async with judge:
             return await calibrate(judge, episodes)
 
-    result = anyio.run(judged)
+    result = run_async(judged)
     if args.json:
         print(json.dumps(result.as_json()))
     else:
