@@ -101,6 +101,12 @@ def main() -> None:
         default=0.5,
         help="share of episodes playing drawn tasks: fresh values and wordings, never held out (default 0.5)",
     )
+    parser.add_argument(
+        "--drills",
+        type=int,
+        default=0,
+        help="typing drills at each step where the expert types: its screen with drawn goals (default 0)",
+    )
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -134,6 +140,7 @@ def main() -> None:
             episodes=args.episodes,
             mistake_rate=args.mistake_rate,
             randomise=args.randomise,
+            drills=args.drills,
             lr=args.lr,
             seed=args.seed,
             minutes=None if args.steps else args.minutes,
@@ -172,6 +179,7 @@ def main() -> None:
                     "demonstrations": report.demonstrations,
                     "mistake_rate": args.mistake_rate,
                     "randomise": args.randomise,
+                    "drills": args.drills,
                     "lr": args.lr,
                     "max_pixels": args.max_pixels,
                     "wall_s": round(report.wall_s, 1),

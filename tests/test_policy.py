@@ -34,6 +34,7 @@ from distrl.policy import (
     PolicyInput,
     Prompter,
     build_tiny,
+    build_tokenizer,
     prompt_text,
     resolve_device,
     resolve_dtype,
@@ -164,6 +165,26 @@ def test_tiny_is_tiny_and_deterministic() -> None:
     state, state_again, state_other = model.state_dict(), again.state_dict(), other.state_dict()
     assert all(torch.equal(state[name], state_again[name]) for name in state)
     assert not all(torch.equal(state[name], state_other[name]) for name in state)
+
+
+def test_a_word_of_the_goal_is_the_same_tokens_when_typed() -> None:
+    """A TYPE action copies words from the goal (a city, a site, a search): the tokenizer must spell a word
+    with the same tokens wherever it stands, or copying it is a translation the tiny model cannot learn
+    (Qwen2's split glues a leading space or quote to a word: `` Cairo`` and ``"Cairo`` were other tokens)."""
+    tokenizer = build_tokenizer()
+    goals = {
+        "What's the weather like in Cairo?": "Cairo",
+        "Open walmart.com": "walmart.com",
+        "Search for cheap flights to London on Google": "cheap flights to London",
+        "Search for guitar lessons on YouTube": "guitar lessons",
+        "Can you turn on the Wi-Fi?": "Wi-Fi",
+    }
+    for goal, text in goals.items():
+        typed = tokenizer.encode(format_action(Action(type=ActionType.TYPE, text=text)))
+        in_goal = tokenizer.encode(goal)
+        word = tokenizer.encode(text)
+        for ids in (typed, in_goal):
+            assert any(ids[i : i + len(word)] == word for i in range(len(ids))), (goal, text)
 
 
 def test_prompt_shows_recent_history_and_cannot_be_injected() -> None:

@@ -101,6 +101,42 @@ def test_randomised_demonstrations_play_drawn_tasks_and_never_a_held_out_one() -
     ]  # no randomising: the same demonstrations as ever
 
 
+def test_typing_drills_ask_the_typing_screen_again_with_drawn_goals() -> None:
+    """A drill is a typing step's screen and history again, with the goal of a task drawn from the same
+    template: what the expert types there for that goal, which is what it types when it plays that task."""
+    episodes = list(
+        demonstrations("general", episodes=30, mistake_rate=0.0, seed=4, width=270, height=600, drills=2)
+    )
+    drills = [(episode, drill) for episode in episodes for drill in episode.drills]
+    typing = [s for e in episodes for s in e.steps if s.action.type is ActionType.TYPE]
+    assert typing
+    assert len(drills) == 2 * len(typing)  # every typing template here draws
+    for episode, drill in drills:
+        step = episode.steps[len(drill.history)]
+        assert step.action.type is drill.action.type is ActionType.TYPE
+        assert (drill.observation, drill.history) == (step.observation, step.history)
+        assert template_of(drill.task) is template_of(episode.task)
+        assert "/draw-" in drill.task.id
+        assert drill.task.goal != episode.task.goal
+    # the drill's typing is the expert's when it plays the drawn task itself
+    for _, drill in drills[:4]:
+        phone = episode_phone(drill.task, seed=4, width=270, height=600)
+        for _ in range(drill.task.max_steps):
+            action = expert_action(drill.task, phone)
+            if action.type is ActionType.TYPE:
+                assert action == drill.action, drill.task.goal
+                break
+            perform(phone, action)
+        else:
+            pytest.fail(f"the expert never typed for {drill.task.goal!r}")
+
+    def played(drills: int) -> list[tuple[str, list[Action]]]:
+        shown = demonstrations("general", episodes=6, seed=4, width=270, height=600, drills=drills)
+        return [(e.task.id, [step.action for step in e.steps]) for e in shown]
+
+    assert played(3) == played(0)  # drills change no demonstration
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -23,7 +23,15 @@ from distrl.sim.apps.calculator import calculate
 from distrl.sim.apps.clock import days_text, parse_time_text, timer_digits
 from distrl.sim.phone import Phone, PhoneConfig
 from distrl.sim.shell import run_shell
-from distrl.sim.suites import SPLITS, drawn_task, expert_action, is_successful, setup_commands, template_of
+from distrl.sim.suites import (
+    SPLITS,
+    drawn_task,
+    expert_action,
+    is_successful,
+    pools,
+    setup_commands,
+    template_of,
+)
 from distrl.sim.suites.clock_tasks import typed_timer
 from distrl.sim.suites.general import GENERAL, TEMPLATES
 from distrl.sim.suites.web_search import key_words
@@ -1072,3 +1080,22 @@ def test_expert_solves_drawn_tasks(name: str) -> None:
         steps, ok = _solve(task, phone)
         assert ok, task.goal
         assert steps <= GENERAL.max_steps, (task.goal, steps)
+
+
+def test_half_of_what_drawn_tasks_type_is_made_up_and_in_no_held_out_goal() -> None:
+    """Made-up words (``pools.made_up``) make copying from the goal the only way to type a drawn value;
+    none of them is a word of a held-out goal."""
+    known = {word.lower() for word in (*pools.NOUNS, *pools.CITY_NAMES, *pools.BRANDS, *pools.MODELS)}
+    known |= {word.lower() for task in GENERAL.tasks() for word in key_words(task.goal)}
+    held = {word.lower() for t in GENERAL.tasks() if t.split != "train" for word in key_words(t.goal)}
+    for name in ("app_search", "search_google", "weather", "item_price", "open_site"):
+        typed = [
+            word.lower()
+            for task in _drawn(name, 200, seed=2)
+            for key in _TYPED_KEYS
+            if key in task.params
+            for word in key_words(str(task.params[key]))
+        ]
+        made = {word for word in typed if word not in known and not word.isdigit()}
+        assert len(made) > 20, name
+        assert not made & held, name

@@ -22,6 +22,7 @@ from distrl.cli.common import (
     _fault_rates,
     _integer,
     _logging,
+    _non_negative_int,
     _port,
     _positive_float,
     _positive_int,
@@ -297,6 +298,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="P",
         help="share of episodes playing drawn tasks: the train templates with fresh values and wordings, "
         "never held-out ones (default 0.5, as the built-in tiny-bc)",
+    )
+    pretrain.add_argument(
+        "--drills",
+        type=_non_negative_int,
+        default=16,
+        metavar="N",
+        help="at each step where the expert types, N more examples of its screen with the goal of a task "
+        "drawn from the same template, and what the expert types for that (default 16, as the built-in "
+        "tiny-bc; 0: none)",
     )
     pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"

@@ -128,6 +128,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             episodes=args.episodes,
             mistake_rate=args.mistake_rate,
             randomise=args.randomise,
+            drills=args.drills,
             lr=args.lr,
             seed=args.seed,
             minutes=args.minutes,

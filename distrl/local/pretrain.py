@@ -82,6 +82,9 @@ class DemoEpisode:
     task: Task
     steps: tuple[Demo, ...]
     success: bool
+    drills: tuple[Demo, ...] = ()
+    """Typing drills (``demonstrations``' ``drills``): the screen of each typing step again, with the goal
+    of a task drawn from the same template and what the expert types for it there."""
 
 
 def demonstrations(
@@ -95,6 +98,7 @@ def demonstrations(
     height: int = 1200,
     image_format: str = "png",
     randomise: float = 0.0,
+    drills: int = 0,
 ) -> Iterator[DemoEpisode]:
     """``episodes`` demonstrations on ``suite``'s ``split``, tasks in a seeded shuffled order.
 
@@ -103,7 +107,11 @@ def demonstrations(
     ``randomise`` is the chance that an episode of the ``train`` split plays, instead of its task, one
     drawn from the same template (``drawn_task``: fresh values and wordings, never held-out ones; the
     task itself where its template draws nothing). With 0 (the default) every episode plays a task of
-    the split, as before.
+    the split, as before. ``drills`` adds, at each step where the expert types, that many drills
+    (``DemoEpisode.drills``): the same screen and history with the goal of a task drawn from the same
+    template, and the expert's typing for it on that screen. Typing copies words from the goal; a drill
+    costs no play, so drills give the many varied copies that learning to copy (and not to memorise what
+    was typed) needs.
     """
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be between 0 and 1, got {mistake_rate}")
@@ -127,12 +135,27 @@ def demonstrations(
         task = order.next()
         if randomise and draws.random() < randomise:
             task = drawn_task(task, draws)
-        yield _episode(device, task, rng, mistake_rate)
+        yield _episode(device, task, rng, mistake_rate, drills, draws)
 
 
-def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: float) -> DemoEpisode:
+def _episode(
+    device: SimDevice, task: Task, rng: random.Random, mistake_rate: float, drills: int, draws: random.Random
+) -> DemoEpisode:
     """One demonstration, played by the one episode loop with the expert (and its mistakes) choosing."""
-    trajectory, mistakes = expert_trajectory(device, task, rng, mistake_rate)
+    drilled: dict[int, list[tuple[Task, Action]]] = {}
+
+    def drill(index: int, phone: Phone) -> None:
+        for _ in range(drills):
+            other = drawn_task(task, draws)
+            if other is task:
+                return  # its template draws nothing
+            action = expert_action(other, phone)
+            if action.type is ActionType.TYPE:
+                drilled.setdefault(index, []).append((other, action))
+
+    trajectory, mistakes = expert_trajectory(
+        device, task, rng, mistake_rate, on_typing=drill if drills else None
+    )
     if trajectory.cut_short:
         raise RuntimeError(f"{task.id}: the demonstration ended by a {trajectory.end_reason}")
     actions = [step.action for step in trajectory.steps if isinstance(step.action, Action)]
@@ -146,15 +169,31 @@ def _episode(device: SimDevice, task: Task, rng: random.Random, mistake_rate: fl
         )
         for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
     )
-    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success))
+    extra = tuple(
+        Demo(
+            task=other,
+            observation=steps[i].observation,
+            history=steps[i].history,
+            action=action,
+            mistake=False,
+        )
+        for i, pairs in drilled.items()
+        for other, action in pairs
+    )
+    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success), drills=extra)
 
 
 def expert_trajectory(
-    device: SimDevice, task: Task, rng: random.Random, mistake_rate: float
+    device: SimDevice,
+    task: Task,
+    rng: random.Random,
+    mistake_rate: float,
+    on_typing: Callable[[int, Phone], None] | None = None,
 ) -> tuple[Trajectory, list[bool]]:
     """One episode of ``task`` on ``device`` chosen by the expert, each step a mistake with chance
     ``mistake_rate``; its final screen kept, its success from the phone's state. Also says which steps
-    were mistakes."""
+    were mistakes. ``on_typing(step, phone)`` is called where the expert types (and makes no mistake),
+    before the text goes in."""
     mistakes: list[bool] = []
 
     async def choose(observation: Observation, history: Sequence[Action | InvalidAction], index: int) -> Step:
@@ -163,6 +202,8 @@ def expert_trajectory(
         mistakes.append(rng.random() < mistake_rate)
         if mistakes[-1]:
             action = _mistake(device.phone, action, rng)
+        elif on_typing is not None and action.type is ActionType.TYPE:
+            on_typing(index, device.phone)
         return scripted_step(action, observation, index, asked)
 
     trajectory = anyio.run(
@@ -262,6 +303,7 @@ def pretrain(
     progress_every: int = 20,
     spec: TinySpec = PRETRAIN_SPEC,
     randomise: float = 0.0,
+    drills: int = 0,
 ) -> PretrainReport:
     """Behaviour-clone a fresh ``tiny`` (``build_tiny(seed)``, every weight trained) on expert
     demonstrations and save it to the model folder ``out``.
@@ -299,7 +341,7 @@ def pretrain(
     torch.manual_seed(seed)
     model, prompter = build_tiny(seed, spec)
     model.train()
-    examples = _examples(suites, episodes, mistake_rate, seed, width, height, prompter, randomise)
+    examples = _examples(suites, episodes, mistake_rate, seed, width, height, prompter, randomise, drills)
     cache: dict[int, Encoded] = {}
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     rng = random.Random(f"pretrain/{seed}")
@@ -372,6 +414,7 @@ def _examples(
     height: int,
     prompter: Prompter,
     randomise: float = 0.0,
+    drills: int = 0,
 ) -> list[_Example]:
     if not suites:
         raise ValueError("give at least one suite to learn from")
@@ -387,8 +430,9 @@ def _examples(
             height=height,
             image_format="jpeg",
             randomise=randomise,
+            drills=drills,
         ):
-            for step in episode.steps:
+            for step in (*episode.steps, *episode.drills):
                 prompt = PolicyInput(goal=step.task.goal, observation=step.observation, history=step.history)
                 out.append(_Example(prompt, prompter.action_ids(format_action(step.action))))
     return out

@@ -16,8 +16,10 @@ The sizes (``TinySpec``, defaults):
 - screens are resized to at most 224×504 pixels keeping their aspect (a 1080×2400 phone becomes 224×476:
   8×17 = 136 image tokens);
 - tokenizer: byte-level BPE, 1024 entries, digits always single tokens (so ``0.7852`` is spelled digit
-  by digit), ``_`` kept inside words (``action_type`` is one token), merges learned from a fixed corpus
-  of AutoUI actions and phone-task words; plus Qwen2-VL's special tokens.
+  by digit), ``_`` kept inside words (``action_type`` is one token), a word never joined to the space or
+  quote before it (so ``Cairo`` is the same tokens in the goal and in ``"typed_text": "Cairo"``, and
+  typing it is copying), merges learned from a fixed corpus of AutoUI actions and phone-task words;
+  plus Qwen2-VL's special tokens.
 
 That is 964 k parameters (vision 241 k, text 723 k; a rank-16 LoRA on all its linear layers adds 170 k).
 The weights are drawn from ``torch.manual_seed(seed)`` (the tokenizer does not depend on the seed), so
@@ -72,9 +74,10 @@ TINY_BC_WEIGHTS = Path(__file__).with_name("tiny_bc.safetensors")
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END, VISION_START, VISION_END, VISION_PAD, IMAGE_PAD, VIDEO_PAD)
 """Qwen2-VL's special tokens, in Qwen's order; ids 0-7 of the tiny vocabulary."""
 
-# Qwen2's split pattern with ``_`` counted as a letter, so grammar keys stay whole words.
+# Qwen2's split pattern with ``_`` counted as a letter, so grammar keys stay whole words, and with no
+# space or punctuation glued to the front of a word: a word is spelt the same wherever it stands.
 _SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}_]?[\p{L}_]+|\p{N}| ?[^\s\p{L}\p{N}_]+[\r\n]*"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[\p{L}_]+|\p{N}| ?[^\s\p{L}\p{N}_]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 

@@ -1,17 +1,32 @@
 """Word pools for drawn parameter sets (``Template.draw``): things to search for, places, products and
 sites that are neither ``train`` nor ``test`` values.
 
-A drawn task types words from these pools, so a policy cloned on drawn tasks has to copy what it types
-from the goal. None of the pools holds a word that only a held-out (``test``) value of a ``general``
-template has (``tests/test_sim_general.py`` checks it): "guitar lessons", "Seattle" or "Kindle
-Paperwhite" are never typed in pretraining.
+A drawn task types words from these pools, or half the time made-up words (``made_up``), so a policy
+cloned on drawn tasks has to copy what it types from the goal: a pool's words alone can be memorised.
+None of the pools holds a word that only a held-out (``test``) value of a ``general`` template has
+(``tests/test_sim_general.py`` checks it): "guitar lessons", "Seattle" or "Kindle Paperwhite" are never
+typed in pretraining.
 """
 
 from __future__ import annotations
 
 import random
+from functools import cache
 
-__all__ = ["BRANDS", "CITY_NAMES", "MODELS", "NOUNS", "PLACES", "TOPICS", "noun_phrase", "site"]
+__all__ = [
+    "BRANDS",
+    "CITY_NAMES",
+    "MODELS",
+    "NOUNS",
+    "PLACES",
+    "TOPICS",
+    "brand",
+    "city",
+    "made_up",
+    "noun",
+    "noun_phrase",
+    "site",
+]
 
 NOUNS = (
     "apple", "banana", "bakery", "basket", "beach", "bicycle", "blanket", "boat", "bread", "bridge",
@@ -71,13 +86,57 @@ MODELS = (
 _SITE_TLDS = ("com", "com", "com", "org", "net", "io", "co", "tv", "info")
 
 
+_CONSONANTS = "bdfgklmnprstvz"
+_VOWELS = "aeiou"
+
+
+def made_up(rng: random.Random) -> str:
+    """A word no language has, two or three syllables of a consonant and a vowel: ``bovani``, ``teku``.
+
+    Half of what drawn tasks type is made up: a policy cloned on them cannot recall what to type from the
+    words it has seen, so it learns to copy from the goal, which is what held-out values ask. A made-up
+    word is never a word of a held-out goal (those are drawn again)."""
+    while True:
+        syllables = rng.choice((2, 3))
+        word = "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(syllables))
+        if word not in _held_out_words():
+            return word
+
+
+@cache
+def _held_out_words() -> frozenset[str]:
+    from distrl.sim.suites import SUITES
+
+    return frozenset(
+        word.strip(".,?!'\"").lower()
+        for found in SUITES.values()
+        for task in found.tasks()
+        if task.split != "train"
+        for word in task.goal.split()
+    )
+
+
+def noun(rng: random.Random) -> str:
+    """An everyday noun (``NOUNS``) or, half the time, a made-up one."""
+    return rng.choice(NOUNS) if rng.random() < 0.5 else made_up(rng)
+
+
+def city(rng: random.Random) -> str:
+    """A city of ``CITY_NAMES`` or, half the time, a made-up one."""
+    return rng.choice(CITY_NAMES) if rng.random() < 0.5 else made_up(rng).capitalize()
+
+
+def brand(rng: random.Random) -> str:
+    """A maker of ``BRANDS`` or, half the time, a made-up one."""
+    return rng.choice(BRANDS) if rng.random() < 0.5 else made_up(rng).capitalize()
+
+
 def noun_phrase(rng: random.Random) -> str:
-    """One or two nouns: ``lantern``, ``marble turtle``."""
-    words = rng.sample(NOUNS, rng.choice((1, 2)))
-    return " ".join(words)
+    """One or two nouns: ``lantern``, ``marble turtle``, ``bovani turtle``."""
+    return " ".join(noun(rng) for _ in range(rng.choice((1, 2))))
 
 
 def site(rng: random.Random) -> str:
-    """A site address that is nobody's in particular: ``lantern.com``, ``pandaradio.net``."""
-    words = rng.sample(NOUNS, rng.choice((1, 1, 2)))
+    """A site address that is nobody's in particular: ``lantern.com``, ``pandaradio.net``, ``teku.io``."""
+    words = [noun(rng) for _ in range(rng.choice((1, 1, 2)))]
     return f"{''.join(words)}.{rng.choice(_SITE_TLDS)}"

@@ -136,8 +136,8 @@ def _thing_draw(rng: random.Random) -> Params:
     shapes = (
         noun,
         f"the best {noun}",
-        f"{noun} in {rng.choice(pools.CITY_NAMES)}",
-        f"how to make a {rng.choice(pools.NOUNS)}",
+        f"{noun} in {pools.city(rng)}",
+        f"how to make a {pools.noun(rng)}",
         f"{noun} for sale",
     )
     return {"thing": rng.choice(shapes)}
@@ -146,13 +146,13 @@ def _thing_draw(rng: random.Random) -> Params:
 def _city_draw(rng: random.Random) -> Params:
     """A train city of the answer box or one it does not know (``pools.CITY_NAMES``)."""
     train = [city.name for city in CITIES if city.name not in HELD_OUT["city"]]
-    return {"city": rng.choice(train) if rng.random() < 0.3 else rng.choice(pools.CITY_NAMES)}
+    return {"city": rng.choice(train) if rng.random() < 0.3 else pools.city(rng)}
 
 
 def _item_draw(rng: random.Random) -> Params:
     """A made-up product: ``Garmin Nova 7``, ``Asus Halo X20``."""
     number = rng.choice((str(rng.randint(2, 12)), f"X{10 * rng.randint(1, 30)}"))
-    return {"item": f"{rng.choice(pools.BRANDS)} {rng.choice(pools.MODELS)} {number}"}
+    return {"item": f"{pools.brand(rng)} {rng.choice(pools.MODELS)} {number}"}
 
 
 def _site_draw(rng: random.Random) -> Params:
