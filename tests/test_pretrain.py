@@ -145,6 +145,7 @@ def test_typing_drills_ask_the_typing_screen_again_with_drawn_goals() -> None:
         ({"split": "dev"}, "no 'dev'"),
         ({"randomise": 1.5}, "randomise"),
         ({"randomise": 0.5, "split": "test"}, "train tasks only"),
+        ({"drills": -1}, "drills"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:

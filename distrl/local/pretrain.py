@@ -121,6 +121,8 @@ def demonstrations(
         raise ValueError(f"randomise draws train tasks only; the {split!r} split cannot be randomised")
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
+    if drills < 0:
+        raise ValueError(f"drills must be ≥ 0, got {drills}")
     rng = random.Random(f"demonstrations/{suite}/{split}/{seed}")
     order = TaskDraw(split_tasks(suite, split), rng)
     # one phone for every episode: each reset restores its boot snapshot, its chance goes on
