@@ -567,19 +567,29 @@ def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
     failures = _failures(played)
     plain = _filled("a-ride", failures, kl_coef=0.0)
     floored = _filled("a-ride", failures, kl_coef=0.0, push_down_floor=0.9)
-    for learner in (plain, floored):  # the answers were played by likelier weights than these
-        shrunk = [
-            dataclasses.replace(
-                t,
-                steps=tuple(
-                    dataclasses.replace(s, behaviour_logprob=s.behaviour_logprob + math.log(2))
-                    for s in t.steps[:3]
-                )
-                + t.steps[3:],
-            )
+    # played by these weights (ρ = 1), but the last 3 steps of each by likelier ones (ρ = 1/2)
+    with torch.no_grad():
+        now = [
+            plain.policy.logprobs([_input(t, step) for step in t.steps], [step.output for step in t.steps])[0]
             for t in failures
         ]
+    shrunk = [
+        dataclasses.replace(
+            t,
+            steps=tuple(
+                dataclasses.replace(step, behaviour_logprob=value + math.log(2) * (i >= len(t.steps) - 3))
+                for i, (step, value) in enumerate(zip(t.steps, logprobs.tolist(), strict=True))
+            ),
+        )
+        for t, logprobs in zip(failures, now, strict=True)
+    ]
+    for learner in (plain, floored):
         learner.replay = _filled("a-ride", shrunk).replay
+        with torch.no_grad():  # critics that expect little: advantages fall towards a failure's end
+            for head in (learner.critics.step, learner.critics.trajectory):
+                last = head[-1]
+                assert isinstance(last, torch.nn.Linear)
+                last.bias.fill_(-4.0)
     sample = plain.replay.sample(3)
     steps = [(i, s) for i, t in enumerate(sample.trajectories) for s in t.steps]
     inputs = [_input(sample.trajectories[i], s) for i, s in steps]
