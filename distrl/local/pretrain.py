@@ -18,6 +18,7 @@ Measuring a policy on the sim is ``distrl.local.play.evaluate``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -172,13 +173,7 @@ def _episode(
         for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
     )
     extra = tuple(
-        Demo(
-            task=other,
-            observation=steps[i].observation,
-            history=steps[i].history,
-            action=action,
-            mistake=False,
-        )
+        dataclasses.replace(steps[i], task=other, action=action, mistake=False)
         for i, pairs in drilled.items()
         for other, action in pairs
     )
