@@ -113,6 +113,13 @@ def main() -> None:
         default=16,
         help="typing drills at each step where the expert types: its screen with drawn goals (default 16)",
     )
+    parser.add_argument(
+        "--contrasts",
+        type=int,
+        default=0,
+        help="contrasts at each step where the expert does not type: its screen with the goals of other "
+        "tasks of the template, where the expert acts differently (default 0)",
+    )
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -147,6 +154,7 @@ def main() -> None:
             mistake_rate=args.mistake_rate,
             randomise=args.randomise,
             drills=args.drills,
+            contrasts=args.contrasts,
             lr=args.lr,
             seed=args.seed,
             minutes=None if args.steps else args.minutes,
@@ -186,6 +194,7 @@ def main() -> None:
                     "mistake_rate": args.mistake_rate,
                     "randomise": args.randomise,
                     "drills": args.drills,
+                    "contrasts": args.contrasts,
                     "lr": args.lr,
                     "max_pixels": args.max_pixels,
                     "wall_s": round(report.wall_s, 1),

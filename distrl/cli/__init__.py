@@ -309,6 +309,15 @@ def _parser() -> argparse.ArgumentParser:
         "tiny-bc; 0: none)",
     )
     pretrain.add_argument(
+        "--contrasts",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="at each step where the expert does not type, up to N more examples of its screen with the "
+        "goal of another task of the same template, where the expert would act differently for it "
+        "(default 0: none)",
+    )
+    pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
     )
     pretrain.add_argument(

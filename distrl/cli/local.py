@@ -129,6 +129,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             mistake_rate=args.mistake_rate,
             randomise=args.randomise,
             drills=args.drills,
+            contrasts=args.contrasts,
             lr=args.lr,
             seed=args.seed,
             minutes=args.minutes,

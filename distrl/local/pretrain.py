@@ -86,6 +86,9 @@ class DemoEpisode:
     drills: tuple[Demo, ...] = ()
     """Typing drills (``demonstrations``' ``drills``): the screen of each typing step again, with the goal
     of a task drawn from the same template and what the expert types for it there."""
+    contrasts: tuple[Demo, ...] = ()
+    """Contrasts (``demonstrations``' ``contrasts``): the screen of a step again, with the goal of another
+    task of the same template, where the expert would act differently for it."""
 
 
 def demonstrations(
@@ -100,6 +103,7 @@ def demonstrations(
     image_format: str = "png",
     randomise: float = 0.0,
     drills: int = 0,
+    contrasts: int = 0,
 ) -> Iterator[DemoEpisode]:
     """``episodes`` demonstrations on ``suite``'s ``split``, tasks in a seeded shuffled order.
 
@@ -112,7 +116,14 @@ def demonstrations(
     (``DemoEpisode.drills``): the same screen and history with the goal of a task drawn from the same
     template, and the expert's typing for it on that screen. Typing copies words from the goal; a drill
     costs no play, so drills give the many varied copies that learning to copy (and not to memorise what
-    was typed) needs.
+    was typed) needs. ``contrasts`` adds, at each step the expert chose and that types nothing, up to that
+    many contrasts
+    (``DemoEpisode.contrasts``): the same screen and history with the goal of another task of the same
+    template (a train task of it, or a drawn one), kept where the expert's action for that goal on that
+    screen differs and does not end the episode (a goal the phone's hidden state already meets is left
+    out). Tasks of one template share their screens and differ in what the goal asks (which level, which
+    alarm, which page); without contrasts a small model learns the template's usual action and ignores
+    the goal's words.
     """
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be between 0 and 1, got {mistake_rate}")
@@ -122,8 +133,8 @@ def demonstrations(
         raise ValueError(f"randomise draws train tasks only; the {split!r} split cannot be randomised")
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
-    if drills < 0:
-        raise ValueError(f"drills must be ≥ 0, got {drills}")
+    if drills < 0 or contrasts < 0:
+        raise ValueError(f"drills and contrasts must be ≥ 0, got {drills} and {contrasts}")
     rng = random.Random(f"demonstrations/{suite}/{split}/{seed}")
     order = TaskDraw(split_tasks(suite, split), rng)
     # one phone for every episode: each reset restores its boot snapshot, its chance goes on
@@ -134,30 +145,83 @@ def demonstrations(
         image_format=image_format,
     )
     draws = random.Random(f"draws/{suite}/{seed}")
+    siblings: dict[str, list[Task]] = {}
+    for train_task in split_tasks(suite, "train"):
+        siblings.setdefault(_template_name(train_task), []).append(train_task)
     for _ in range(episodes):
         task = order.next()
         if randomise and draws.random() < randomise:
             task = drawn_task(task, draws)
-        yield _episode(device, task, rng, mistake_rate, drills, draws)
+        partners = _Partners(siblings.get(_template_name(task), []), draws)
+        yield _episode(device, task, rng, mistake_rate, drills, contrasts, partners)
+
+
+def _template_name(task: Task) -> str:
+    return str(task.params.get("template", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Partners:
+    """Other tasks of one template: its train tasks, and drawn ones where it draws."""
+
+    tasks: Sequence[Task]
+    draws: random.Random
+
+    def drawn(self, task: Task) -> Task | None:
+        """A drawn task of ``task``'s template, None where it draws nothing."""
+        other = drawn_task(task, self.draws)
+        return None if other is task else other
+
+    def any(self, task: Task) -> Task | None:
+        """A drawn task or a train task of ``task``'s template (half each where it draws)."""
+        if self.draws.random() < 0.5 and (other := self.drawn(task)) is not None:
+            return other
+        return self.draws.choice(self.tasks) if self.tasks else self.drawn(task)
+
+
+def _contrasts(
+    task: Task, phone: Phone, expert: Action, partners: _Partners, count: int
+) -> list[tuple[Task, Action]]:
+    """Up to ``count`` other tasks of ``task``'s template (``partners``), each with the expert's action
+    for it on ``phone``, where that differs from ``expert`` (the action for ``task``) and does not end the
+    episode (which would say more of the phone's hidden state than of its screen)."""
+    found = []
+    for _ in range(count):
+        other = partners.any(task)
+        if other is None or other.goal == task.goal:
+            continue
+        action = expert_action(other, phone)
+        if action != expert and not action.type.ends_episode:
+            found.append((other, action))
+    return found
 
 
 def _episode(
-    device: SimDevice, task: Task, rng: random.Random, mistake_rate: float, drills: int, draws: random.Random
+    device: SimDevice,
+    task: Task,
+    rng: random.Random,
+    mistake_rate: float,
+    drills: int,
+    contrasts: int,
+    partners: _Partners,
 ) -> DemoEpisode:
     """One demonstration, played by the one episode loop with the expert (and its mistakes) choosing."""
     drilled: dict[int, list[tuple[Task, Action]]] = {}
+    contrasted: dict[int, list[tuple[Task, Action]]] = {}
 
-    def drill(index: int, phone: Phone) -> None:
-        for _ in range(drills):
-            other = drawn_task(task, draws)
-            if other is task:
-                return  # its template draws nothing
+    def drill(index: int, phone: Phone, expert: Action) -> None:
+        for _ in range(drills if expert.type is ActionType.TYPE else 0):
+            other = partners.drawn(task)
+            if other is None:
+                break
             action = expert_action(other, phone)
             if action.type is ActionType.TYPE:
                 drilled.setdefault(index, []).append((other, action))
+        if contrasts and expert.type is not ActionType.TYPE:  # drills vary the typing
+            contrasted[index] = _contrasts(task, phone, expert, partners, contrasts)
 
     trajectory, mistakes = expert_trajectory(
-        device, task, rng, mistake_rate, on_typing=drill if drills else None
+        device, task, rng, mistake_rate, on_step=drill if drills or contrasts else None
     )
     if trajectory.cut_short:
         raise RuntimeError(f"{task.id}: the demonstration ended by a {trajectory.end_reason}")
@@ -172,12 +236,21 @@ def _episode(
         )
         for i, (step, mistake) in enumerate(zip(trajectory.steps, mistakes, strict=True))
     )
-    extra = tuple(
-        dataclasses.replace(steps[i], task=other, action=action, mistake=False)
-        for i, pairs in drilled.items()
-        for other, action in pairs
+
+    def again(found: dict[int, list[tuple[Task, Action]]]) -> tuple[Demo, ...]:
+        return tuple(
+            dataclasses.replace(steps[i], task=other, action=action, mistake=False)
+            for i, pairs in found.items()
+            for other, action in pairs
+        )
+
+    return DemoEpisode(
+        task=task,
+        steps=steps,
+        success=bool(trajectory.success),
+        drills=again(drilled),
+        contrasts=again(contrasted),
     )
-    return DemoEpisode(task=task, steps=steps, success=bool(trajectory.success), drills=extra)
 
 
 def expert_trajectory(
@@ -185,12 +258,12 @@ def expert_trajectory(
     task: Task,
     rng: random.Random,
     mistake_rate: float,
-    on_typing: Callable[[int, Phone], None] | None = None,
+    on_step: Callable[[int, Phone, Action], None] | None = None,
 ) -> tuple[Trajectory, list[bool]]:
     """One episode of ``task`` on ``device`` chosen by the expert, each step a mistake with chance
     ``mistake_rate``; its final screen kept, its success from the phone's state. Also says which steps
-    were mistakes. ``on_typing(step, phone)`` is called where the expert types (and makes no mistake),
-    before the text goes in."""
+    were mistakes. ``on_step(step, phone, action)`` is called at each step the expert chooses (no
+    mistake), before its action goes in."""
     mistakes: list[bool] = []
 
     async def choose(observation: Observation, history: Sequence[Action | InvalidAction], index: int) -> Step:
@@ -199,8 +272,8 @@ def expert_trajectory(
         mistakes.append(rng.random() < mistake_rate)
         if mistakes[-1]:
             action = _mistake(device.phone, action, rng)
-        elif on_typing is not None and action.type is ActionType.TYPE:
-            on_typing(index, device.phone)
+        elif on_step is not None:
+            on_step(index, device.phone, action)
         return scripted_step(action, observation, index, asked)
 
     trajectory = anyio.run(
@@ -301,16 +374,17 @@ def pretrain(
     spec: TinySpec = PRETRAIN_SPEC,
     randomise: float = 0.0,
     drills: int = 0,
+    contrasts: int = 0,
 ) -> PretrainReport:
     """Behaviour-clone a fresh ``tiny`` (``build_tiny(seed)``, every weight trained) on expert
     demonstrations and save it to the model folder ``out``.
 
     ``episodes`` demonstrations (``mistake_rate`` of their actions are mistakes) are drawn from the
     ``train`` split of each suite in ``suites``, split evenly; ``randomise`` of them play drawn tasks
-    (fresh values and wordings of the train templates, never held-out ones: ``demonstrations``).
-    Training is AdamW on the cross-entropy of the answer tokens (the action text and ``<|im_end|>``)
-    after the prompt that ``Policy`` builds (with the last ``history`` actions, default
-    ``PolicySettings().history``), in shuffled passes over the demonstrations, with a linear warm-up
+    (fresh values and wordings of the train templates, never held-out ones: ``demonstrations``), and
+    ``drills`` and ``contrasts`` add examples at their steps (``demonstrations``). Training is AdamW on
+    the cross-entropy of the answer tokens (the action text and ``<|im_end|>``) after the prompt that
+    ``Policy`` builds (with the last ``history`` actions, default ``PolicySettings().history``), in shuffled passes over the demonstrations, with a linear warm-up
     and a cosine decay to a tenth of ``lr`` over the budget: stop at ``max_steps`` or after ``minutes``
     of wall time (demonstrations included), whichever comes first (at least one of them must be given).
     Encoded prompts are cached after their first use. ``spec`` sizes the model and its screens (the
@@ -338,7 +412,9 @@ def pretrain(
     torch.manual_seed(seed)
     model, prompter = build_tiny(seed, spec)
     model.train()
-    examples = _examples(suites, episodes, mistake_rate, seed, width, height, prompter, randomise, drills)
+    examples = _examples(
+        suites, episodes, mistake_rate, seed, width, height, prompter, randomise, drills, contrasts
+    )
     cache: dict[int, Encoded] = {}
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     rng = random.Random(f"pretrain/{seed}")
@@ -412,6 +488,7 @@ def _examples(
     prompter: Prompter,
     randomise: float = 0.0,
     drills: int = 0,
+    contrasts: int = 0,
 ) -> list[_Example]:
     if not suites:
         raise ValueError("give at least one suite to learn from")
@@ -428,8 +505,9 @@ def _examples(
             image_format="jpeg",
             randomise=randomise,
             drills=drills,
+            contrasts=contrasts,
         ):
-            for step in (*episode.steps, *episode.drills):
+            for step in (*episode.steps, *episode.drills, *episode.contrasts):
                 prompt = PolicyInput(goal=step.task.goal, observation=step.observation, history=step.history)
                 out.append(_Example(prompt, prompter.action_ids(format_action(step.action))))
     return out
