@@ -380,15 +380,15 @@ def pretrain(
     demonstrations and save it to the model folder ``out``.
 
     ``episodes`` demonstrations (``mistake_rate`` of their actions are mistakes) are drawn from the
-    ``train`` split of each suite in ``suites``, split evenly; ``randomise`` of them play drawn tasks
-    (fresh values and wordings of the train templates, never held-out ones: ``demonstrations``), and
-    ``drills`` and ``contrasts`` add examples at their steps (``demonstrations``). Training is AdamW on
-    the cross-entropy of the answer tokens (the action text and ``<|im_end|>``) after the prompt that
-    ``Policy`` builds (with the last ``history`` actions, default ``PolicySettings().history``), in shuffled passes over the demonstrations, with a linear warm-up
-    and a cosine decay to a tenth of ``lr`` over the budget: stop at ``max_steps`` or after ``minutes``
-    of wall time (demonstrations included), whichever comes first (at least one of them must be given).
-    Encoded prompts are cached after their first use. ``spec`` sizes the model and its screens (the
-    folder's image processor keeps them, so the policy sees what it learnt from).
+    ``train`` split of each suite in ``suites``, split evenly; ``randomise`` of them play drawn tasks (fresh
+    values and wordings of the train templates, never held-out ones: ``demonstrations``), and ``drills`` and
+    ``contrasts`` add examples at their steps (``demonstrations``). Training is AdamW on the cross-entropy
+    of the answer tokens (the action text and ``<|im_end|>``) after the prompt that ``Policy`` builds (with
+    the last ``history`` actions, default ``PolicySettings().history``), in shuffled passes over the
+    demonstrations, with a linear warm-up and a cosine decay to a tenth of ``lr`` over the budget: stop at
+    ``max_steps`` or after ``minutes`` of wall time (demonstrations included), whichever comes first (at
+    least one of them must be given). Encoded prompts are cached after their first use. ``spec`` sizes the
+    model and its screens (the folder's image processor keeps them, so the policy sees what it learnt from).
 
     The folder is written to a temporary sibling and renamed into place at the end, so an interrupted run
     leaves nothing half-written. Raises ``FileExistsError`` if ``out`` exists and ``ValueError`` for bad
