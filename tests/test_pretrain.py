@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import random
 import re
 import signal
 import subprocess
@@ -23,7 +22,7 @@ from transformers import AutoModelForImageTextToText
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
 from distrl.local.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
-from distrl.local.pretrain import Progress, _contrasts, _examples, _Partners, demonstrations, pretrain
+from distrl.local.pretrain import Progress, _Branches, _examples, demonstrations, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
 from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
@@ -138,15 +137,15 @@ def test_typing_drills_ask_the_typing_screen_again_with_drawn_goals() -> None:
     assert played(3) == played(0)  # drills change no demonstration
 
 
-def test_contrasts_ask_a_screen_again_with_goals_of_the_template_the_expert_acts_on_differently() -> None:
+def test_contrasts_ask_a_screen_again_with_goals_of_the_template_that_part_there() -> None:
     """A contrast is a step's screen and history again with the goal of another task of its template,
     where the expert's action for that goal differs: what teaches a small model to read the goal instead
     of learning each template's usual action."""
     episodes = list(
-        demonstrations("general", episodes=30, mistake_rate=0.0, seed=4, width=270, height=600, contrasts=3)
+        demonstrations("general", episodes=40, mistake_rate=0.0, seed=4, width=270, height=600, contrasts=3)
     )
     contrasts = [(episode, contrast) for episode in episodes for contrast in episode.contrasts]
-    assert len({episode.task.params["template"] for episode, _ in contrasts}) >= 5
+    assert len({episode.task.params["template"] for episode, _ in contrasts}) >= 3
     for episode, contrast in contrasts:
         step = episode.steps[len(contrast.history)]
         assert (contrast.observation, contrast.history) == (step.observation, step.history)
@@ -156,7 +155,7 @@ def test_contrasts_ask_a_screen_again_with_goals_of_the_template_the_expert_acts
         assert contrast.task.goal != episode.task.goal
         assert contrast.action != step.action
         assert not contrast.action.type.ends_episode
-    assert len(contrasts) <= 3 * sum(len(e.steps) for e in episodes)
+    assert all(len(episode.contrasts) <= 3 for episode in episodes)
 
     def played(contrasts: int) -> list[tuple[str, list[Action]]]:
         shown = demonstrations("general", episodes=6, seed=4, width=270, height=600, contrasts=contrasts)
@@ -165,27 +164,32 @@ def test_contrasts_ask_a_screen_again_with_goals_of_the_template_the_expert_acts
     assert played(3) == played(0)  # contrasts change no demonstration
 
 
-def test_a_contrast_is_the_experts_action_for_the_other_goal_on_the_same_phone() -> None:
-    brightness = [t for t in tasks("general", "train") if t.params["template"] == "brightness"]
-    brighter = next(t for t in brightness if t.goal == "Set the brightness to max")
-    dimmer = next(t for t in brightness if t.goal == "Set the brightness to min")
-    phone = episode_phone(brighter, seed=0, width=270, height=600)
-    for _ in range(brighter.max_steps):  # to the screen where the two goals part: the slider
-        expert = expert_action(brighter, phone)
-        if expert != expert_action(dimmer, phone):
+def test_a_contrast_is_where_the_expert_for_the_other_goal_first_parts_from_the_demonstration() -> None:
+    brightness = {t.goal: t for t in tasks("general", "train") if t.params["template"] == "brightness"}
+    played = brightness["Set the brightness to max"]
+    others = [brightness["Set the brightness to min"], brightness["Turn the brightness all the way up"]]
+    branches = _Branches(others)
+    phone = episode_phone(played, seed=0, width=270, height=600)
+    parted: list[tuple[int, Task, Action]] = []
+    for index in range(played.max_steps):
+        expert = expert_action(played, phone)
+        for other, action in branches.parting(index, phone, expert):
+            assert action == expert_action(other, phone) != expert
+            parted.append((index, other, action))
+        if expert.type.ends_episode:
             break
         perform(phone, expert)
-    else:
-        pytest.fail("the expert acts alike for the brightest and the dimmest screen to the end")
-    found = _contrasts(brighter, phone, expert, _Partners(brightness, random.Random(0)), 12)
-    assert len({action for _, action in found}) >= 3  # the slider, tapped where each goal's level is
-    for other, action in found:
-        assert action == expert_action(other, phone) != expert
-        assert template_of(other).name == "brightness"
-    # the first screens, where every brightness goal starts alike, have no contrast
-    start = episode_phone(brighter, seed=0, width=270, height=600)
-    partners = _Partners(brightness, random.Random(0))
-    assert _contrasts(brighter, start, expert_action(brighter, start), partners, 12) == []
+    # "min" parts once, at the slider (the screens before are every level's way there); "all the way
+    # up" is the same goal in other words and never parts
+    assert [(other.goal, action.type) for _, other, action in parted] == [
+        ("Set the brightness to min", ActionType.DUAL_POINT)
+    ]
+    assert parted[0][0] > 0
+    # a mistake in between leaves no task on the demonstration's path
+    after_mistake = _Branches(others)
+    start = episode_phone(played, seed=0, width=270, height=600)
+    assert after_mistake.parting(0, start, expert_action(played, start)) == []
+    assert after_mistake.parting(2, phone, expert_action(played, phone)) == []
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,7 @@ class DemoEpisode:
     of a task drawn from the same template and what the expert types for it there."""
     contrasts: tuple[Demo, ...] = ()
     """Contrasts (``demonstrations``' ``contrasts``): the screen of a step again, with the goal of another
-    task of the same template, where the expert would act differently for it."""
+    task of the same template whose expert action first parts from the demonstration's there."""
 
 
 def demonstrations(
@@ -116,14 +116,13 @@ def demonstrations(
     (``DemoEpisode.drills``): the same screen and history with the goal of a task drawn from the same
     template, and the expert's typing for it on that screen. Typing copies words from the goal; a drill
     costs no play, so drills give the many varied copies that learning to copy (and not to memorise what
-    was typed) needs. ``contrasts`` adds, at each step the expert chose and that types nothing, up to that
-    many contrasts
-    (``DemoEpisode.contrasts``): the same screen and history with the goal of another task of the same
-    template (a train task of it, or a drawn one), kept where the expert's action for that goal on that
-    screen differs and does not end the episode (a goal the phone's hidden state already meets is left
-    out). Tasks of one template share their screens and differ in what the goal asks (which level, which
-    alarm, which page); without contrasts a small model learns the template's usual action and ignores
-    the goal's words.
+    was typed) needs. ``contrasts`` draws that many other tasks of the episode's template (train tasks of
+    it, or drawn ones) and adds, for each, one contrast (``DemoEpisode.contrasts``): at the step where the
+    expert's action for it would first part from the demonstration's, the same screen and history with its
+    goal and that action. A screen where two goals part lies on both goals' paths, and only the goal tells
+    them apart (which level, which app, which page); without contrasts a small model learns each template's
+    usual action and ignores the goal's words. Typing steps part with none (the drills vary typing), nor
+    does a goal the phone's hidden state already meets, nor any after a mistake.
     """
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be between 0 and 1, got {mistake_rate}")
@@ -179,21 +178,31 @@ class _Partners:
         return self.draws.choice(self.tasks) if self.tasks else self.drawn(task)
 
 
-def _contrasts(
-    task: Task, phone: Phone, expert: Action, partners: _Partners, count: int
-) -> list[tuple[Task, Action]]:
-    """Up to ``count`` other tasks of ``task``'s template (``partners``), each with the expert's action
-    for it on ``phone``, where that differs from ``expert`` (the action for ``task``) and does not end the
-    episode (which would say more of the phone's hidden state than of its screen)."""
-    found = []
-    for _ in range(count):
-        other = partners.any(task)
-        if other is None or other.goal == task.goal:
-            continue
-        action = expert_action(other, phone)
-        if action != expert and not action.type.ends_episode:
-            found.append((other, action))
-    return found
+class _Branches:
+    """Other tasks of an episode's template that the expert would have played alike so far. Each gives
+    one contrast, at the step where its action parts from the demonstration's: a screen on its own path,
+    where only the goal tells the two apart (past that step the screens are off its path, and what the
+    expert would do there, go home or undo, is no lesson)."""
+
+    def __init__(self, others: Sequence[Task]) -> None:
+        self._along = list(others)
+        self._next = 0
+
+    def parting(self, index: int, phone: Phone, expert: Action) -> list[tuple[Task, Action]]:
+        """The tasks whose action on ``phone`` at step ``index`` parts from ``expert``, each with its
+        action; a typing step, or one that ends the other task (its hidden state met), parts with none."""
+        if index != self._next:
+            self._along = []  # a mistake came between: the screens are off every path
+        self._next = index + 1
+        parted, along = [], []
+        for other in self._along:
+            action = expert_action(other, phone)
+            if action == expert:
+                along.append(other)
+            elif expert.type is not ActionType.TYPE and not action.type.ends_episode:
+                parted.append((other, action))
+        self._along = along
+        return parted
 
 
 def _episode(
@@ -208,6 +217,8 @@ def _episode(
     """One demonstration, played by the one episode loop with the expert (and its mistakes) choosing."""
     drilled: dict[int, list[tuple[Task, Action]]] = {}
     contrasted: dict[int, list[tuple[Task, Action]]] = {}
+    others = (partners.any(task) for _ in range(contrasts))
+    branches = _Branches([other for other in others if other is not None and other.goal != task.goal])
 
     def drill(index: int, phone: Phone, expert: Action) -> None:
         for _ in range(drills if expert.type is ActionType.TYPE else 0):
@@ -217,8 +228,8 @@ def _episode(
             action = expert_action(other, phone)
             if action.type is ActionType.TYPE:
                 drilled.setdefault(index, []).append((other, action))
-        if contrasts and expert.type is not ActionType.TYPE:  # drills vary the typing
-            contrasted[index] = _contrasts(task, phone, expert, partners, contrasts)
+        if parted := branches.parting(index, phone, expert):
+            contrasted[index] = parted
 
     trajectory, mistakes = expert_trajectory(
         device, task, rng, mistake_rate, on_step=drill if drills or contrasts else None
