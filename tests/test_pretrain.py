@@ -520,13 +520,35 @@ def test_cli_eval_reports_greedy_and_temperature_1_with_errors_and_pass_at_k(tmp
     assert passes, out
     assert _percent(passes[1]) == pytest.approx(won / 8, abs=5e-4)  # pass@1 is the mean success
     assert _percent(passes[1]) <= _percent(passes[3]) <= min(1.0, 2 * _percent(passes[1]) + 1e-9)
-    table = out.split("solved at least once in 2 plays, per template:\n")[1].splitlines()
-    counts = [re.fullmatch(r" +(\w+) +(\d)/(\d)", line) for line in table]
+    table = out.split("solved at least once in 2 plays, per template:\n")[1].split("\ngreedy fails")[0]
+    counts = [re.fullmatch(r" +(\w+) +(\d)/(\d)", line) for line in table.splitlines()]
     assert all(counts), table
     assert sum(int(m[3]) for m in counts if m) == 4
     assert sum(int(m[2]) for m in counts if m) == pytest.approx(4 * _percent(passes[3]), abs=0.01)
+    failures = re.search(r"^greedy fails (\d) of 4 tasks; sampling at temperature 1 solves (\d)", out, re.M)
+    assert failures, out
+    assert int(failures[2]) <= int(failures[1]) == 4 - int(greedy[3])
     assert re.search(r"eval: 4/4 episodes, \d successes so far \(greedy\)", result.stderr), result.stderr
     assert f"eval: 8/8 episodes, {won} successes so far (temperature 1)" in result.stderr
+
+
+def test_the_greedy_failures_that_sampling_solves_are_counted_task_by_task() -> None:
+    pool = tasks("general", "train")[:4]
+
+    def evaluation(samples: int, *wins: bool) -> Evaluation:
+        outcomes = tuple(
+            Outcome(task=pool[i // samples], success=won, steps=1, actions=(), ended=True)
+            for i, won in enumerate(wins)
+        )
+        return Evaluation(suite="general", split="train", outcomes=outcomes, wall_s=0.0, samples=samples)
+
+    greedy = evaluation(1, True, False, False, False)
+    sampled = evaluation(2, False, False, True, False, False, False, False, True)
+    # tasks 1-3 fail greedily; sampling solves task 1 (first play) and task 3 (second), not task 2
+    assert greedy.failures_solved_by(sampled) == (3, 2)
+    assert sampled.failures_solved_by(greedy) == (2, 1)  # sampling fails 0 and 2; greedy solves 0
+    with pytest.raises(ValueError, match="same tasks"):
+        greedy.failures_solved_by(evaluation(1, True, True, True))
 
 
 def test_cli_eval_json_has_both_decodings_and_pass_at_k(tmp_path: Path) -> None:
@@ -566,6 +588,12 @@ def test_cli_eval_json_has_both_decodings_and_pass_at_k(tmp_path: Path) -> None:
     assert sampled["pass_at_k"]["2"]["rate"] == pytest.approx(sum(two) / 2)
     solved = sum(entry["solved"] for entry in sampled["solved_by_template"].values())
     assert solved == sum(won > 0 for won in per_task.values())
+    greedy_won = {o["task"]: o["success"] for o in greedy["outcomes"]}
+    failed = [task for task, won in greedy_won.items() if not won]
+    assert figures["greedy_failures"] == {
+        "tasks": len(failed),
+        "solved_sampled": sum(per_task[task] > 0 for task in failed),
+    }
 
 
 def test_an_evaluation_minus_another_pairs_them_task_by_task() -> None:

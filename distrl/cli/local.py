@@ -214,10 +214,17 @@ def _eval(args: argparse.Namespace) -> int:
                 verdict = "ok  " if outcome.success else "fail"
                 play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
                 _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
-    tasks = len(results[0][1].per_task())
-    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
+    _say(f"{args.suite} {args.split}, {len(results[0][1].per_task())} tasks (± one standard error)")
     for temperature, result in results:
         _say(_eval_lines(_decoding(temperature), result))
+    if len(results) == 2:
+        failed, reached = results[0][1].failures_solved_by(results[1][1])
+        plays = f"{results[1][1].samples} plays" if results[1][1].samples > 1 else "one play"
+        tasks = len(results[0][1].per_task())
+        _say(
+            f"greedy fails {failed} of {tasks} tasks; sampling at temperature 1 solves {reached} of those in "
+            f"{plays} (what RL sampling at 1 can learn from)"
+        )
     if start:
         _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
         for (temperature, before), (_, after) in zip(start, results, strict=True):
@@ -260,6 +267,9 @@ def _eval_json(
     """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run); with
     ``--against-start`` the start's figures too, and the differences paired by task."""
     out = _figures(args, results)
+    if len(results) == 2:
+        failed, reached = results[0][1].failures_solved_by(results[1][1])
+        out["greedy_failures"] = {"tasks": failed, "solved_sampled": reached}
     if start:
         before = _figures(args, start)
         out["start"] = {"greedy": before["greedy"], "sampled": before["sampled"]}

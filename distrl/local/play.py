@@ -135,6 +135,17 @@ class Evaluation:
         pairs = zip(mine, theirs, strict=True)
         return mean_and_error([won / plays - was / had for (_, won, plays), (_, was, had) in pairs])
 
+    def failures_solved_by(self, other: Evaluation) -> tuple[int, int]:
+        """The chosen tasks this evaluation never solves, and how many of them ``other`` (the same tasks
+        in the same order, e.g. sampled where this is greedy) solves at least once: the failures that
+        RL collecting as ``other`` played can learn from; the rest it must first stumble on. Raises
+        ``ValueError`` when the tasks differ."""
+        mine, theirs = self.per_task(), other.per_task()
+        if [task.id for task, _, _ in mine] != [task.id for task, _, _ in theirs]:
+            raise ValueError("comparing evaluations needs the same tasks in the same order")
+        failed = [was for (_, won, _), (_, was, _) in zip(mine, theirs, strict=True) if won == 0]
+        return len(failed), sum(was > 0 for was in failed)
+
     def solved_by_template(self) -> dict[str, tuple[int, int]]:
         """Chosen tasks solved at least once in their plays, and chosen tasks, per task template."""
         out: dict[str, tuple[int, int]] = {}
