@@ -44,7 +44,8 @@ import anyio
 import torch
 
 from distrl.config import PolicySettings
-from distrl.local.pretrain import demonstrations, pretrain
+from distrl.local.demos import demonstrations
+from distrl.local.pretrain import pretrain
 from distrl.policy import Policy, PolicyInput, TinySpec
 from distrl.policy.batching import Batcher
 

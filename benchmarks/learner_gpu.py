@@ -23,7 +23,7 @@ its ids all lie inside the 2B vocabulary, the rows past it are forbidden tokens 
 all linear layers by default). ``--shape tiny`` does the same with the built-in ``tiny`` model, small
 enough to smoke-test the script on a CPU.
 
-The data are real: expert demonstrations of the sim's ``general`` suite (``distrl.local.pretrain``, 20% of the
+The data are real: expert demonstrations of the sim's ``general`` suite (``distrl.local.demos``, 20% of the
 actions replaced by plausible mistakes, as the BC start sees them), on in-process sim phones of 1080×2400
 as JPEG, the worker's screen format. Each step's answer is the action's AutoUI text (always a valid
 action; about 50 answer tokens), its behaviour log-prob is ``Policy.score`` of that text under the
@@ -85,7 +85,7 @@ from transformers import PreTrainedTokenizerBase, Qwen2VLConfig, Qwen2VLForCondi
 from distrl.actions import format_action, parse_action
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.core import Learner
-from distrl.local.pretrain import demonstrations
+from distrl.local.demos import demonstrations
 from distrl.policy import Policy, PolicyInput, build_tiny
 from distrl.policy.prompt import (
     ENDOFTEXT,

@@ -4,7 +4,7 @@
 episode (a STATUS action) or the step limit. An invalid answer is a step that does nothing. Every step
 goes to ``on_step`` as soon as it is chosen. The worker plays its episodes with it (the batched policy,
 or the sim's expert), and so do local evaluation and rollouts (``distrl.local.play``) and the demonstrations
-behind pretraining (``distrl.local.pretrain``).
+behind pretraining (``distrl.local.demos``).
 
 Failures end the episode, never the caller: a device that fails gives ``end_reason = device_error``, a
 chooser that times out or fails ``policy_error``, each with the steps taken so far.

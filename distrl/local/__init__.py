@@ -3,15 +3,17 @@
 - ``play``: a policy playing sim phones, several at once with batched answers: ``evaluate`` (success
   rates with standard errors, pass@k) and ``rollouts`` (trajectories with behaviour log-probs);
 - ``train``: ``train_local``, rounds of rollouts and learner updates in one process;
-- ``pretrain``: the sim expert's demonstrations and behaviour cloning of ``tiny`` (``tiny-bc``);
+- ``demos``: the sim expert's demonstrations (with mistakes, drills and contrasts);
+- ``pretrain``: behaviour cloning of ``tiny`` on them (``tiny-bc``);
 - ``judge_eval``: a VLM judge's verdicts against the sim's on the same episodes.
 
 Each draws its tasks with the one task draw, ``distrl.tasks.draw``.
 """
 
+from distrl.local.demos import demonstrations
 from distrl.local.judge_eval import Calibration, calibrate, calibration_episodes
 from distrl.local.play import Evaluation, evaluate, rollouts
-from distrl.local.pretrain import demonstrations, pretrain
+from distrl.local.pretrain import pretrain
 from distrl.local.train import Round, train_local
 
 __all__ = [

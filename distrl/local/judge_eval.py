@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import anyio
 
 from distrl.errors import JudgeError
+from distrl.local.demos import expert_trajectory
 from distrl.local.play import Actor, episode_device, rollouts
-from distrl.local.pretrain import expert_trajectory
 from distrl.records import Trajectory
 from distrl.tasks.draw import TaskDraw, split_tasks
 from distrl.tasks.judge import Judge
