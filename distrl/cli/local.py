@@ -214,13 +214,13 @@ def _eval(args: argparse.Namespace) -> int:
                 verdict = "ok  " if outcome.success else "fail"
                 play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
                 _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
-    _say(f"{args.suite} {args.split}, {len(results[0][1].per_task())} tasks (± one standard error)")
+    tasks = len(results[0][1].per_task())
+    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
     for temperature, result in results:
         _say(_eval_lines(_decoding(temperature), result))
     if len(results) == 2:
         failed, reached = results[0][1].failures_solved_by(results[1][1])
         plays = f"{results[1][1].samples} plays" if results[1][1].samples > 1 else "one play"
-        tasks = len(results[0][1].per_task())
         _say(
             f"greedy fails {failed} of {tasks} tasks; sampling at temperature 1 solves {reached} of those in "
             f"{plays} (what RL sampling at 1 can learn from)"

@@ -122,8 +122,8 @@ def demonstrations(
         image_format=image_format,
     )
     draws = random.Random(f"draws/{suite}/{seed}")
-    siblings: dict[str, list[Task]] = {}
-    for train_task in split_tasks(suite, "train"):
+    siblings: dict[str, list[Task]] = {}  # the train tasks of each template, for contrasts
+    for train_task in split_tasks(suite, "train") if contrasts else ():
         siblings.setdefault(_template_name(train_task), []).append(train_task)
     for _ in range(episodes):
         task = order.next()
