@@ -66,6 +66,7 @@ from distrl.local.play import evaluate, mean_and_error
 from distrl.local.pretrain import pretrain
 from distrl.local.train import Round, train_local
 from distrl.policy import Policy
+from distrl.tasks.draw import Curriculum
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 ALGORITHMS = ("a-ride", "digirl", "filtered-bc")
@@ -103,22 +104,25 @@ shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20);
 with the actor's learning rate ramped up over its first 50 updates."""
-_SUFFIXES = re.compile(r"(?:-u([1-9]\d*))?(?:-t(\d)(\d))?$")
+_SUFFIXES = re.compile(r"(?:-u([1-9]\d*))?(?:-t(\d)(\d))?(-learn)?$")
 """Any variant may end with ``-uN``, N learner updates per round instead of ``--updates`` (the
 update-to-data ratio: ``a-ride-u8`` does 8 updates per 16 episodes), then ``-tXY``, collecting at
 temperature X.Y instead of 1 (``a-ride-t05``: A-RIDE's defaults, sampled at 0.5; ``a-ride-t00``:
-greedy). The behaviour log-prob is the sampled distribution's, so A-RIDE's ρ stays right."""
+greedy; the behaviour log-prob is the sampled distribution's, so A-RIDE's ρ stays right), then
+``-learn``, drawing the train tasks by the ``learnability`` curriculum instead of in turn
+(``[tasks] curriculum``)."""
 VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
 
 
-def _collection(variant: str) -> tuple[str, float, int | None]:
-    """The variant without its suffixes, its collection temperature (1 when it names none) and its
-    updates per round (None: ``--updates``)."""
+def _collection(variant: str) -> tuple[str, float, int | None, Curriculum]:
+    """The variant without its suffixes, its collection temperature (1 when it names none), its
+    updates per round (None: ``--updates``) and its curriculum."""
     found = _SUFFIXES.search(variant)
     assert found is not None  # every part of the pattern is optional
     updates = None if found[1] is None else int(found[1])
     temperature = 1.0 if found[2] is None else int(found[2]) + int(found[3]) / 10
-    return variant[: found.start()], temperature, updates
+    curriculum: Curriculum = "learnability" if found[4] else "uniform"
+    return variant[: found.start()], temperature, updates, curriculum
 
 
 _SPLIT_LABELS = {
@@ -136,7 +140,7 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    base, _, _ = _collection(variant)
+    base, _, _, _ = _collection(variant)
     changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
@@ -260,7 +264,7 @@ def _start(model: str, splits: dict[str, tuple[int | None, float]], seed: int) -
 
 def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     """Train ``job``'s variant for its budget, evaluate it on every split, and say how it went."""
-    _, temperature, _ = _collection(job.variant)
+    _, temperature, _, curriculum = _collection(job.variant)
     policy = Policy.load(
         PolicySettings(model=job.model, temperature=temperature), device="cpu", seed=job.seed
     )
@@ -281,6 +285,7 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
         episodes=job.episodes,
         updates=job.updates,
         on_round=progress,
+        curriculum=curriculum,
     )
     rates = [r.success_rate for r in rounds]
     first_third, last_third = _gain(rates)
@@ -289,6 +294,7 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
         "updates": learner.updates,
         "updates_per_round": job.updates,
         "temperature": temperature,
+        "curriculum": curriculum,
         "rounds": len(rounds),
         "episodes": sum(r.episodes for r in rounds),
         "train_success_first_third": round(first_third, 4),

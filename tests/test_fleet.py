@@ -6,6 +6,7 @@ and each trajectory arrives once.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import getpass
 import os
@@ -29,6 +30,8 @@ from distrl.episodes import read_episodes
 from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.stop import Stop
+from distrl.fleet.wiring import Fleet
+from distrl.records import EndReason, Trajectory
 from distrl.sim.suites import tasks
 from distrl.tasks.sampler import TaskSampler
 from distrl.worker import WEIGHTS_DELAY_ENV
@@ -480,6 +483,41 @@ async def test_a_failing_device_rests_is_tried_again_then_retired_and_the_run_sa
     assert "2 device(s) retired" in stats.achieved_nothing
     rests = [r.getMessage() for r in caplog.records if "trying it again in 10 s" in r.getMessage()]
     assert len(rests) == 2, rests  # one rest per device
+
+
+async def test_the_ledger_tells_the_curriculum_each_outcome(tmp_path: Path) -> None:
+    # [tasks] curriculum = "learnability": what the ledger scores reaches the sampler's draw, which then
+    # hands out the task solved now and then more often than the ones always solved or never.
+    text = f"""
+[tasks]
+curriculum = "learnability"
+[[hosts]]
+name = "local"
+address = "localhost"
+[hosts.devices]
+sim = 1
+{small_run(tmp_path)}"""
+    inventory = parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+    pool = tasks("general", "train")[:3]
+    fleet = Fleet.build(inventory, pool, rng=random.Random(0), limit=None)
+    swept = [await fleet.sampler.take() for _ in pool]
+    assert sorted(job[1].id for job in swept if job) == sorted(task.id for task in pool)
+    for k in range(8):
+        for task, success in ((pool[0], k % 2 == 0), (pool[1], True), (pool[2], False)):
+            await fleet.ledger.arrive(
+                Trajectory(
+                    id=f"{task.id}/{k}",
+                    task=task,
+                    host="local",
+                    device="sim-0",
+                    steps=(),
+                    final_observation=None,
+                    end_reason=EndReason.COMPLETE,
+                    success=success,
+                )
+            )
+    handed = collections.Counter(job[1].id for job in [await fleet.sampler.take() for _ in range(600)] if job)
+    assert handed[pool[0].id] > 2 * max(handed[pool[1].id], handed[pool[2].id])  # about 4.8 times
 
 
 async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() -> None:

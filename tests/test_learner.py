@@ -23,6 +23,7 @@ from distrl.local.train import Round, train_local
 from distrl.policy import Policy
 from distrl.records import Action, ActionType, Trajectory
 from distrl.sim.suites import tasks
+from distrl.tasks.draw import LearnabilityDraw, TaskDraw, split_tasks, task_draw
 
 WIDTH, HEIGHT = 270, 600
 
@@ -431,6 +432,28 @@ def test_train_local_plays_trains_and_checkpoints(tmp_path: Path) -> None:
     assert latest.name == "step-000000002"
     with pytest.raises(ValueError, match="budget"):
         train_local(learner)
+
+
+def test_train_local_draws_by_its_curriculum_from_every_outcome(monkeypatch: pytest.MonkeyPatch) -> None:
+    import distrl.local.train as local_train
+
+    draws: list[LearnabilityDraw] = []
+
+    def kept(*args: Any, **kwargs: Any) -> TaskDraw:
+        draw = task_draw(*args, **kwargs)
+        assert isinstance(draw, LearnabilityDraw)
+        draws.append(draw)
+        return draw
+
+    monkeypatch.setattr(local_train, "task_draw", kept)
+    learner = Learner(_policy(), LearnerSettings(batch_size=2, micro_batch=8), seed=0)
+    rounds = train_local(
+        learner, rounds=2, episodes=2, updates=0, width=WIDTH, height=HEIGHT, curriculum="learnability"
+    )
+    assert [r.episodes for r in rounds] == [2, 2]
+    (draw,) = draws  # one draw for the whole run, told every episode's outcome
+    played = [task for task in split_tasks("general", "train") if draw.learnability(task) < 0.25]
+    assert len(played) == 4  # 4 tasks of the first sweep, each now less uncertain than an unplayed one
 
 
 def test_the_actor_waits_for_the_critic_warm_up(played: list[Trajectory]) -> None:

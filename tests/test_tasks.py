@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import random
+import typing
 from pathlib import Path
 
 import pytest
 
 from distrl.cli import main
 from distrl.config import parse_inventory
+from distrl.config.settings import TaskSettings
 from distrl.errors import ConfigError, TaskFileError
 from distrl.fleet.scoring import run_tasks
-from distrl.records import Check, ParamValue, Task
+from distrl.records import Check, EndReason, ParamValue, Task, Trajectory
 from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
 from distrl.tasks.checks import check_from_json
-from distrl.tasks.draw import TaskDraw, split_tasks
+from distrl.tasks.draw import CURRICULA, LearnabilityDraw, TaskDraw, split_tasks, task_draw
 
 AIRPLANE = {"command": "settings get global airplane_mode_on", "equals": "1"}
 
@@ -448,3 +451,66 @@ def test_split_tasks_reads_a_registered_source_or_a_task_file(tmp_path: Path) ->
         split_tasks("general", "nonsense")
     with pytest.raises(ValueError, match="no task source 'nowhere'"):
         split_tasks("nowhere", "train")
+
+
+def _played(task: Task, success: bool | None, end: EndReason = EndReason.COMPLETE) -> Trajectory:
+    return Trajectory(
+        id=f"{task.id}/{success}",
+        task=task,
+        host="h",
+        device="d",
+        steps=(),
+        final_observation=None,
+        end_reason=end,
+        success=success,
+    )
+
+
+def test_the_learnability_curriculum_plays_every_task_once_then_favours_those_solved_now_and_then() -> None:
+    pool = split_tasks("general", "test")[:6]
+    sometimes, always, never, *unplayed = pool
+    draw = task_draw(pool, random.Random(5), "learnability")
+    assert isinstance(draw, LearnabilityDraw)
+    first = draw.take(len(pool))
+    assert sorted(task.id for task in first) == sorted(task.id for task in pool)  # a sweep first
+    for k in range(8):
+        draw.record(_played(sometimes, k % 2 == 0))
+        draw.record(_played(always, True))
+        draw.record(_played(never, False))
+    assert draw.learnability(sometimes) == pytest.approx(0.25)  # p̂ = 4.5 / 9
+    assert draw.learnability(always) == pytest.approx(draw.learnability(never))
+    assert draw.learnability(never) == pytest.approx(1 / 18 * 17 / 18)  # p̂ = 0.5 / 9
+    assert draw.learnability(unplayed[0]) == 0.25  # nothing known yet: as uncertain as can be
+    counts = collections.Counter(task.id for task in draw.take(3000))
+    # drawn in proportion to p̂(1 − p̂): 0.25 for the half-solved and the three unplayed, 0.052 for the others
+    share = {task.id: counts[task.id] / 3000 for task in pool}
+    assert 0.21 < share[sometimes.id] < 0.27
+    assert 0.03 < share[always.id] < 0.07
+    assert 0.03 < share[never.id] < 0.07
+    assert all(0.21 < share[task.id] < 0.27 for task in unplayed)
+    # the window forgets: 8 successes in a row and the task is as sure as the always-solved one
+    for _ in range(8):
+        draw.record(_played(sometimes, True))
+    assert draw.learnability(sometimes) == pytest.approx(draw.learnability(always))
+
+
+def test_the_curriculum_counts_only_scored_episodes_played_out() -> None:
+    pool = split_tasks("general", "test")[:2]
+    draw = LearnabilityDraw(pool, random.Random(0), window=4)
+    draw.record(_played(pool[0], None))  # no score
+    draw.record(_played(pool[0], False, EndReason.DEVICE_ERROR))  # cut short by its device
+    draw.record(_played(pool[0], False, EndReason.CANCELLED))
+    assert draw.learnability(pool[0]) == 0.25
+    draw.record(_played(pool[0], False, EndReason.STEP_LIMIT))  # a failure of the policy's own
+    assert draw.learnability(pool[0]) < 0.25
+    uniform = task_draw(pool, random.Random(0))
+    uniform.record(_played(pool[0], True))  # the uniform draw ignores outcomes: its order is the seed's
+    assert uniform.take(6) == TaskDraw(pool, random.Random(0)).take(6)
+    with pytest.raises(ValueError, match="unknown curriculum 'hardest'; choose one of uniform, learnability"):
+        task_draw(pool, random.Random(0), "hardest")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="window must be ≥ 1"):
+        LearnabilityDraw(pool, random.Random(0), window=0)
+    # the inventory's choices are the draw's
+    field = TaskSettings.__dataclass_fields__["curriculum"]
+    assert typing.get_args(typing.get_type_hints(TaskSettings)["curriculum"]) == CURRICULA
+    assert field.default == "uniform"

@@ -133,6 +133,10 @@ class TaskSettings:
     phones and the judge elsewhere, a file task with checks ``adb``, and a bare goal the judge. ``sim``
     also says that adb devices are ``python -m distrl sim``. A run refuses to start when some task
     cannot be scored (``distrl.tasks.evaluators``)."""
+    curriculum: Literal["uniform", "learnability"] = "uniform"
+    """Which task ``run`` plays next (``distrl.tasks.draw``): ``uniform`` (every task once in a shuffled
+    order, again and again) or ``learnability`` (every task once, then each in proportion to p̂(1 − p̂),
+    its success over its last 8 scored episodes: more of the tasks the policy solves now and then)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -71,14 +71,16 @@ class Fleet:
         version; without, the ledger keeps them (``collect``)."""
         run = inventory.run
         stop = Stop()
-        sampler = TaskSampler(tasks, rng, run_name=run.name, limit=limit, stop=stop)
+        sampler = TaskSampler(
+            tasks, rng, run_name=run.name, limit=limit, stop=stop, curriculum=inventory.tasks.curriculum
+        )
         ledger = Ledger(
             stop=stop,
             limit=limit,
             version=(lambda: publisher.version) if publisher else (lambda: 0),
             trainer=trainer,
             keep=trainer is None,
-            record=_record(recorder, curves),
+            record=_record(recorder, curves, sampler),
         )
         judging = _judging(inventory, tasks, ledger, stop)
         sessions = Sessions(
@@ -170,15 +172,16 @@ class Fleet:
         return stats
 
 
-def _record(recorder: Recorder | None, curves: Curves | None) -> Callable[[Trajectory], None] | None:
-    """Where the ledger hands each counted trajectory: the recorder's queue, the curves' samples."""
-    sinks: list[Callable[[Trajectory], None]] = []
+def _record(
+    recorder: Recorder | None, curves: Curves | None, sampler: TaskSampler
+) -> Callable[[Trajectory], None]:
+    """Where the ledger hands each counted trajectory: the sampler's curriculum, the recorder's queue, the
+    curves' samples."""
+    sinks: list[Callable[[Trajectory], None]] = [sampler.record]
     if recorder is not None:
         sinks.append(recorder.offer)
     if curves is not None:
         sinks.append(curves.sample)
-    if len(sinks) < 2:
-        return sinks[0] if sinks else None
 
     def record(trajectory: Trajectory) -> None:
         for sink in sinks:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from distrl.learner.checkpoint import Checkpoints
 from distrl.learner.core import Learner, UpdateReport
 from distrl.local.play import rollouts
-from distrl.tasks.draw import TaskDraw, split_tasks
+from distrl.tasks.draw import Curriculum, split_tasks, task_draw
 
 __all__ = ["Round", "train_local"]
 
@@ -57,23 +57,26 @@ def train_local(
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int = 0,
     on_round: Callable[[Round], None] | None = None,
+    curriculum: Curriculum = "uniform",
 ) -> list[Round]:
     """Play and train for ``rounds`` rounds or ``minutes`` of wall time, whichever ends first.
 
     With ``checkpoints``, the learner is saved every ``checkpoint_every`` rounds (0: never) and after the
-    last round. Returns the rounds, each also passed to ``on_round`` as it ends.
+    last round. ``curriculum`` draws the tasks as ``[tasks] curriculum`` does in the fleet
+    (``distrl.tasks.draw``), from the outcomes of every round so far. Returns the rounds, each also passed
+    to ``on_round`` as it ends.
     """
     if rounds is None and minutes is None:
         raise ValueError("give rounds or minutes (or both): training needs a budget")
     if episodes < 1 or updates < 0:
         raise ValueError(f"episodes must be ≥ 1 and updates ≥ 0, got {episodes} and {updates}")
-    pool = split_tasks(suite, "train")
+    draw = task_draw(split_tasks(suite, "train"), learner.rng, curriculum)
     budget_s = math.inf if minutes is None else minutes * 60.0
     started = time.monotonic()
     done: list[Round] = []
     while (rounds is None or len(done) < rounds) and time.monotonic() - started < budget_s:
         version = learner.version
-        chosen = TaskDraw(pool, learner.rng).take(episodes)
+        chosen = draw.take(episodes)
         played = rollouts(
             learner.policy,
             chosen,
@@ -86,6 +89,7 @@ def train_local(
         )
         for trajectory in played:
             learner.add(trajectory)
+            draw.record(trajectory)
         reports = []
         for _ in range(updates):
             report = learner.update()

@@ -1,19 +1,33 @@
-"""The one task draw: which tasks a run plays, in a seeded shuffled order that cycles.
+"""The one task draw: which tasks a run plays, in a seeded shuffled order that cycles, or by a curriculum.
 
 Every task of the pool comes once before any comes twice, so a short run still covers the pool evenly.
 The fleet's ``TaskSampler`` hands tasks out in this order; so do the in-process runs (``distrl.local``:
 evaluation, ``train_local``, demonstrations, judge calibration).
+
+A run that trains may draw by a curriculum instead (``[tasks] curriculum``, ``task_draw``):
+``learnability`` plays every task once in the shuffled order, then draws each task in proportion to
+p̂(1 − p̂), its estimated success p̂ over its last ``window`` scored episodes. A task the policy always
+solves, or never, teaches little: every episode's advantage is about zero where every episode ends the
+same. One it solves now and then is where its successes and failures differ, and what RL can learn
+from (the "learnability" of Rutherford et al. 2024, "No Regrets"; DigiRL's instruction-level curriculum
+favours such tasks too, ``reference/paper.md`` §5). p̂ = (successes + ½)/(episodes + 1) keeps every task
+in the draw: a task failed 8 times in a row is still drawn a fifth as often as one solved half the time.
 """
 
 from __future__ import annotations
 
+import collections
 import random
 from collections.abc import Sequence
+from typing import Literal, get_args
 
-from distrl.records import Task
+from distrl.records import Task, Trajectory
 from distrl.tasks.registry import task_source
 
-__all__ = ["TaskDraw", "split_tasks"]
+__all__ = ["CURRICULA", "Curriculum", "LearnabilityDraw", "TaskDraw", "split_tasks", "task_draw"]
+
+Curriculum = Literal["uniform", "learnability"]
+CURRICULA: tuple[Curriculum, ...] = get_args(Curriculum)
 
 
 class TaskDraw:
@@ -37,6 +51,49 @@ class TaskDraw:
         if count < 0:
             raise ValueError(f"the number of tasks must be ≥ 0, got {count}")
         return [self.next() for _ in range(count)]
+
+    def record(self, trajectory: Trajectory) -> None:
+        """An episode came back: the uniform draw does not look at outcomes."""
+
+
+class LearnabilityDraw(TaskDraw):
+    """The ``learnability`` curriculum (module docstring): each task once, then by p̂(1 − p̂)."""
+
+    def __init__(self, pool: Sequence[Task], rng: random.Random, *, window: int = 8) -> None:
+        super().__init__(pool, rng)
+        if window < 1:
+            raise ValueError(f"the curriculum's window must be ≥ 1 episode, got {window}")
+        self._first = rng.sample(self._pool, len(self._pool))[::-1]
+        """The first sweep, popped from the end: every task once before any is drawn by its outcomes."""
+        self._outcomes: dict[str, collections.deque[bool]] = collections.defaultdict(
+            lambda: collections.deque(maxlen=window)
+        )
+
+    def next(self) -> Task:
+        if self._first:
+            return self._first.pop()
+        return self._rng.choices(self._pool, weights=[self.learnability(task) for task in self._pool])[0]
+
+    def record(self, trajectory: Trajectory) -> None:
+        """``trajectory``'s outcome counts for its task if it was scored and played out (one cut short by
+        its device, or with no score, says nothing of the task)."""
+        if trajectory.success is not None and not trajectory.cut_short:
+            self._outcomes[trajectory.task.id].append(trajectory.success)
+
+    def learnability(self, task: Task) -> float:
+        """p̂(1 − p̂) for ``task``: ¼ before any outcome, less the surer its outcome."""
+        outcomes = self._outcomes.get(task.id, ())
+        estimate = (sum(outcomes) + 0.5) / (len(outcomes) + 1)
+        return estimate * (1.0 - estimate)
+
+
+def task_draw(pool: Sequence[Task], rng: random.Random, curriculum: Curriculum = "uniform") -> TaskDraw:
+    """The draw of ``pool`` for ``curriculum``: ``uniform`` (``TaskDraw``) or ``learnability``."""
+    if curriculum == "uniform":
+        return TaskDraw(pool, rng)
+    if curriculum == "learnability":
+        return LearnabilityDraw(pool, rng)
+    raise ValueError(f"unknown curriculum {curriculum!r}; choose one of {', '.join(CURRICULA)}")
 
 
 def split_tasks(source: str, split: str) -> list[Task]:

@@ -1,7 +1,8 @@
 """The task sampler: which task each free device plays next, and the account of every task handed out.
 
-Tasks come in the one task draw's order (``distrl.tasks.draw``: seeded, shuffled, cycling); the task
-of an episode that failed goes back to the front. With an episode budget (``collect``'s episodes,
+Tasks come in the one task draw's order (``distrl.tasks.draw``: seeded, shuffled, cycling, or by a
+curriculum that reads each scored episode's outcome, ``record``); the task of an episode that failed goes
+back to the front. With an episode budget (``collect``'s episodes,
 ``run.max_trajectories``) a free session waits while every episode still needed is out: one that fails
 puts its task back, for any host still up.
 """
@@ -17,8 +18,8 @@ from typing import Protocol
 import anyio
 
 from distrl.errors import DistrlError
-from distrl.records import Task
-from distrl.tasks.draw import TaskDraw
+from distrl.records import Task, Trajectory
+from distrl.tasks.draw import Curriculum, task_draw
 
 __all__ = ["TaskSampler"]
 
@@ -33,11 +34,18 @@ class TaskSampler:
     """Hands out ``(episode id, task)``; counts what it handed out and what came back failed."""
 
     def __init__(
-        self, pool: Sequence[Task], rng: random.Random, *, run_name: str, limit: int | None, stop: _Stop
+        self,
+        pool: Sequence[Task],
+        rng: random.Random,
+        *,
+        run_name: str,
+        limit: int | None,
+        stop: _Stop,
+        curriculum: Curriculum = "uniform",
     ) -> None:
         if not pool:
             raise DistrlError("there are no tasks to run")
-        self._draw = TaskDraw(pool, rng)
+        self._draw = task_draw(pool, rng, curriculum)
         self._returned: collections.deque[Task] = collections.deque()
         self._limit = limit
         self._stop = stop
@@ -65,6 +73,10 @@ class TaskSampler:
         task = self._returned.popleft() if self._returned else self._draw.next()
         self.handed_out += 1
         return f"{self._prefix}/{self.handed_out:07d}", task
+
+    def record(self, trajectory: Trajectory) -> None:
+        """A trajectory came back: its outcome goes to the curriculum (``TaskDraw.record``)."""
+        self._draw.record(trajectory)
 
     def failed_episode(self, task: Task, reason: str) -> None:
         """An episode of ``task`` did not come back: count it, and hand its task out again."""
