@@ -325,3 +325,36 @@ def test_a_worker_running_other_distrl_code_is_refused_at_the_handshake(tmp_path
     assert f"host 'stale' runs distrl {package.__version__} (build " in result.stdout
     assert "install the same distrl on both" in result.stdout
     assert_one_sentence_error(result, 1, "1 of 1 host(s) failed: stale")
+
+
+def test_adapter_names_an_adapter_a_checkpoint_or_a_runs_latest_checkpoint(tmp_path: Path) -> None:
+    from distrl.cli import _parser
+    from distrl.learner.checkpoint import Checkpoints
+
+    def adapter(folder: Path) -> None:
+        (folder / "adapter").mkdir()
+        (folder / "adapter" / "adapter_config.json").write_text("{}")
+
+    run = tmp_path / "runs" / "distrl"
+    checkpoints = Checkpoints(run / "checkpoints")
+    older = checkpoints.write(50, adapter)
+    newest = checkpoints.write(100, adapter)
+    parser = _parser()
+
+    def given(text: str) -> str:
+        result: str = parser.parse_args(["eval", "tiny-bc", "--adapter", text]).adapter
+        assert (
+            parser.parse_args(
+                ["collect", "hosts.toml", "--episodes", "1", "--out", "o", "--adapter", text]
+            ).adapter
+            == result
+        )
+        return result
+
+    assert given(str(older / "adapter")) == str(older / "adapter")  # an adapter folder as it is
+    assert given(str(older)) == str(older / "adapter")  # a checkpoint's
+    assert given(str(run / "checkpoints")) == str(newest / "adapter")  # the latest of a run's checkpoints
+    assert given(str(run)) == str(newest / "adapter")  # a run's output folder
+    # anything else goes to the loader as a full path, for it to say what is wrong
+    assert given(str(run / "checkpoints" / "latest" / "adapter")) == str(run / "checkpoints/latest/adapter")
+    assert given("") == ""

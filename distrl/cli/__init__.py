@@ -18,6 +18,7 @@ from distrl.cli.common import (
     EXIT_TERMINATED,
     EXIT_USAGE,
     Terminated,
+    _adapter,
     _fail,
     _fault_rates,
     _integer,
@@ -53,6 +54,12 @@ distrl trains phone-control agents with asynchronous distributed reinforcement l
 Start with:  python -m distrl init         (writes hosts.toml, every key documented)
              python -m distrl run hosts.toml
 """
+
+
+_ADAPTER_HELP = (
+    "a PEFT adapter folder to apply; or a checkpoint folder (its adapter), or a run's output or checkpoints"
+    " folder (the adapter of its latest checkpoint)"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -340,7 +347,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODEL",
         help="tiny, tiny-bc, expert (sim devices only) or a model folder (default: the inventory's [policy])",
     )
-    collect.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    collect.add_argument("--adapter", default="", type=_adapter, metavar="FOLDER", help=_ADAPTER_HELP)
     collect.add_argument(
         "--episodes", type=_positive_int, required=True, metavar="N", help="episodes to bring back"
     )
@@ -417,7 +424,7 @@ def _parser() -> argparse.ArgumentParser:
         "template.",
     )
     evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
-    evaluate.add_argument("--adapter", default="", metavar="FOLDER", help="a PEFT adapter folder to apply")
+    evaluate.add_argument("--adapter", default="", type=_adapter, metavar="FOLDER", help=_ADAPTER_HELP)
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
     evaluate.add_argument(
         "--split",

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -148,6 +149,26 @@ def _screen(text: str) -> tuple[int, int]:
     if width < 1 or height < 1:
         raise argparse.ArgumentTypeError(f"screen sides must be positive, got {text!r}")
     return width, height
+
+
+def _adapter(text: str) -> str:
+    """``--adapter``: a PEFT adapter folder, or a checkpoint's folder (its ``adapter/``), or a run's
+    checkpoints folder or output folder (the adapter of its latest checkpoint); the folder it names, in
+    full. Any other path is left for the loader to refuse with its reason."""
+    if not text:
+        return text  # none
+    folder = Path(text).expanduser()
+    for candidate in (folder, folder / "adapter"):
+        if (candidate / "adapter_config.json").is_file():
+            return str(candidate.resolve())
+    for root in (folder, folder / "checkpoints"):
+        if (root / "latest").is_file():
+            from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
+
+            latest = Checkpoints(root).latest()
+            if latest is not None and (latest / "adapter" / "adapter_config.json").is_file():
+                return str((latest / "adapter").resolve())
+    return str(folder.resolve())
 
 
 def _logging(verbosity: int) -> None:

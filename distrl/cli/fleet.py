@@ -281,7 +281,7 @@ def _collect(args: argparse.Namespace) -> int:
         model = args.policy if args.policy in BUILT_IN_MODELS else str(Path(args.policy).resolve())
         policy = dataclasses.replace(policy, model=model, adapter="")
     if args.adapter:
-        policy = dataclasses.replace(policy, adapter=str(Path(args.adapter).resolve()))
+        policy = dataclasses.replace(policy, adapter=args.adapter)
     if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
         return _fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
     writer = EpisodeWriter(args.out)
