@@ -6,7 +6,8 @@ them out.
 - Evaluators (``distrl.tasks.evaluators`` decides which scores each task): ``sim`` (the simulated
   phone's state), ``adb`` (shell checks on any Android, ``distrl.tasks.checks``) and ``judge`` (a VLM
   over an OpenAI-compatible endpoint, ``distrl.tasks.judge``).
-- ``TaskSampler``: which task each free device plays next.
+- ``TaskSampler``: which task each free device plays next (in turn, or by a curriculum:
+  ``distrl.tasks.draw``).
 - ``distrl.tasks.registry``: task sources and evaluators by name, as packages register them (entry
   points; the sim registers its suites and its ``sim`` evaluator), for code that may not import them.
 
