@@ -328,7 +328,7 @@ def test_a_worker_running_other_distrl_code_is_refused_at_the_handshake(tmp_path
 
 
 def test_adapter_names_an_adapter_a_checkpoint_or_a_runs_latest_checkpoint(tmp_path: Path) -> None:
-    from distrl.cli import _parser
+    from distrl.cli.parsers import build_parser
     from distrl.learner.checkpoint import Checkpoints
 
     def adapter(folder: Path) -> None:
@@ -339,7 +339,7 @@ def test_adapter_names_an_adapter_a_checkpoint_or_a_runs_latest_checkpoint(tmp_p
     checkpoints = Checkpoints(run / "checkpoints")
     older = checkpoints.write(50, adapter)
     newest = checkpoints.write(100, adapter)
-    parser = _parser()
+    parser = build_parser()
 
     def given(text: str) -> str:
         result: str = parser.parse_args(["eval", "tiny-bc", "--adapter", text]).adapter
