@@ -616,6 +616,10 @@ def test_an_evaluation_minus_another_pairs_them_task_by_task() -> None:
     assert error == pytest.approx(math.sqrt(1 / 12 / 3))
     assert before.minus(after) == pytest.approx((-1 / 3, error))
     assert after.minus(after) == (0.0, 0.0)
+    # what the mean nets out: the second task is gained (solved once, never before), none is lost
+    assert after.changes_from(before) == (1, 0)
+    assert before.changes_from(after) == (0, 1)
+    assert after.changes_from(after) == (0, 0)
     reordered = Evaluation(
         suite="general",
         split="train",
@@ -650,7 +654,11 @@ def test_cli_eval_against_the_start_pairs_the_adapter_with_its_model(tmp_path: P
         assert [a["task"] for a in after["outcomes"]] == [b["task"] for b in before["outcomes"]]
         mean = sum(differences) / 4
         spread = math.sqrt(sum((d - mean) ** 2 for d in differences) / 3 / 4)
-        assert figures["difference"][decoding] == pytest.approx({"mean": mean, "standard_error": spread})
+        gained = sum(d == 1 for d in differences)  # one play each: a task is gained or lost whole
+        lost = sum(d == -1 for d in differences)
+        assert figures["difference"][decoding] == pytest.approx(
+            {"mean": mean, "standard_error": spread, "gained": gained, "lost": lost}
+        )
         assert mean == pytest.approx(after["success_rate"] - before["success_rate"])
     alone = json.loads(
         _distrl(
@@ -676,9 +684,16 @@ def test_cli_eval_against_the_start_pairs_the_adapter_with_its_model(tmp_path: P
         in text.stdout
     )
     line = re.search(
-        r"^greedy +start (\d+\.\d)% ± \d+\.\d% +difference ([+-]\d+\.\d) ± \d+\.\d points$", text.stdout, re.M
+        r"^greedy +start (\d+\.\d)% ± \d+\.\d% +difference ([+-]\d+\.\d) ± \d+\.\d points"
+        r" +\(solves (\d+) tasks the start never does, never solves (\d+) it does\)$",
+        text.stdout,
+        re.M,
     )
     assert line, text.stdout
+    assert [int(line[3]), int(line[4])] == [
+        figures["difference"]["greedy"]["gained"],
+        figures["difference"]["greedy"]["lost"],
+    ]
     greedy = figures["greedy"]["success_rate"] - figures["start"]["greedy"]["success_rate"]
     assert float(line[2]) == pytest.approx(100 * greedy, abs=0.05)
     _one_sentence(_distrl("eval", "tiny-bc", "--against-start", cwd=tmp_path), 2, "--adapter")

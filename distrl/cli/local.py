@@ -229,9 +229,11 @@ def _eval(args: argparse.Namespace) -> int:
         _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
         for (temperature, before), (_, after) in zip(start, results, strict=True):
             difference, error = after.minus(before)
+            gained, lost = after.changes_from(before)
             _say(
                 f"{_decoding(temperature):<15} start {before.success_rate:.1%} ± {before.standard_error:.1%}"
                 f"   difference {100 * difference:+.1f} ± {100 * error:.1f} points"
+                f"   (solves {gained} tasks the start never does, never solves {lost} it does)"
             )
     return 0
 
@@ -276,7 +278,13 @@ def _eval_json(
         difference: dict[str, object] = {"greedy": None, "sampled": None}
         for (temperature, was), (_, now) in zip(start, results, strict=True):
             mean, error = now.minus(was)
-            difference["greedy" if temperature == 0 else "sampled"] = {"mean": mean, "standard_error": error}
+            gained, lost = now.changes_from(was)
+            difference["greedy" if temperature == 0 else "sampled"] = {
+                "mean": mean,
+                "standard_error": error,
+                "gained": gained,
+                "lost": lost,
+            }
         out["difference"] = difference
     return out
 

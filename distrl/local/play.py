@@ -129,22 +129,34 @@ class Evaluation:
         ``mean_and_error`` of the differences of each task's success rates (over its plays). Pairing
         removes the tasks' own difficulty from the error, so it needs the same tasks in the same order
         (the same suite, split, ``episodes`` and seed); raises ``ValueError`` when they differ."""
-        mine, theirs = self.per_task(), before.per_task()
-        if [task.id for task, _, _ in mine] != [task.id for task, _, _ in theirs]:
-            raise ValueError("paired evaluations need the same tasks in the same order")
-        pairs = zip(mine, theirs, strict=True)
-        return mean_and_error([won / plays - was / had for (_, won, plays), (_, was, had) in pairs])
+        return mean_and_error([won / plays - was / had for (won, plays), (was, had) in self._paired(before)])
+
+    def changes_from(self, before: Evaluation) -> tuple[int, int]:
+        """The tasks this evaluation solves (at least once) that ``before`` never does, and those
+        ``before`` solves that this never does: what a policy gained and lost against its start, which the
+        mean difference nets out. ``ValueError`` when the tasks differ."""
+        pairs = self._paired(before)
+        gained = sum(won > 0 and was == 0 for (won, _), (was, _) in pairs)
+        lost = sum(was > 0 and won == 0 for (won, _), (was, _) in pairs)
+        return gained, lost
 
     def failures_solved_by(self, other: Evaluation) -> tuple[int, int]:
         """The chosen tasks this evaluation never solves, and how many of them ``other`` (the same tasks
         in the same order, e.g. sampled where this is greedy) solves at least once: the failures that
         RL collecting as ``other`` played can learn from; the rest it must first stumble on. Raises
         ``ValueError`` when the tasks differ."""
+        failed = [was for (won, _), (was, _) in self._paired(other) if won == 0]
+        return len(failed), sum(was > 0 for was in failed)
+
+    def _paired(self, other: Evaluation) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Each chosen task's (successes, plays) here and in ``other``; ``ValueError`` unless both chose
+        the same tasks in the same order."""
         mine, theirs = self.per_task(), other.per_task()
         if [task.id for task, _, _ in mine] != [task.id for task, _, _ in theirs]:
-            raise ValueError("comparing evaluations needs the same tasks in the same order")
-        failed = [was for (_, won, _), (_, was, _) in zip(mine, theirs, strict=True) if won == 0]
-        return len(failed), sum(was > 0 for was in failed)
+            raise ValueError("paired evaluations need the same tasks in the same order")
+        return [
+            ((won, plays), (was, had)) for (_, won, plays), (_, was, had) in zip(mine, theirs, strict=True)
+        ]
 
     def solved_by_template(self) -> dict[str, tuple[int, int]]:
         """Chosen tasks solved at least once in their plays, and chosen tasks, per task template."""
