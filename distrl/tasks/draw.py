@@ -63,15 +63,17 @@ class LearnabilityDraw(TaskDraw):
         super().__init__(pool, rng)
         if window < 1:
             raise ValueError(f"the curriculum's window must be ≥ 1 episode, got {window}")
-        self._first = rng.sample(self._pool, len(self._pool))[::-1]
-        """The first sweep, popped from the end: every task once before any is drawn by its outcomes."""
+        self._swept = 0
+        """Tasks drawn so far in the first sweep: every task once, in the uniform order, before any is
+        drawn by its outcomes."""
         self._outcomes: dict[str, collections.deque[bool]] = collections.defaultdict(
             lambda: collections.deque(maxlen=window)
         )
 
     def next(self) -> Task:
-        if self._first:
-            return self._first.pop()
+        if self._swept < len(self._pool):
+            self._swept += 1
+            return super().next()
         return self._rng.choices(self._pool, weights=[self.learnability(task) for task in self._pool])[0]
 
     def record(self, trajectory: Trajectory) -> None:
