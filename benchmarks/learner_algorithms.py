@@ -55,7 +55,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 import torch
 from plotting import saved_figure
@@ -104,25 +104,40 @@ shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20);
 with the actor's learning rate ramped up over its first 50 updates."""
-_SUFFIXES = re.compile(r"(?:-u([1-9]\d*))?(?:-t(\d)(\d))?(-learn)?$")
+_SUFFIXES = re.compile(r"(?:-u([1-9]\d*))?(?:-t(\d)(\d))?(?:-g(\d\d))?(-learn)?$")
 """Any variant may end with ``-uN``, N learner updates per round instead of ``--updates`` (the
 update-to-data ratio: ``a-ride-u8`` does 8 updates per 16 episodes), then ``-tXY``, collecting at
 temperature X.Y instead of 1 (``a-ride-t05``: A-RIDE's defaults, sampled at 0.5; ``a-ride-t00``:
 greedy; the behaviour log-prob is the sampled distribution's, so A-RIDE's ρ stays right), then
-``-learn``, drawing the train tasks by the ``learnability`` curriculum instead of in turn
-(``[tasks] curriculum``)."""
+``-gNN``, NN% of the episodes played greedily and the rest at that temperature (``[policy]
+greedy_share``: ``a-ride-g25``), then ``-learn``, drawing the train tasks by the ``learnability``
+curriculum instead of in turn (``[tasks] curriculum``)."""
 VARIANTS = (*ALGORITHMS, *ABLATIONS, *OPTIONS)
 
 
-def _collection(variant: str) -> tuple[str, float, int | None, Curriculum]:
-    """The variant without its suffixes, its collection temperature (1 when it names none), its
-    updates per round (None: ``--updates``) and its curriculum."""
+class _Collection(NamedTuple):
+    """How a variant collects, from its suffixes (``_SUFFIXES``)."""
+
+    base: str
+    """The variant without its suffixes."""
+    temperature: float
+    """Its collection temperature (1 when it names none)."""
+    updates: int | None
+    """Its updates per round (None: ``--updates``)."""
+    curriculum: Curriculum
+    greedy_share: float
+
+
+def _collection(variant: str) -> _Collection:
     found = _SUFFIXES.search(variant)
     assert found is not None  # every part of the pattern is optional
-    updates = None if found[1] is None else int(found[1])
-    temperature = 1.0 if found[2] is None else int(found[2]) + int(found[3]) / 10
-    curriculum: Curriculum = "learnability" if found[4] else "uniform"
-    return variant[: found.start()], temperature, updates, curriculum
+    return _Collection(
+        base=variant[: found.start()],
+        temperature=1.0 if found[2] is None else int(found[2]) + int(found[3]) / 10,
+        updates=None if found[1] is None else int(found[1]),
+        curriculum="learnability" if found[5] else "uniform",
+        greedy_share=0.0 if found[4] is None else int(found[4]) / 100,
+    )
 
 
 _SPLIT_LABELS = {
@@ -140,7 +155,7 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
     if entropy_coef is not None:
         settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
-    base, _, _, _ = _collection(variant)
+    base = _collection(variant).base
     changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
@@ -264,9 +279,9 @@ def _start(model: str, splits: dict[str, tuple[int | None, float]], seed: int) -
 
 def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
     """Train ``job``'s variant for its budget, evaluate it on every split, and say how it went."""
-    _, temperature, _, curriculum = _collection(job.variant)
+    collection = _collection(job.variant)
     policy = Policy.load(
-        PolicySettings(model=job.model, temperature=temperature), device="cpu", seed=job.seed
+        PolicySettings(model=job.model, temperature=collection.temperature), device="cpu", seed=job.seed
     )
     learner = Learner(policy, _settings(job.variant, job.lr_actor, job.entropy_coef), seed=job.seed)
 
@@ -285,7 +300,8 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
         episodes=job.episodes,
         updates=job.updates,
         on_round=progress,
-        curriculum=curriculum,
+        curriculum=collection.curriculum,
+        greedy_share=collection.greedy_share,
     )
     rates = [r.success_rate for r in rounds]
     first_third, last_third = _gain(rates)
@@ -293,8 +309,9 @@ def _train(job: _Job) -> tuple[dict[str, object], list[Round]]:
         "seed": job.seed,
         "updates": learner.updates,
         "updates_per_round": job.updates,
-        "temperature": temperature,
-        "curriculum": curriculum,
+        "temperature": collection.temperature,
+        "greedy_share": collection.greedy_share,
+        "curriculum": collection.curriculum,
         "rounds": len(rounds),
         "episodes": sum(r.episodes for r in rounds),
         "train_success_first_third": round(first_third, 4),
@@ -397,7 +414,7 @@ def main() -> None:
     if min(args.train_episodes, args.unseen_episodes) < 0 or args.jobs < 1:
         parser.error("--train-episodes and --unseen-episodes must be ≥ 0, --jobs ≥ 1")
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
-    unknown = sorted({name for name in algorithms if _collection(name)[0] not in VARIANTS})
+    unknown = sorted({name for name in algorithms if _collection(name).base not in VARIANTS})
     if unknown:
         parser.error(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -433,7 +450,7 @@ def main() -> None:
                 args.minutes,
                 args.rounds,
                 args.episodes,
-                _collection(name)[2] or args.updates,
+                _collection(name).updates or args.updates,
                 splits,
                 seeds[0],
             )

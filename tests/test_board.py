@@ -75,6 +75,7 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
         successes=1,
         steps_streamed=30,
         recent=collections.deque([True, False] * 2),
+        recent_greedy=collections.deque([True, True, False]),
     )
     board.tick()
     # the stop: hosts down, the episodes in flight stopped
@@ -82,6 +83,7 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     board.close()
     scalars = _scalars(tmp_path)
     assert set(scalars["collect/success_rate"]) == {(30, 0.25)}  # not a 0 before the first episode
+    assert [(30, pytest.approx(2 / 3))] == scalars["collect/greedy_success_rate_last_100"][:1]
     assert [step for step, _ in scalars["learner/actor_loss"]] == [2]  # not during the warm-up
     assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
     assert [step for step, _ in scalars["learner/kl"]] == [1, 2]  # the anchor's distance to the start
@@ -118,6 +120,9 @@ def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
     assert RunStats().time_left_s is None  # no budget, no estimate
     stopped = RunStats(handed_out=34, failed=collections.Counter(stopped=32, timeout=2))
     assert "0 running, 2 failed, 32 stopped" in stopped.line()  # a stop's cut-short episodes are no failures
+    assert "greedy" not in full  # no greedy episode, no greedy figure
+    greedy = dataclasses.replace(stats, recent_greedy=collections.deque([True, False, False, False]))
+    assert "last 0: 0% success  greedy 25% of 4  hosts" in greedy.line()
 
 
 def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ def _trajectory(name: str, image_format: str = "png", *, success: bool | None = 
         verdict="the final screen shows Wi-Fi on",
         started_at_s=1_700_000_000.0,
         duration_s=2.5,
+        temperature=0.7,
     )
 
 
@@ -103,12 +104,18 @@ def test_an_episode_reads_back_as_it_was_written(tmp_path: Path, image_format: s
         written.verdict,
     )
     assert (read.end_reason, read.started_at_s, read.duration_s) == (EndReason.STEP_LIMIT, 1.7e9, 2.5)
+    assert read.temperature == 0.7
     assert read.final_observation is not None
     assert read.final_observation.width == 27
     if image_format == "jpeg":  # JPEG screens are kept byte for byte
         assert read.steps[0].observation.screenshot == written.steps[0].observation.screenshot
     unscored = read_episode(EpisodeWriter(tmp_path / "u").write(_trajectory("2", success=None)))  # type: ignore[arg-type]
     assert unscored.success is None
+    # an episode written before episodes said their temperature reads back as not saying
+    head = json.loads((folder / "episode.json").read_text())
+    del head["temperature"]
+    (folder / "episode.json").write_text(json.dumps(head))
+    assert read_episode(folder).temperature is None
 
 
 def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -97,6 +97,27 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
         assert [step.index for step in trajectory.steps] == list(range(len(trajectory.steps)))
 
 
+async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path) -> None:
+    """``[policy] greedy_share``: every other episode asked for at temperature 0, which the worker plays
+    greedily (log μ = 0 at every step) and says so; the rest at the settings' temperature."""
+    chosen = tasks("general", "test")[:2]
+    inventory = _inventory(tmp_path, policy="greedy_share = 0.5\ntemperature = 1.0")
+    result = await collect(inventory, tasks=chosen, episodes=8)
+    accounted(result.stats, result.trajectories)
+    by_temperature = collections.defaultdict(list)
+    for trajectory in result.trajectories:
+        by_temperature[trajectory.temperature].append(trajectory)
+    assert sorted(by_temperature) == [0.0, 1.0]
+    assert len(by_temperature[0.0]) == len(by_temperature[1.0]) == 4
+    assert all(step.behaviour_logprob == 0.0 for t in by_temperature[0.0] for step in t.steps)
+    assert all(step.behaviour_logprob < 0.0 for t in by_temperature[1.0] for step in t.steps)
+    # greedy decoding is deterministic: a task's first greedy answer is the same each time
+    first = {t.task.id: t.steps[0].output for t in by_temperature[0.0]}
+    assert all(t.steps[0].output == first[t.task.id] for t in by_temperature[0.0])
+    greedy = [bool(t.success) for t in by_temperature[0.0] if not t.cut_short]
+    assert list(result.stats.recent_greedy) == greedy
+
+
 async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:
     chosen = tasks("general", "train")[:6]
     result = await collect(_inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6)
@@ -109,6 +130,7 @@ async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path
         assert trajectory.end_reason == "complete"
         assert all(step.behaviour_logprob == 0.0 for step in trajectory.steps)
         assert all(parse_action(step.output) == step.action for step in trajectory.steps)
+        assert trajectory.temperature is None  # no model played
     with pytest.raises(ConfigError, match=r"policy\.model: the expert is scripted"):
         await train(_inventory(tmp_path, policy='model = "expert"'))
 

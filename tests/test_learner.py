@@ -456,6 +456,17 @@ def test_train_local_draws_by_its_curriculum_from_every_outcome(monkeypatch: pyt
     assert len(played) == 4  # 4 tasks of the first sweep, each now less uncertain than an unplayed one
 
 
+def test_train_local_plays_its_greedy_share_greedily(monkeypatch: pytest.MonkeyPatch) -> None:
+    learner = Learner(_policy(), LearnerSettings(batch_size=2, micro_batch=8), seed=0)
+    added: list[Trajectory] = []
+    monkeypatch.setattr(learner, "add", added.append)
+    train_local(learner, rounds=2, episodes=4, updates=0, width=WIDTH, height=HEIGHT, greedy_share=0.25)
+    assert [t.temperature for t in added] == [1.0, 1.0, 1.0, 0.0] * 2
+    for trajectory in added:
+        greedy = trajectory.temperature == 0.0
+        assert all((step.behaviour_logprob == 0.0) == greedy for step in trajectory.steps)
+
+
 def test_the_actor_waits_for_the_critic_warm_up(played: list[Trajectory]) -> None:
     learner = _filled("a-ride", played, critic_warmup_updates=2)
     start = _adapter(learner)

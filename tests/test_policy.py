@@ -4,6 +4,7 @@ small screens so that the file stays fast."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -242,6 +243,27 @@ def test_behaviour_logprobs_follow_the_sampling_temperature() -> None:
     cool = _policy(temperature=0.25).sample(BATCH, seed=2)
     cool_at_one, _ = policy.logprobs(BATCH, [sample.text for sample in cool])
     assert sum(s.logprob for s in cool) > float(cool_at_one.detach().sum())
+
+
+def test_one_batch_answers_each_input_at_its_own_temperature() -> None:
+    """A greedy episode's screen beside sampled ones in one batch: the greedy row writes what greedy
+    decoding alone writes (log μ = 0), each sampled row's log μ is its own temperature's, and an input
+    without one takes the settings'."""
+    policy = _policy(temperature=1.0)
+    temperatures = [0.0, None, 0.5]
+    mixed = [dataclasses.replace(item, temperature=t) for item, t in zip(BATCH, temperatures, strict=True)]
+    greedy_alone = _policy(temperature=0.0).sample(BATCH[:1])[0]
+    for seed in (3, 4):
+        samples = policy.sample(mixed, seed=seed)
+        assert samples[0].token_ids == greedy_alone.token_ids
+        assert samples[0].logprob == samples[0].sampled_logprob == 0.0
+        for item, sample, temperature in zip(BATCH[1:], samples[1:], (1.0, 0.5), strict=True):
+            alone, _ = policy.score_tokens([item], [sample.token_ids], temperature=temperature)
+            assert sample.sampled_logprob == _approx(alone.item())
+            assert sample.sampled_logprob < 0
+    # the sampled rows are sampled: other seeds, other answers
+    answers = {tuple(s.token_ids for s in policy.sample(mixed, seed=seed)[1:]) for seed in range(5)}
+    assert len(answers) > 1
 
 
 def test_the_decision_tokens_are_the_values_an_answer_chooses() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest
 
 from distrl.records import (
@@ -133,6 +134,19 @@ def test_a_packed_trajectory_unpacks_to_an_equal_one(final: Observation | None) 
     assert unpack_trajectory(packed) == trajectory
     assert unpack_trajectory(memoryview(packed)) == trajectory
     assert pack_trajectory(unpack_trajectory(packed)) == packed
+
+
+def test_a_trajectory_packed_before_it_kept_its_temperature_unpacks() -> None:
+    """Replay buffers in checkpoints written before ``Trajectory.temperature``: resumed as not saying."""
+    greedy = replace(_trajectory(), temperature=0.0)
+    assert unpack_trajectory(pack_trajectory(greedy)).temperature == 0.0
+    packed = pack_trajectory(_trajectory())
+    (size,) = struct.unpack_from(">I", packed)
+    form = orjson.loads(packed[4 : 4 + size])
+    del form["trajectory"]["temperature"]
+    data = orjson.dumps(form)
+    older = struct.pack(">I", len(data)) + data + packed[4 + size :]
+    assert unpack_trajectory(older) == _trajectory()
 
 
 def test_screens_are_attachments_taken_once_each_not_json() -> None:

@@ -514,3 +514,18 @@ def test_the_curriculum_counts_only_scored_episodes_played_out() -> None:
     field = TaskSettings.__dataclass_fields__["curriculum"]
     assert typing.get_args(typing.get_type_hints(TaskSettings)["curriculum"]) == CURRICULA
     assert field.default == "uniform"
+
+
+def test_a_greedy_share_is_spread_evenly_over_the_episodes() -> None:
+    from distrl.tasks.draw import greedy_turn
+
+    turns = [n for n in range(1, 25) if greedy_turn(n, 0.25)]
+    assert turns == [4, 8, 12, 16, 20, 24]
+    assert not any(greedy_turn(n, 0.0) for n in range(1, 100))
+    assert all(greedy_turn(n, 1.0) for n in range(1, 100))
+    # any stretch of episodes holds its share, to within one episode
+    thirds = [greedy_turn(n, 1 / 3) for n in range(1, 301)]
+    assert all(abs(sum(thirds[i : i + 30]) - 10) <= 1 for i in range(len(thirds) - 30))
+    for episode, share in ((0, 0.5), (1, -0.1), (1, 1.5)):
+        with pytest.raises(ValueError, match="episode must be"):
+            greedy_turn(episode, share)

@@ -130,6 +130,9 @@ def steps(draw: st.DrawFn, index: int | None = None) -> Step:
     )
 
 
+temperatures = st.none() | st.just(0.0) | st.floats(0, 4)
+
+
 @st.composite
 def trajectories(draw: st.DrawFn) -> Trajectory:
     count = draw(st.integers(0, 5))
@@ -145,6 +148,7 @@ def trajectories(draw: st.DrawFn) -> Trajectory:
         verdict=draw(texts),
         started_at_s=draw(st.floats(0, 2e9)),
         duration_s=draw(st.floats(0, 1e4)),
+        temperature=draw(temperatures),
     )
 
 
@@ -192,7 +196,7 @@ messages: st.SearchStrategy[Message] = st.one_of(
         blob=st.binary(max_size=256),
         id=ids,
     ),
-    st.builds(EpisodeRequest, episode_id=names, device=names, task=tasks, id=ids),
+    st.builds(EpisodeRequest, episode_id=names, device=names, task=tasks, temperature=temperatures, id=ids),
     st.builds(StepReport, episode_id=names, step=steps(), id=ids),
     st.builds(TrajectoryReport, trajectory=trajectories(), id=ids),
     st.builds(
@@ -392,6 +396,10 @@ def test_error_report_rebuilds_the_error_class() -> None:
             "Hello.compute.x",
         ),
         (
+            EpisodeRequest(episode_id="e", device="d", task=_trajectory().task, temperature=math.inf),
+            "EpisodeRequest.temperature",
+        ),
+        (
             ErrorReport(ref=1, error=DeviceTimeout("slow", timeout_s=math.nan)),
             "ErrorReport.error.fields.timeout_s",
         ),
@@ -419,6 +427,7 @@ def test_non_finite_floats_are_refused_at_encode_naming_the_field(message: Messa
         Hello(role="worker", protocol=1, distrl_version="0", host="h", devices=(), compute={1: 2}),  # type: ignore[dict-item]
         Weights(version=1, base_version=None, kind="full", checksum="", blob=bytearray(b"x")),  # type: ignore[arg-type]
         StepReport(episode_id="e", step="step"),  # type: ignore[arg-type]
+        EpisodeRequest(episode_id="e", device="d", task=Task(id="t", suite="s", goal="g"), temperature=-1.0),
     ],
 )
 def test_values_with_no_wire_form_are_refused_at_encode(message: Message) -> None:
@@ -632,6 +641,7 @@ def test_an_attachment_used_twice_is_refused() -> None:
         "verdict": "",
         "started_at_s": 0,
         "duration_s": 0,
+        "temperature": None,
     }
     header = {"type": "trajectory_report", "id": 0, "att": [3], "trajectory": trajectory}
     with pytest.raises(WireError, match="already uses"):

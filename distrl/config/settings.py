@@ -380,6 +380,9 @@ class PolicySettings:
     """Weights' dtype; ``auto`` is bfloat16 where the device supports it, else float32."""
     temperature: float = _num(1.0, ge=0)
     """Sampling temperature (0 is greedy)."""
+    greedy_share: float = _num(0.0, ge=0, le=1)
+    """Share of a run's episodes played greedily (temperature 0), spread evenly among the others (at
+    ``temperature``): greedy decoding is what users deploy, and its episodes train it where it acts."""
     max_new_tokens: int = _num(128, gt=0)
     """Longest action text generated."""
     history: int = _num(1, ge=0)

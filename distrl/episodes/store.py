@@ -6,7 +6,8 @@ The format (``FORMAT_VERSION`` 1)::
       <episode id, '/' as '~'>/
         episode.json     the task (id, suite, goal, split, max steps, setup, apps, evaluator), host, device,
                          end reason, success (true, false or null: unscored), the judge's verdict, start
-                         time, duration, the number of steps and the final screen's file (or null)
+                         time, duration, the number of steps, the final screen's file (or null) and the
+                         temperature the model answered at (null, or absent in older episodes: not said)
         steps.jsonl      one object a step: index, goal, output (the model's text), action (the parsed
                          action: type, touch, lift, text; or {"invalid": reason}), logprob, policy_version,
                          reward, duration_s, screen (its file), width, height
@@ -215,6 +216,8 @@ def _check_head(head: object, folder: Path, where: Path) -> None:
     data.number("started_at_s", finite=False)
     data.number("duration_s", finite=False)
     data.integer("steps", minimum=0)
+    if data.has("temperature") and not data.is_null("temperature"):
+        data.number("temperature")
     if data.is_null("final_screen"):
         if not data.is_null("final_size"):
             data.array("final_size")
@@ -327,6 +330,7 @@ def read_episode(path: str | Path) -> Trajectory:
             verdict=head["verdict"],
             started_at_s=head["started_at_s"],
             duration_s=head["duration_s"],
+            temperature=head.get("temperature"),
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"{path} is not an episode of this format: {exc}") from exc
@@ -354,6 +358,7 @@ def _episode_to_json(trajectory: Trajectory, final: str | None) -> dict[str, Any
         "verdict": trajectory.verdict,
         "started_at_s": trajectory.started_at_s,
         "duration_s": trajectory.duration_s,
+        "temperature": trajectory.temperature,
         "steps": len(trajectory.steps),
         "final_screen": final,
         "final_size": None

@@ -152,6 +152,7 @@ class Gauges:
             retired=self.sessions.retired,
             ended=self.stop.reason,
             recent=ledger.recent.copy(),
+            recent_greedy=ledger.recent_greedy.copy(),
         )
 
 
@@ -238,6 +239,8 @@ class Curves:
             writer.add_scalar("collect/success_rate", stats.success_rate, x)
         if stats.recent:
             writer.add_scalar("collect/success_rate_last_100", stats.recent_success_rate, x)
+        if stats.recent_greedy:
+            writer.add_scalar("collect/greedy_success_rate_last_100", stats.recent_greedy_success_rate, x)
         writer.add_scalar("collect/trajectories", self._episodes_before + stats.completed, x)
         # episodes the stop cut off are not failures
         writer.add_scalar("collect/failed", stats.failures, x)

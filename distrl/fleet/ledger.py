@@ -99,6 +99,10 @@ class RunStats:
     error."""
     recent: collections.deque[bool] = dataclasses.field(default_factory=lambda: collections.deque(maxlen=100))
     """Success of the last 100 trajectories, oldest first."""
+    recent_greedy: collections.deque[bool] = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=100)
+    )
+    """Success of the last 100 played greedily (``[policy] greedy_share``), oldest first."""
 
     @property
     def achieved_nothing(self) -> str:
@@ -135,6 +139,11 @@ class RunStats:
     def recent_success_rate(self) -> float:
         """Success over the last 100 trajectories: the one that shows learning."""
         return sum(self.recent) / len(self.recent) if self.recent else 0.0
+
+    @property
+    def recent_greedy_success_rate(self) -> float:
+        """Success over the last 100 trajectories played greedily: what users would deploy, as it is now."""
+        return sum(self.recent_greedy) / len(self.recent_greedy) if self.recent_greedy else 0.0
 
     @property
     def elapsed_s(self) -> float:
@@ -176,6 +185,10 @@ class RunStats:
             parts.append(f"entropy {self.entropy:.2f}")
         parts += [
             f"last {len(self.recent)}: {self.recent_success_rate:.0%} success",
+        ]
+        if self.recent_greedy:
+            parts.append(f"greedy {self.recent_greedy_success_rate:.0%} of {len(self.recent_greedy)}")
+        parts += [
             f"hosts {self.hosts_up}/{self.hosts} up",
             f"{self.in_flight} running, {self.failures} failed"
             + (f", {self.failed['stopped']} stopped" if self.failed.get("stopped") else ""),
@@ -231,6 +244,7 @@ class Ledger:
         self.unscored = 0
         self._unscored_warned = False
         self.recent: collections.deque[bool] = collections.deque(maxlen=100)
+        self.recent_greedy: collections.deque[bool] = collections.deque(maxlen=100)
         self._staleness: collections.defaultdict[str, collections.deque[int]] = collections.defaultdict(
             lambda: collections.deque(maxlen=500)
         )
@@ -266,6 +280,8 @@ class Ledger:
                 )
         elif not trajectory.cut_short:
             self.recent.append(bool(trajectory.success))
+            if trajectory.temperature == 0:
+                self.recent_greedy.append(bool(trajectory.success))
         self.steps += len(trajectory.steps)
         self.device_errors += trajectory.end_reason == "device_error"
         self.cut_short += trajectory.cut_short

@@ -2,10 +2,11 @@
 
 A session takes a task from the sampler, asks the worker for one episode on its device
 (``timeouts.episode_s``) and hands the trajectory on (to the ledger, or to the judge's queue first). A
-session never waits for another (``async`` mode). An episode that does not come back puts its task back
-in the sampler, counted by reason. A device that fails ``max_failures`` + 1 episodes in a row rests
-(10 s, doubling up to 5 minutes) and is tried again, so that a phone that recovers comes back; after
-``max_failures`` rests it is retired. A lost link ends its host's sessions.
+session never waits for another (``async`` mode). A ``greedy_share`` of the episodes, spread evenly, are
+asked for at temperature 0, the rest at the worker's ``[policy] temperature``. An episode that does not
+come back puts its task back in the sampler, counted by reason. A device that fails ``max_failures`` + 1
+episodes in a row rests (10 s, doubling up to 5 minutes) and is tried again, so that a phone that
+recovers comes back; after ``max_failures`` rests it is retired. A lost link ends its host's sessions.
 
 ``Rounds`` is the ``sync`` mode baseline (DigiRL's synchronous rounds): every device of every host up
 plays one episode, a barrier, then the round's training and broadcast, on the same sessions.
@@ -24,6 +25,7 @@ from distrl.errors import DistrlError
 from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.stop import Stop
 from distrl.records import Trajectory
+from distrl.tasks.draw import greedy_turn
 from distrl.tasks.sampler import TaskSampler
 from distrl.wire import EpisodeRequest
 
@@ -45,12 +47,16 @@ class Sessions:
         arrive: Callable[[Trajectory], Awaitable[None]],
         timeouts: Timeouts,
         max_failures: int,
+        greedy_share: float = 0.0,
     ) -> None:
         self._sampler = sampler
         self._arrive = arrive
         """Where each trajectory goes: the ledger, or the judge's queue before it."""
         self._timeouts = timeouts
         self._max_failures = max_failures
+        self._greedy_share = greedy_share
+        self._requested = 0
+        """Episodes asked for (``distrl.tasks.draw.greedy_turn`` says which are greedy)."""
         self.retired = 0
         """Devices retired for good: after ``max_failures`` + 1 failed episodes in a row a device rests
         (10 s, doubling up to 5 minutes) and is tried again, ``max_failures`` times."""
@@ -75,6 +81,7 @@ class Sessions:
                 episode_id=episode_id,
                 device=device,
                 task=task,
+                temperature=0.0 if self._greedy_next() else None,
             )
             try:
                 trajectory = await link.episode(request, self._timeouts.episode_s)
@@ -117,6 +124,11 @@ class Sessions:
                 failures = 0
             if once:
                 return
+
+    def _greedy_next(self) -> bool:
+        """Whether the next episode is one of the ``greedy_share`` played greedily."""
+        self._requested += 1
+        return greedy_turn(self._requested, self._greedy_share)
 
 
 class Rounds:

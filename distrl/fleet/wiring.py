@@ -88,6 +88,7 @@ class Fleet:
             arrive=judging.arrive if judging else ledger.arrive,
             timeouts=inventory.timeouts,
             max_failures=run.max_restarts,
+            greedy_share=inventory.policy.greedy_share,
         )
         rounds = Rounds(sessions, stop) if run.mode == "sync" else None
         hosts = HostSupervisor(

@@ -16,13 +16,12 @@ at least once in k of its n plays.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import random
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -250,7 +249,15 @@ def evaluate(
         heard = _counted_from(on_episode, len(chosen) * play, won, total)
         plays.append(
             _play(
-                policy, chosen, seed + play, temperature, parallel, max_steps, width, height, on_episode=heard
+                policy,
+                chosen,
+                seed + play,
+                [temperature] * len(chosen),
+                parallel,
+                max_steps,
+                width,
+                height,
+                on_episode=heard,
             )
         )
     outcomes = tuple(
@@ -285,7 +292,7 @@ def rollouts(
     *,
     version: int,
     seed: int,
-    temperature: float | None = None,
+    temperature: float | Sequence[float | None] | None = None,
     parallel: int = 16,
     width: int = 540,
     height: int = 1200,
@@ -296,9 +303,13 @@ def rollouts(
     Every step holds the screen seen, the answer's text and parsed action, ``version`` and the
     behaviour log-prob ``Sample.logprob``, and the reward ``distrl.learner.rewards.rewarded`` records.
     Trajectory ids are ``{id_prefix}/{seed}/{i}`` for the i-th task. ``temperature`` None keeps the
-    policy's own (sampling, as the learner expects of its behaviour policy).
+    policy's own (sampling, as the learner expects of its behaviour policy); one per task of ``chosen``
+    plays each at its own (greedy episodes beside sampled ones, ``[policy] greedy_share``).
     """
-    played = _play(policy, chosen, seed, temperature, parallel, None, width, height, version=version)
+    temperatures = list(temperature) if isinstance(temperature, Sequence) else [temperature] * len(chosen)
+    if len(temperatures) != len(chosen):
+        raise ValueError(f"{len(temperatures)} temperatures for {len(chosen)} tasks")
+    played = _play(policy, chosen, seed, temperatures, parallel, None, width, height, version=version)
     trajectories = []
     for index, trajectory in enumerate(played):
         trajectories.append(dataclasses.replace(rewarded(trajectory), id=f"{id_prefix}/{seed}/{index}"))
@@ -309,7 +320,7 @@ def _play(
     policy: Actor,
     chosen: Sequence[Task],
     seed: int,
-    temperature: float | None,
+    temperatures: Sequence[float | None],
     parallel: int,
     max_steps: int | None,
     width: int,
@@ -318,8 +329,9 @@ def _play(
     version: int = 0,
     on_episode: Callable[[int, int, int], None] | None = None,
 ) -> list[Trajectory]:
-    """Each task of ``chosen`` played once (``distrl.device.episode``), ``parallel`` phones at a time;
-    ``on_episode(done, total, successes)`` after each."""
+    """Each task of ``chosen`` played once (``distrl.device.episode``), at its temperature of
+    ``temperatures`` (None: the policy's own), ``parallel`` phones at a time; ``on_episode(done, total,
+    successes)`` after each."""
     if parallel < 1:
         raise ValueError(f"parallel must be ≥ 1, got {parallel}")
     lockstep = _Lockstep(policy, seed, version)
@@ -338,7 +350,7 @@ def _play(
                     trajectory = await play_episode(
                         device,
                         task,
-                        lockstep.chooser(slot, task),
+                        lockstep.chooser(slot, task, temperatures[index]),
                         episode_id=str(index),
                         host="local",
                         step_timeout_s=math.inf,
@@ -352,6 +364,10 @@ def _play(
                     failed.append(RuntimeError(f"{task.id}: the episode ended by a {trajectory.end_reason}"))
                     scope.cancel()
                     return
+                if isinstance(policy, Policy):
+                    said = temperatures[index]
+                    temperature = policy.settings.temperature if said is None else said
+                    trajectory = dataclasses.replace(trajectory, temperature=temperature)
                 played[index] = trajectory
                 if on_episode is not None:
                     won = sum(bool(t.success) for t in played.values())
@@ -365,8 +381,7 @@ def _play(
             for slot in range(min(parallel, len(chosen))):
                 tg.start_soon(phone, slot, tg.cancel_scope)
 
-    with _temperature(policy, temperature):
-        anyio.run(every_phone)
+    anyio.run(every_phone)
     if failed:
         raise failed[0]
     return [played[index] for index in range(len(chosen))]
@@ -392,12 +407,14 @@ class _Lockstep:
         self._running -= 1
         self._answer()
 
-    def chooser(self, slot: int, task: Task) -> Chooser:
+    def chooser(self, slot: int, task: Task, temperature: float | None) -> Chooser:
         async def choose(
             observation: Observation, history: Sequence[Action | InvalidAction], index: int
         ) -> Step:
             asked = anyio.Event()
-            question = PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
+            question = PolicyInput(
+                goal=task.goal, observation=observation, history=tuple(history), temperature=temperature
+            )
             self._asked[slot] = (question, observation, index, asked)
             self._answer()
             await asked.wait()
@@ -436,16 +453,3 @@ def _chosen_tasks(
     if episodes < 0:
         raise ValueError(f"episodes must be ≥ 0, got {episodes}")
     return TaskDraw(pool, random.Random(f"evaluate/{suite}/{split}/{seed}")).take(episodes)
-
-
-@contextlib.contextmanager
-def _temperature(policy: Actor, temperature: float | None) -> Iterator[None]:
-    if temperature is None or not isinstance(policy, Policy):
-        yield
-        return
-    settings = policy.settings
-    policy.settings = dataclasses.replace(settings, temperature=temperature)
-    try:
-        yield
-    finally:
-        policy.settings = settings

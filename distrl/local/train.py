@@ -20,7 +20,7 @@ from collections.abc import Callable
 from distrl.learner.checkpoint import Checkpoints
 from distrl.learner.core import Learner, UpdateReport
 from distrl.local.play import rollouts
-from distrl.tasks.draw import Curriculum, split_tasks, task_draw
+from distrl.tasks.draw import Curriculum, greedy_turn, split_tasks, task_draw
 
 __all__ = ["Round", "train_local"]
 
@@ -58,28 +58,34 @@ def train_local(
     checkpoint_every: int = 0,
     on_round: Callable[[Round], None] | None = None,
     curriculum: Curriculum = "uniform",
+    greedy_share: float = 0.0,
 ) -> list[Round]:
     """Play and train for ``rounds`` rounds or ``minutes`` of wall time, whichever ends first.
 
     With ``checkpoints``, the learner is saved every ``checkpoint_every`` rounds (0: never) and after the
     last round. ``curriculum`` draws the tasks as ``[tasks] curriculum`` does in the fleet
-    (``distrl.tasks.draw``), from the outcomes of every round so far. Returns the rounds, each also passed
-    to ``on_round`` as it ends.
+    (``distrl.tasks.draw``), from the outcomes of every round so far; ``greedy_share`` of the episodes
+    are played greedily, the rest at the policy's temperature, as ``[policy] greedy_share`` does
+    (``greedy_turn``). Returns the rounds, each also passed to ``on_round`` as it ends.
     """
     if rounds is None and minutes is None:
         raise ValueError("give rounds or minutes (or both): training needs a budget")
     if episodes < 1 or updates < 0:
         raise ValueError(f"episodes must be ≥ 1 and updates ≥ 0, got {episodes} and {updates}")
     draw = task_draw(split_tasks(suite, "train"), learner.rng, curriculum)
+    asked = 0
     budget_s = math.inf if minutes is None else minutes * 60.0
     started = time.monotonic()
     done: list[Round] = []
     while (rounds is None or len(done) < rounds) and time.monotonic() - started < budget_s:
         version = learner.version
         chosen = draw.take(episodes)
+        greedy = [greedy_turn(asked + i, greedy_share) for i in range(1, episodes + 1)]
+        asked += episodes
         played = rollouts(
             learner.policy,
             chosen,
+            temperature=[0.0 if turn else None for turn in greedy],
             version=version,
             seed=learner.rng.randrange(2**31),
             parallel=episodes,

@@ -46,7 +46,7 @@ from typing import Any, Literal, NamedTuple
 import peft
 import torch
 from peft.tuners.tuners_utils import BaseTunerLayer
-from transformers import GenerationConfig
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from distrl.actions import parse_action
 from distrl.config import BUILT_IN_MODELS, PolicySettings
@@ -180,7 +180,8 @@ class Policy:
     # -- acting ----------------------------------------------------------------------------------------
 
     def sample(self, batch: Sequence[PolicyInput], *, seed: int | None = None) -> list[Sample]:
-        """One answer per input, generated as one left-padded batch (eval mode, no gradients).
+        """One answer per input, generated as one left-padded batch (eval mode, no gradients), each at its
+        input's temperature (``PolicyInput.temperature``, else ``settings.temperature``).
 
         ``seed`` makes sampling reproducible; the global RNG is left as it was.
         """
@@ -189,9 +190,12 @@ class Policy:
         encoded = self.prompter.encode(batch, self.settings.history)
         inputs = self._on_device(self.prompter.collate([item.ids for item in encoded], encoded))
         prompt_length = inputs["input_ids"].shape[1]
+        temperatures = [self._temperature(item) for item in batch]
+        mixed = len(set(temperatures)) > 1
+        # one temperature: the generator's own sampling; several: sampling at 1 after a per-row processor
         sampling: dict[str, Any] = (
-            {"do_sample": True, "temperature": self.settings.temperature, "top_k": 0, "top_p": 1.0}
-            if self.settings.temperature > 0
+            {"do_sample": True, "temperature": 1.0 if mixed else temperatures[0], "top_k": 0, "top_p": 1.0}
+            if mixed or temperatures[0] > 0
             else {"do_sample": False}
         )
         config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated __init__
@@ -205,20 +209,34 @@ class Policy:
             output_logits=True,
             return_dict_in_generate=True,
         )
+        processors = LogitsProcessorList([_RowTemperatures(temperatures, self.device)] if mixed else [])
         with self._inference(), _seeded(seed, self.device):
-            output = self.model.generate(**inputs, generation_config=config)  # type: ignore[no-untyped-call]
+            output = self.model.generate(  # type: ignore[no-untyped-call]
+                **inputs, generation_config=config, logits_processor=processors
+            )
             generated = output.sequences[:, prompt_length:]
-            # log μ of each sampled token at the sampling temperature, from the raw logits, one step at a time
-            temperature = self.settings.temperature
-            steps = [
-                self._log_softmax(logits, temperature).gather(-1, generated[:, t, None]).squeeze(-1)
-                for t, logits in enumerate(output.logits)
-            ]
-            token_logprobs = torch.stack(steps, dim=1).cpu()
-        return self._samples(encoded, generated.cpu().tolist(), token_logprobs)
+            # log μ of each sampled token at its row's temperature, from the raw logits, one step at a time
+            token_logprobs = torch.zeros(generated.shape, dtype=torch.float32)
+            for temperature in set(temperatures):
+                rows = [row for row, t in enumerate(temperatures) if t == temperature]
+                steps = [
+                    self._log_softmax(logits[rows], temperature)
+                    .gather(-1, generated[rows, t, None])
+                    .squeeze(-1)
+                    for t, logits in enumerate(output.logits)
+                ]
+                token_logprobs[rows] = torch.stack(steps, dim=1).cpu()
+        return self._samples(encoded, generated.cpu().tolist(), token_logprobs, temperatures)
+
+    def _temperature(self, item: PolicyInput) -> float:
+        return self.settings.temperature if item.temperature is None else item.temperature
 
     def _samples(
-        self, encoded: list[Encoded], generated: list[list[int]], token_logprobs: torch.Tensor
+        self,
+        encoded: list[Encoded],
+        generated: list[list[int]],
+        token_logprobs: torch.Tensor,
+        temperatures: Sequence[float],
     ) -> list[Sample]:
         samples = []
         for row, ids in enumerate(generated):
@@ -240,17 +258,19 @@ class Policy:
                 )
             )
         # greedy decoding chose whatever text it wrote with certainty (log μ = 0); a sampled one is scored
-        rescore = [
-            row
-            for row, sample in enumerate(samples)
-            if not sample.canonical and self.settings.temperature > 0
-        ]
-        if rescore:
+        for temperature in set(temperatures) - {0.0}:
+            rescore = [
+                row
+                for row, sample in enumerate(samples)
+                if not sample.canonical and temperatures[row] == temperature
+            ]
+            if not rescore:
+                continue
             with self._inference():
                 values, _ = self._score(
                     [encoded[row] for row in rescore],
                     [self.prompter.action_ids(samples[row].text) for row in rescore],
-                    self.settings.temperature,
+                    temperature,
                 )
             for row, value in zip(rescore, values.tolist(), strict=True):
                 samples[row] = dataclasses.replace(samples[row], logprob=value)
@@ -556,3 +576,18 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
+
+
+class _RowTemperatures(LogitsProcessor):
+    """Each row of a batch at its own temperature, for a generator sampling at 1: its logits over T, or
+    for T = 0 all but the highest at -inf, so that sampling picks what greedy decoding would."""
+
+    def __init__(self, temperatures: Sequence[float], device: torch.device) -> None:
+        values = torch.tensor(temperatures, dtype=torch.float32, device=device)
+        self._greedy = (values == 0)[:, None]
+        self._scale = torch.where(values == 0, 1.0, values)[:, None]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        best = scores.argmax(dim=-1, keepdim=True)
+        only_best = torch.full_like(scores, float("-inf")).scatter(-1, best, 0.0)
+        return torch.where(self._greedy, only_best, scores / self._scale.to(scores.dtype))  # type: ignore[return-value]

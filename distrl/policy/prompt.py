@@ -64,6 +64,9 @@ class PolicyInput:
     """The current screen."""
     history: tuple[Action | InvalidAction, ...] = ()
     """This episode's earlier actions, oldest first; the prompt shows the last ``history`` of them."""
+    temperature: float | None = None
+    """The temperature to answer at (0: greedy); None for the policy's ``settings.temperature``. One
+    batch may mix temperatures (a greedy episode beside sampled ones)."""
 
 
 def prompt_text(goal: str, history: Sequence[Action | InvalidAction], shown: int) -> str:

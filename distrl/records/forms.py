@@ -332,6 +332,9 @@ def trajectory_to_json(value: object, where: str, outbox: Outbox) -> dict[str, o
         "verdict": string(trajectory.verdict, f"{where}.verdict"),
         "started_at_s": number(trajectory.started_at_s, f"{where}.started_at_s"),
         "duration_s": number(trajectory.duration_s, f"{where}.duration_s"),
+        "temperature": None
+        if trajectory.temperature is None
+        else number(trajectory.temperature, f"{where}.temperature"),
     }
 
 
@@ -363,6 +366,8 @@ def trajectory_from_json(value: object, where: str, inbox: Inbox) -> Trajectory:
         verdict=obj.string("verdict"),
         started_at_s=obj.number("started_at_s"),
         duration_s=obj.number("duration_s"),
+        # absent from records written before it was kept
+        temperature=None if obj.is_null("temperature") else obj.number("temperature"),
     )
     obj.close()
     return trajectory
@@ -406,7 +411,10 @@ def unpack_trajectory(blob: bytes | memoryview) -> Trajectory:
     if sum(lengths) != len(attachments):
         raise DocumentError("att", f"sums to {sum(lengths)} bytes, but {len(attachments)} follow the JSON")
     inbox = Inbox(attachments, lengths, "the blob")
-    trajectory = trajectory_from_json(document.take("trajectory"), "trajectory", inbox)
+    form = document.take("trajectory")
+    if isinstance(form, dict):
+        form.setdefault("temperature", None)  # packed before trajectories kept it (older checkpoints)
+    trajectory = trajectory_from_json(form, "trajectory", inbox)
     document.close()
     inbox.close("att")
     return trajectory

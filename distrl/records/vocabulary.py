@@ -219,6 +219,9 @@ class Trajectory:
     started_at_s: float = 0.0
     """Wall-clock start, seconds since the epoch."""
     duration_s: float = 0.0
+    temperature: float | None = None
+    """The temperature the model answered at (0: greedy); None where no model played (the expert) or
+    the record does not say."""
 
     @property
     def cut_short(self) -> bool:

@@ -12,6 +12,9 @@ same. One it solves now and then is where its successes and failures differ, and
 from (the "learnability" of Rutherford et al. 2024, "No Regrets"; DigiRL's instruction-level curriculum
 favours such tasks too, ``reference/paper.md`` §5). p̂ = (successes + ½)/(episodes + 1) keeps every task
 in the draw: a task failed 8 times in a row is still drawn a fifth as often as one solved half the time.
+
+A run may also play a share of its episodes greedily (``[policy] greedy_share``): ``greedy_turn`` says
+which, evenly spread (a share of ¼: the 4th, 8th, 12th, ...), in the fleet and in ``train_local`` alike.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from typing import Literal, get_args
 from distrl.records import Task, Trajectory
 from distrl.tasks.registry import task_source
 
-__all__ = ["CURRICULA", "Curriculum", "LearnabilityDraw", "TaskDraw", "split_tasks", "task_draw"]
+__all__ = [
+    "CURRICULA",
+    "Curriculum",
+    "LearnabilityDraw",
+    "TaskDraw",
+    "greedy_turn",
+    "split_tasks",
+    "task_draw",
+]
 
 Curriculum = Literal["uniform", "learnability"]
 CURRICULA: tuple[Curriculum, ...] = get_args(Curriculum)
@@ -105,3 +116,11 @@ def split_tasks(source: str, split: str) -> list[Task]:
     if not pool:
         raise ValueError(f"suite {source!r} has no {split!r} tasks")
     return pool
+
+
+def greedy_turn(episode: int, share: float) -> bool:
+    """Whether the ``episode``-th episode a run asks for (from 1) is one of the ``share`` it plays
+    greedily: where ⌊episode·share⌋ steps up, so that any stretch of episodes holds its share."""
+    if episode < 1 or not 0.0 <= share <= 1.0:
+        raise ValueError(f"episode must be ≥ 1 and share in [0, 1], got {episode} and {share}")
+    return int(episode * share) > int((episode - 1) * share)

@@ -68,6 +68,13 @@ def _float(value: object, where: str) -> float:
     return documents.number(value, where, fail=invalid)
 
 
+def _temperature(value: object, where: str) -> float:
+    temperature = _float(value, where)
+    if temperature < 0:
+        raise invalid(where, f"is {temperature}, not a temperature (0 or more)")
+    return temperature
+
+
 def _str(value: object, where: str) -> str:
     return documents.string(value, where, fail=invalid)
 
@@ -156,6 +163,9 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
                 "episode_id": _str(message.episode_id, f"{where}.episode_id"),
                 "device": _str(message.device, f"{where}.device"),
                 "task": task_to_json(message.task, f"{where}.task"),
+                "temperature": None
+                if message.temperature is None
+                else _temperature(message.temperature, f"{where}.temperature"),
             }
         case StepReport():
             return {
@@ -228,6 +238,9 @@ def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -
             episode_id=obj.string("episode_id"),
             device=obj.string("device"),
             task=task_from_json(obj.take("task"), obj.at("task")),
+            temperature=None
+            if obj.is_null("temperature")
+            else _temperature(obj.take("temperature"), obj.at("temperature")),
             id=message_id,
         )
     if name == "step_report":

@@ -79,6 +79,9 @@ class EpisodeRequest:
     episode_id: str
     device: str
     task: Task
+    temperature: float | None = None
+    """The temperature the policy answers this episode's steps at (0: greedy); None for the worker's
+    ``[policy] temperature``."""
     id: int = 0
 
 

@@ -327,9 +327,9 @@ class _Agent:
         async def choose(
             observation: Observation, history: Sequence[Action | InvalidAction], index: int
         ) -> Step:
-            return await self._choose(device, task, observation, history, index)
+            return await self._choose(device, task, observation, history, index, request.temperature)
 
-        return await play_episode(
+        trajectory = await play_episode(
             device,
             task,
             choose,
@@ -340,6 +340,10 @@ class _Agent:
             score=_score,
             keep_final=task.evaluator == "judge",  # the judge sees the screen the episode ended on
         )
+        if self.replica is None:
+            return trajectory
+        temperature = self.settings.policy.temperature if request.temperature is None else request.temperature
+        return dataclasses.replace(trajectory, temperature=temperature)
 
     async def _choose(
         self,
@@ -348,11 +352,13 @@ class _Agent:
         observation: Observation,
         history: Sequence[Action | InvalidAction],
         index: int,
+        temperature: float | None,
     ) -> Step:
-        """The policy's step on ``observation``: the batched model's sample, or the expert's action."""
+        """The policy's step on ``observation``: the batched model's sample (at ``temperature``, None for
+        the settings'), or the expert's action."""
         if self.replica is None:
             return expert_step(device, task, observation, index)
-        return await self.replica.choose(task, observation, history, index)
+        return await self.replica.choose(task, observation, history, index, temperature)
 
     async def aclose(self) -> None:
         for device in self.devices.values():

@@ -76,14 +76,21 @@ class Replica:
         return [(sample, version) for sample in self.policy.sample(batch)]
 
     async def choose(
-        self, task: Task, observation: Observation, history: Sequence[Action | InvalidAction], index: int
+        self,
+        task: Task,
+        observation: Observation,
+        history: Sequence[Action | InvalidAction],
+        index: int,
+        temperature: float | None = None,
     ) -> Step:
-        """The batched model's step on ``observation``."""
+        """The batched model's step on ``observation``, at ``temperature`` (None: the settings')."""
         asked = time.perf_counter()
         from distrl.policy import PolicyInput
 
         sample, version = await self.batcher(
-            PolicyInput(goal=task.goal, observation=observation, history=tuple(history))
+            PolicyInput(
+                goal=task.goal, observation=observation, history=tuple(history), temperature=temperature
+            )
         )
         return sample.step(index, observation, version, time.perf_counter() - asked)
 
