@@ -365,8 +365,7 @@ def _play(
                     scope.cancel()
                     return
                 if isinstance(policy, Policy):
-                    said = temperatures[index]
-                    temperature = policy.settings.temperature if said is None else said
+                    temperature = policy.temperature_for(temperatures[index])
                     trajectory = dataclasses.replace(trajectory, temperature=temperature)
                 played[index] = trajectory
                 if on_episode is not None:

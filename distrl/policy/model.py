@@ -190,7 +190,7 @@ class Policy:
         encoded = self.prompter.encode(batch, self.settings.history)
         inputs = self._on_device(self.prompter.collate([item.ids for item in encoded], encoded))
         prompt_length = inputs["input_ids"].shape[1]
-        temperatures = [self._temperature(item) for item in batch]
+        temperatures = [self.temperature_for(item.temperature) for item in batch]
         mixed = len(set(temperatures)) > 1
         # one temperature: the generator's own sampling; several: sampling at 1 after a per-row processor
         sampling: dict[str, Any] = (
@@ -228,8 +228,9 @@ class Policy:
                 token_logprobs[rows] = torch.stack(steps, dim=1).cpu()
         return self._samples(encoded, generated.cpu().tolist(), token_logprobs, temperatures)
 
-    def _temperature(self, item: PolicyInput) -> float:
-        return self.settings.temperature if item.temperature is None else item.temperature
+    def temperature_for(self, temperature: float | None) -> float:
+        """The temperature an answer asked for at ``temperature`` is decoded at (None: the settings')."""
+        return self.settings.temperature if temperature is None else temperature
 
     def _samples(
         self,

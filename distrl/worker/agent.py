@@ -342,8 +342,9 @@ class _Agent:
         )
         if self.replica is None:
             return trajectory
-        temperature = self.settings.policy.temperature if request.temperature is None else request.temperature
-        return dataclasses.replace(trajectory, temperature=temperature)
+        return dataclasses.replace(
+            trajectory, temperature=self.replica.policy.temperature_for(request.temperature)
+        )
 
     async def _choose(
         self,
