@@ -257,6 +257,7 @@ MALFORMED = [
     ('[run]\nmode = "round-robin"\n' + ONE_HOST, "run.mode", "'async', 'sync'"),
     ("run = 3\n" + ONE_HOST, "run", "expected a table"),
     ("[policy]\ntemperature = -0.5\n" + ONE_HOST, "policy.temperature", "at least 0"),
+    ('[policy]\nengine = "vllm"\n' + ONE_HOST, "policy.engine", "eager"),
     ("[sim]\nwidth = 2000\nheight = 1000\n" + ONE_HOST, "sim.height", "portrait"),
     ("[sim]\ncrash_rate = 1.5\n" + ONE_HOST, "sim.crash_rate", "at most 1"),
     ('[sim]\nlatency = "fast"\n' + ONE_HOST, "sim.latency", "'calibrated', 'off'"),

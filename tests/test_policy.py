@@ -40,6 +40,7 @@ from distrl.policy import (
     resolve_device,
     resolve_dtype,
 )
+from distrl.policy.engine import CACHE_STEP, CompiledEngine, EagerEngine, make_engine
 from distrl.policy.tiny import TINY_BC_WEIGHTS, TinySpec, export_tiny_bc
 from distrl.records import Action, ActionType, InvalidAction, Observation
 
@@ -264,6 +265,44 @@ def test_one_batch_answers_each_input_at_its_own_temperature() -> None:
     # the sampled rows are sampled: other seeds, other answers
     answers = {tuple(s.token_ids for s in policy.sample(mixed, seed=seed)[1:]) for seed in range(5)}
     assert len(answers) > 1
+
+
+# -- the decoding engines (the compiled one: a static KV cache, a decode step compiled by torch.compile;
+# on a GPU a CUDA graph, measured by benchmarks/inference_gpu.py) ---------------------------------------
+def test_the_compiled_engine_pads_a_batch_to_a_power_of_two() -> None:
+    """So that a worker's batches, of any size up to ``max_batch``, meet a few compiled shapes."""
+    assert [CompiledEngine().rows(n) for n in range(1, 10)] == [1, 2, 4, 4, 8, 8, 8, 8, 16]
+    assert [EagerEngine().rows(n) for n in range(1, 5)] == [1, 2, 3, 4]
+    assert make_engine("compiled").name == "compiled"
+    with pytest.raises(ValueError, match="eager or compiled"):
+        make_engine("vllm")  # type: ignore[arg-type]
+
+
+def test_the_compiled_engine_answers_as_the_eager_one_with_exact_logprobs() -> None:
+    """Three prompts of different lengths (decoded as four rows): greedy answers token for token the
+    eager engine's; in a batch of mixed temperatures each sampled row's log μ is teacher forcing's at its
+    temperature, and the greedy row's is 0. The decode step was compiled, over a static cache."""
+    eager, compiled = _policy(engine="eager"), _policy(engine="compiled")
+    greedy = [dataclasses.replace(item, temperature=0.0) for item in BATCH]
+    assert [s.token_ids for s in compiled.sample(greedy)] == [s.token_ids for s in eager.sample(greedy)]
+    mixed = [dataclasses.replace(item, temperature=t) for item, t in zip(BATCH, (0.0, 1.0, 0.5), strict=True)]
+    answers = set()
+    for seed in (3, 4):
+        samples = compiled.sample(mixed, seed=seed)
+        assert len(samples) == len(BATCH)
+        assert samples[0].token_ids == eager.sample(greedy[:1])[0].token_ids
+        assert samples[0].logprob == 0.0
+        for item, sample, temperature in zip(BATCH[1:], samples[1:], (1.0, 0.5), strict=True):
+            alone, _ = eager.score_tokens([item], [sample.token_ids], temperature=temperature)
+            assert sample.sampled_logprob == _approx(alone.item())
+            assert sample.sampled_logprob < 0
+        answers.add(tuple(s.token_ids for s in samples[1:]))
+    assert len(answers) == 2  # sampled: another seed, other answers
+    # transformers keeps the compiled decode step and the static cache's length on the model
+    model = compiled.model.get_base_model()
+    assert hasattr(model, "_compiled_call")
+    assert model.__dict__["_previous_max_cache_length"] % CACHE_STEP == 0
+    assert not hasattr(eager.model.get_base_model(), "_compiled_call")
 
 
 def test_the_decision_tokens_are_the_values_an_answer_chooses() -> None:

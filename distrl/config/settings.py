@@ -399,6 +399,11 @@ class PolicySettings:
     """Workers fold the adapter into the base weights at each new version (``Policy.serve_merged``):
     an answer then costs what the base model's does (workers never train). ``false`` applies it unmerged,
     as the learner does."""
+    engine: Literal["eager", "compiled"] = "eager"
+    """What decodes answers (``distrl.policy.engine``): ``eager``, transformers' ``generate`` op by op; or
+    ``compiled``, a static KV cache and a decode step compiled by ``torch.compile`` (CUDA graphs on a GPU),
+    batches padded to powers of two. ``compiled`` compiles each batch size the first time it meets it
+    (tens of seconds on a CPU) and samples from the same distributions."""
 
 
 @dataclass(frozen=True, kw_only=True)

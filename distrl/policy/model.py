@@ -31,7 +31,7 @@ Batches are left-padded, and padding changes no number beyond float rounding (te
 
 Over 450 lines, one module: sampling, teacher-forced scoring and the learner's token scores share the
 batching and the conventions above, which must not drift apart; loading is ``loading.py``, the served
-merge ``merging.py``, prompts ``prompt.py``.
+merge ``merging.py``, the decoding engine ``engine.py``, prompts ``prompt.py``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from distrl.actions import parse_action
 from distrl.config import BUILT_IN_MODELS, PolicySettings
 from distrl.errors import PolicyError
+from distrl.policy.engine import Engine, make_engine
 from distrl.policy.loading import attach_adapter, load_base, resolve_device, resolve_dtype
 from distrl.policy.merging import Merged
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
@@ -146,6 +147,8 @@ class Policy:
         """The adapter's layers, found once (``_adapter_disabled``)."""
         self._merged: Merged | None = None
         """The adapter folded into the base weights, once ``serve_merged`` is called."""
+        self.engine: Engine = make_engine(settings.engine)
+        """What decodes ``sample``'s batches (``distrl.policy.engine``)."""
 
     @classmethod
     def load(
@@ -188,9 +191,11 @@ class Policy:
         if not batch:
             return []
         encoded = self.prompter.encode(batch, self.settings.history)
-        inputs = self._on_device(self.prompter.collate([item.ids for item in encoded], encoded))
-        prompt_length = inputs["input_ids"].shape[1]
         temperatures = [self.temperature_for(item.temperature) for item in batch]
+        # the engine may decode more rows than asked (copies of the last), whose answers are dropped
+        extra = self.engine.rows(len(batch)) - len(batch)
+        rows = [*encoded, *[encoded[-1]] * extra]
+        inputs = self._on_device(self.prompter.collate([item.ids for item in rows], rows))
         mixed = len(set(temperatures)) > 1
         # one temperature: the generator's own sampling; several: sampling at 1 after a per-row processor
         sampling: dict[str, Any] = (
@@ -209,23 +214,23 @@ class Policy:
             output_logits=True,
             return_dict_in_generate=True,
         )
-        processors = LogitsProcessorList([_RowTemperatures(temperatures, self.device)] if mixed else [])
+        processors = LogitsProcessorList(
+            [_RowTemperatures([*temperatures, *[temperatures[-1]] * extra], self.device)] if mixed else []
+        )
         with self._inference(), _seeded(seed, self.device):
-            output = self.model.generate(  # type: ignore[no-untyped-call]
-                **inputs, generation_config=config, logits_processor=processors
-            )
-            generated = output.sequences[:, prompt_length:]
+            generated, step_logits = self.engine.generate(self.model, inputs, config, processors)
+            generated = generated[: len(batch)]
             # log μ of each sampled token at its row's temperature, from the raw logits, one step at a time
             token_logprobs = torch.zeros(generated.shape, dtype=torch.float32)
             for temperature in set(temperatures):
-                rows = [row for row, t in enumerate(temperatures) if t == temperature]
+                chosen = [row for row, t in enumerate(temperatures) if t == temperature]
                 steps = [
-                    self._log_softmax(logits[rows], temperature)
-                    .gather(-1, generated[rows, t, None])
+                    self._log_softmax(logits[chosen], temperature)
+                    .gather(-1, generated[chosen, t, None])
                     .squeeze(-1)
-                    for t, logits in enumerate(output.logits)
+                    for t, logits in enumerate(step_logits)
                 ]
-                token_logprobs[rows] = torch.stack(steps, dim=1).cpu()
+                token_logprobs[chosen] = torch.stack(steps, dim=1).cpu()
         return self._samples(encoded, generated.cpu().tolist(), token_logprobs, temperatures)
 
     def temperature_for(self, temperature: float | None) -> float:
