@@ -62,7 +62,8 @@ from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.core import Learner
-from distrl.local.play import evaluate, mean_and_error
+from distrl.local.evaluation import mean_and_error
+from distrl.local.play import evaluate
 from distrl.local.pretrain import pretrain
 from distrl.local.train import Round, train_local
 from distrl.policy import Policy

@@ -74,7 +74,8 @@ from pathlib import Path
 import torch
 
 from distrl.config import PolicySettings
-from distrl.local.play import Evaluation, evaluate
+from distrl.local.evaluation import Evaluation
+from distrl.local.play import evaluate
 from distrl.local.pretrain import PRETRAIN_SPEC, Progress, pretrain
 from distrl.policy import Policy, TinySpec
 from distrl.sim.suites import SPLITS

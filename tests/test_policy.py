@@ -265,6 +265,9 @@ def test_one_batch_answers_each_input_at_its_own_temperature() -> None:
     # the sampled rows are sampled: other seeds, other answers
     answers = {tuple(s.token_ids for s in policy.sample(mixed, seed=seed)[1:]) for seed in range(5)}
     assert len(answers) > 1
+    for bad in (-0.5, math.nan, math.inf):
+        with pytest.raises(ValueError, match="finite number ≥ 0"):
+            dataclasses.replace(BATCH[0], temperature=bad)
 
 
 # -- the decoding engines (the compiled one: a static KV cache, a decode step compiled by torch.compile;

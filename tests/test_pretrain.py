@@ -22,7 +22,8 @@ from transformers import AutoModelForImageTextToText
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
 from distrl.local.demos import _Branches, demonstrations
-from distrl.local.play import Evaluation, Outcome, episode_phone, evaluate, pass_at_k, standard_error
+from distrl.local.evaluation import Evaluation, Outcome, pass_at_k, standard_error
+from distrl.local.play import episode_phone, evaluate
 from distrl.local.pretrain import Progress, _examples, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
 from distrl.records import Action, ActionType, Task

@@ -19,8 +19,8 @@ from distrl.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from distrl.local.evaluation import Evaluation
     from distrl.local.judge_eval import Calibration
-    from distrl.local.play import Evaluation
 from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite, run_async
 from distrl.records import InvalidAction
 

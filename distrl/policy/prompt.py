@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,10 @@ class PolicyInput:
     temperature: float | None = None
     """The temperature to answer at (0: greedy); None for the policy's ``settings.temperature``. One
     batch may mix temperatures (a greedy episode beside sampled ones)."""
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0 <= self.temperature < math.inf:
+            raise ValueError(f"a temperature is a finite number ≥ 0 (0: greedy), got {self.temperature}")
 
 
 def prompt_text(goal: str, history: Sequence[Action | InvalidAction], shown: int) -> str:
