@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import getpass
+import json
 import os
 import random
 import signal
@@ -137,6 +139,10 @@ async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path
 
 async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra="max_trajectories = 10")
+    # the curriculum's outcomes live in the checkpoints, so that a resumed run draws on from them
+    inventory = dataclasses.replace(
+        inventory, tasks=dataclasses.replace(inventory.tasks, curriculum="learnability")
+    )
     stats = await train(inventory)
     accounted(stats)
     assert stats.completed == 10
@@ -161,6 +167,9 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert "learner/staleness" in board.Tags()["histograms"]
     first = board.Scalars("collect/trajectories")
     assert first[-1].value == 10
+    learnt = json.loads((checkpoints[-1] / "curriculum.json").read_text())
+    assert sum(map(len, learnt["outcomes"].values())) == 10  # every episode was scored and played out
+    assert learnt["swept"] >= 10
 
     again = await train(inventory, resume=True)
     assert again.completed == 10
@@ -175,6 +184,11 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     # the update count goes on from the checkpoint: the learner resumed, it did not start over
     assert again.updates > stats.updates
     assert latest.name == f"step-{again.updates:09d}"
+    # and the curriculum from what it had learnt: the first run's outcomes, then the second's
+    relearnt = json.loads((latest / "curriculum.json").read_text())
+    assert sum(map(len, relearnt["outcomes"].values())) == 20
+    assert all(relearnt["outcomes"][task][: len(seen)] == seen for task, seen in learnt["outcomes"].items())
+    assert relearnt["swept"] >= learnt["swept"] + 10
 
     # flipped bytes in the latest checkpoint: resuming refuses it, names it, and writes nothing
     damaged = next(path for path in sorted(latest.rglob("*.safetensors")))

@@ -8,18 +8,20 @@ import random
 import typing
 from pathlib import Path
 
+import anyio
 import pytest
 
 from distrl.cli import main
 from distrl.config import parse_inventory
 from distrl.config.settings import TaskSettings
-from distrl.errors import ConfigError, TaskFileError
+from distrl.errors import ConfigError, DistrlError, TaskFileError
 from distrl.fleet.scoring import run_tasks
 from distrl.records import Check, EndReason, ParamValue, Task, Trajectory
 from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
 from distrl.tasks.checks import check_from_json
 from distrl.tasks.draw import CURRICULA, LearnabilityDraw, TaskDraw, split_tasks, task_draw
+from distrl.tasks.sampler import TaskSampler
 
 AIRPLANE = {"command": "settings get global airplane_mode_on", "equals": "1"}
 
@@ -514,6 +516,56 @@ def test_the_curriculum_counts_only_scored_episodes_played_out() -> None:
     field = TaskSettings.__dataclass_fields__["curriculum"]
     assert typing.get_args(typing.get_type_hints(TaskSettings)["curriculum"]) == CURRICULA
     assert field.default == "uniform"
+
+
+def test_a_resumed_curriculum_draws_on_from_what_it_had_learnt() -> None:
+    """The curriculum's memory (what a checkpoint keeps as JSON) gives a new draw the same sweep and the
+    same learnability of every task; another curriculum's, another pool's tasks or garbage: nothing."""
+    pool = split_tasks("general", "test")[:4]
+    learnt = LearnabilityDraw(pool, random.Random(1))
+    learnt.take(3)
+    for k in range(5):
+        learnt.record(_played(pool[0], k < 4))
+        learnt.record(_played(pool[1], False))
+    resumed = LearnabilityDraw(pool, random.Random(2))
+    resumed.recall(json.loads(json.dumps(learnt.memory())))
+    assert resumed.memory() == learnt.memory()
+    assert [resumed.learnability(task) for task in pool] == [learnt.learnability(task) for task in pool]
+    assert resumed.learnability(pool[0]) != resumed.learnability(pool[2])  # it knows what it learnt
+    resumed.take(1)  # the sweep's last task; then it draws by the outcomes
+    assert resumed.memory()["swept"] == len(pool)
+    fresh = LearnabilityDraw(pool, random.Random(0))
+    fresh.recall(task_draw(pool, random.Random(0)).memory())  # a uniform run's: nothing
+    fresh.recall(
+        {"curriculum": "learnability", "swept": "3", "outcomes": {"other/0001": [True], pool[3].id: [1, "x"]}}
+    )
+    assert fresh.memory() == LearnabilityDraw(pool, random.Random(0)).memory()
+
+
+@pytest.mark.anyio
+async def test_the_sampler_keeps_its_curriculum_in_a_file() -> None:
+    pool = split_tasks("general", "test")[:4]
+
+    def sampler() -> TaskSampler:
+        return TaskSampler(
+            pool, random.Random(0), run_name="r", limit=None, stop=anyio.Event(), curriculum="learnability"
+        )
+
+    played = sampler()
+    for task in pool[:3]:
+        played.record(_played(task, task is pool[0]))
+    resumed = sampler()
+    resumed.resume_curriculum(played.curriculum_file())
+    assert resumed.curriculum_file() == played.curriculum_file()
+    assert json.loads(resumed.curriculum_file())["outcomes"] == {
+        pool[0].id: [True],
+        pool[1].id: [False],
+        pool[2].id: [False],
+    }
+    with pytest.raises(DistrlError, match="not JSON"):
+        resumed.resume_curriculum(b"{truncated")
+    with pytest.raises(DistrlError, match="not a JSON object"):
+        resumed.resume_curriculum(b"[1, 2]")
 
 
 def test_a_greedy_share_is_spread_evenly_over_the_episodes() -> None:

@@ -183,6 +183,9 @@ async def train(
         trainer=to_trainer,
     )
     ledger, stop = fleet.ledger, fleet.stop
+    resumed = checkpoints.latest() if resume else None
+    if resumed is not None and (resumed / CURRICULUM_FILE).is_file():
+        fleet.sampler.resume_curriculum((resumed / CURRICULUM_FILE).read_bytes())
     trainer = Trainer(
         learner,
         arrivals,
@@ -195,6 +198,7 @@ async def train(
             "episodes": before.get("episodes", 0) + ledger.completed,
             "env_steps": before.get("env_steps", 0) + ledger.steps_streamed,
         },
+        beside=lambda: {CURRICULUM_FILE: fleet.sampler.curriculum_file()},
     )
     gauges = fleet.gauges(publisher, trainer, goal=limit or 0, deadline_s=run.duration_s)
     board = Board(gauges, curves=curves, on_progress=on_progress)
@@ -217,6 +221,11 @@ async def train(
         return await fleet.run(board, training, deadline)
     finally:
         await trainer.finish()
+
+
+CURRICULUM_FILE = "curriculum.json"
+"""What the task draw's curriculum has learnt (``TaskSampler.curriculum_file``), in each checkpoint: a
+resumed run draws on from it instead of sweeping every task again."""
 
 
 async def _learner(inventory: Inventory, checkpoints: Checkpoints, *, resume: bool) -> Learner:

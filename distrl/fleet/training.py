@@ -15,6 +15,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -48,10 +49,14 @@ class Trainer:
         checkpoints: Checkpoints,
         on_update: Callable[[UpdateReport, ReplayStats], None],
         progress: Callable[[], dict[str, int]] = dict,
+        beside: Callable[[], dict[str, bytes]] = dict,
     ) -> None:
         self._learner = learner
         self._progress = progress
         """The run's counters a checkpoint keeps (``Learner.progress``)."""
+        self._beside = beside
+        """Files a checkpoint keeps beside the learner's, by name (the curriculum's), made on the event
+        loop when the checkpoint is taken."""
         self._arrivals = arrivals
         self._settings = settings
         self._run = run
@@ -192,5 +197,12 @@ class Trainer:
             await anyio.to_thread.run_sync(shutil.rmtree, latest)
         self._checkpointed_added, self._checkpointed_at = added, time.monotonic()
         learner.progress = self._progress()
-        folder = await anyio.to_thread.run_sync(lambda: checkpoints.write(learner.updates, learner.save))
+        files = self._beside()
+
+        def fill(folder: Path) -> None:
+            learner.save(folder)
+            for name, data in files.items():
+                (folder / name).write_bytes(data)
+
+        folder = await anyio.to_thread.run_sync(lambda: checkpoints.write(learner.updates, fill))
         log.info("checkpoint: %s", folder)

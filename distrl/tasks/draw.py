@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import collections
 import random
-from collections.abc import Sequence
-from typing import Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
 
 from distrl.records import Task, Trajectory
 from distrl.tasks.registry import task_source
@@ -66,6 +66,14 @@ class TaskDraw:
     def record(self, trajectory: Trajectory) -> None:
         """An episode came back: the uniform draw does not look at outcomes."""
 
+    def memory(self) -> dict[str, Any]:
+        """What the draw has learnt from the outcomes, as JSON, for a checkpoint (``recall`` takes it up
+        in a resumed run): nothing for the uniform draw."""
+        return {}
+
+    def recall(self, memory: Mapping[str, Any]) -> None:
+        """Take up what an earlier run's draw learnt (``memory()``): the uniform draw learns nothing."""
+
 
 class LearnabilityDraw(TaskDraw):
     """The ``learnability`` curriculum (module docstring): each task once, then by p̂(1 − p̂)."""
@@ -92,6 +100,30 @@ class LearnabilityDraw(TaskDraw):
         its device, or with no score, says nothing of the task)."""
         if trajectory.success is not None and not trajectory.cut_short:
             self._outcomes[trajectory.task.id].append(trajectory.success)
+
+    def memory(self) -> dict[str, Any]:
+        """How far the first sweep went and each task's last outcomes."""
+        return {
+            "curriculum": "learnability",
+            "swept": self._swept,
+            "outcomes": {task_id: list(outcomes) for task_id, outcomes in self._outcomes.items()},
+        }
+
+    def recall(self, memory: Mapping[str, Any]) -> None:
+        """The first sweep's progress and the outcomes of this pool's tasks from ``memory``; a memory of
+        another curriculum (or none) leaves the draw as new, and outcomes that are not booleans are
+        skipped."""
+        if memory.get("curriculum") != "learnability":
+            return
+        swept, outcomes = memory.get("swept"), memory.get("outcomes")
+        if isinstance(swept, int) and not isinstance(swept, bool) and swept >= 0:
+            self._swept = min(swept, len(self._pool))
+        if isinstance(outcomes, dict):
+            known = {task.id for task in self._pool}
+            for task_id, values in outcomes.items():
+                kept = [value for value in values if isinstance(value, bool)] if isinstance(values, list) else []
+                if task_id in known and kept:
+                    self._outcomes[task_id].extend(kept)
 
     def learnability(self, task: Task) -> float:
         """p̂(1 − p̂) for ``task``: ¼ before any outcome, less the surer its outcome."""

@@ -10,6 +10,7 @@ puts its task back, for any host still up.
 from __future__ import annotations
 
 import collections
+import json
 import random
 import uuid
 from collections.abc import Sequence
@@ -77,6 +78,21 @@ class TaskSampler:
     def record(self, trajectory: Trajectory) -> None:
         """A trajectory came back: its outcome goes to the curriculum (``TaskDraw.record``)."""
         self._draw.record(trajectory)
+
+    def curriculum_file(self) -> bytes:
+        """What the curriculum has learnt (``TaskDraw.memory``), as the JSON file a checkpoint keeps."""
+        return json.dumps(self._draw.memory(), sort_keys=True).encode()
+
+    def resume_curriculum(self, data: bytes) -> None:
+        """Take up what the curriculum of the run this one resumes had learnt (``curriculum_file``);
+        ``DistrlError`` if ``data`` is not such a file."""
+        try:
+            memory = json.loads(data)
+        except ValueError as exc:
+            raise DistrlError(f"the curriculum's file is not JSON: {exc}") from exc
+        if not isinstance(memory, dict):
+            raise DistrlError("the curriculum's file is not a JSON object")
+        self._draw.recall(memory)
 
     def failed_episode(self, task: Task, reason: str) -> None:
         """An episode of ``task`` did not come back: count it, and hand its task out again."""
