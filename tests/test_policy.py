@@ -306,6 +306,16 @@ def test_the_compiled_engine_answers_as_the_eager_one_with_exact_logprobs() -> N
     assert hasattr(model, "_compiled_call")
     assert model.__dict__["_previous_max_cache_length"] % CACHE_STEP == 0
     assert not hasattr(eager.model.get_base_model(), "_compiled_call")
+    # served merged as a worker does, a new adapter version reaches the compiled step: it answers as the
+    # eager engine with that version does
+    before = [s.token_ids for s in compiled.sample(greedy)]
+    version = _randomised(eager)
+    for policy in (eager, compiled):
+        policy.serve_merged()
+        policy.load_adapter_state(version)
+    after = [s.token_ids for s in compiled.sample(greedy)]
+    assert after == [s.token_ids for s in eager.sample(greedy)]
+    assert after != before
 
 
 def test_the_decision_tokens_are_the_values_an_answer_chooses() -> None:
