@@ -121,9 +121,10 @@ class LearnabilityDraw(TaskDraw):
         if isinstance(outcomes, dict):
             known = {task.id for task in self._pool}
             for task_id, values in outcomes.items():
-                kept = [value for value in values if isinstance(value, bool)] if isinstance(values, list) else []
-                if task_id in known and kept:
-                    self._outcomes[task_id].extend(kept)
+                if task_id in known and isinstance(values, list):
+                    kept = [value for value in values if isinstance(value, bool)]
+                    if kept:  # (the outcomes' defaultdict would keep an empty entry otherwise)
+                        self._outcomes[task_id].extend(kept)
 
     def learnability(self, task: Task) -> float:
         """p̂(1 − p̂) for ``task``: ¼ before any outcome, less the surer its outcome."""
