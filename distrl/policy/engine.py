@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import Literal
 
 import torch
 from transformers import CompileConfig, GenerationConfig, LogitsProcessorList
@@ -34,15 +34,16 @@ CACHE_STEP = 256
 """The compiled engine's static cache holds a multiple of this many tokens."""
 
 
-class Engine(Protocol):
-    """What ``Policy.sample`` asks of a decoding engine."""
+class Engine:
+    """What ``Policy.sample`` asks of a decoding engine; as it is, ``eager``: transformers' ``generate``
+    with its dynamic KV cache, each step op by op. Another engine overrides ``rows`` and ``generate``."""
 
-    name: str
+    name = "eager"
 
     def rows(self, batch: int) -> int:
         """How many rows to decode for a batch of ``batch`` prompts (at least ``batch``; the policy fills
         the rest with copies of the last prompt and drops their answers)."""
-        ...
+        return batch
 
     def generate(
         self,
@@ -54,29 +55,15 @@ class Engine(Protocol):
         """Decode ``inputs`` (collated prompts) under ``config`` (which asks for the logits) and
         ``processors``: the tokens generated after the prompt, ``(rows, steps)``, and each step's raw
         logits, ``steps`` tensors of ``(rows, vocab)``."""
-        ...
-
-
-class EagerEngine:
-    """transformers' ``generate`` as it is: a dynamic KV cache, each step op by op."""
-
-    name = "eager"
-
-    def rows(self, batch: int) -> int:
-        return batch
-
-    def generate(
-        self,
-        model: torch.nn.Module,
-        inputs: Mapping[str, torch.Tensor],
-        config: GenerationConfig,
-        processors: LogitsProcessorList,
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         output = model.generate(**inputs, generation_config=config, logits_processor=processors)  # type: ignore[operator]
         return output.sequences[:, inputs["input_ids"].shape[1] :], tuple(output.logits)
 
 
-class CompiledEngine(EagerEngine):
+EagerEngine = Engine
+"""``[policy] engine = "eager"``: the engine as it is."""
+
+
+class CompiledEngine(Engine):
     """A static KV cache and a compiled decode step (CUDA graphs on CUDA); batches padded to powers of
     two so that the compiled shapes repeat."""
 
