@@ -131,6 +131,11 @@ def main() -> None:
         "parts from the demonstration's (default 0)",
     )
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
+    parser.add_argument(
+        "--start",
+        default="",
+        help="go on from this model (tiny-bc or a folder) instead of a fresh tiny (default: fresh)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--max-pixels", type=int, default=PRETRAIN_SPEC.max_pixels, help="most pixels a screen is resized to"
@@ -172,6 +177,7 @@ def main() -> None:
             on_progress=progress,
             progress_every=50,
             spec=TinySpec(max_pixels=args.max_pixels),
+            start=args.start or None,
         )
         policy = Policy.load(PolicySettings(model=str(out), temperature=0.0), device="cpu")
         started = time.monotonic()

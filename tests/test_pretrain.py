@@ -26,6 +26,7 @@ from distrl.local.evaluation import Evaluation, Outcome, pass_at_k, standard_err
 from distrl.local.play import episode_phone, evaluate
 from distrl.local.pretrain import Progress, _examples, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
+from distrl.policy.tiny import build_tiny_bc
 from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import expert_action, tasks, template_of
@@ -285,6 +286,21 @@ def test_pretrain_overfits_a_small_fixed_demonstration_set(tmp_path: Path) -> No
     assert report.final_loss < report.first_loss / 4, report
 
 
+def test_pretrain_goes_on_from_a_trained_model_when_asked(tmp_path: Path) -> None:
+    def first_loss(out: str, start: str | None) -> float:
+        kwargs = {"episodes": 2, "mistake_rate": 0.0, "max_steps": 1, "minutes": None, "batch_size": 4}
+        return pretrain(tmp_path / out, start=start, lr=1e-6, seed=5, **kwargs).first_loss  # type: ignore[arg-type]
+
+    fresh = first_loss("fresh", None)
+    went_on = first_loss("went-on", "tiny-bc")
+    assert went_on < fresh / 20, (went_on, fresh)  # tiny-bc already imitates the expert; a fresh tiny cannot
+    saved = AutoModelForImageTextToText.from_pretrained(str(tmp_path / "went-on")).state_dict()
+    shipped = build_tiny_bc()[0].state_dict()
+    assert saved.keys() == shipped.keys()
+    # one step at lr 1e-6 from the shipped weights (AdamW moves each weight by about the lr at most)
+    assert all(torch.allclose(saved[name], shipped[name], atol=1e-4) for name in saved)
+
+
 def test_bad_budgets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="budget"):
         pretrain(tmp_path / "m", max_steps=None, minutes=None)
@@ -481,6 +497,9 @@ def test_cli_errors_are_one_sentence(tmp_path: Path) -> None:
     _one_sentence(_distrl("pretrain", "--out", "m", "--suite", "nope", cwd=tmp_path), 2, "'nope'")
     (tmp_path / "taken").mkdir()
     _one_sentence(_distrl("pretrain", "--out", "taken", cwd=tmp_path), 2, "already exists")
+    gone = _distrl("pretrain", "--out", "m", "--start", "nowhere", "--steps", "1", cwd=tmp_path)
+    _one_sentence(gone, 2, "does not exist")
+    assert not (tmp_path / "m").exists()
 
 
 def test_cli_pretrain_then_eval(tmp_path: Path) -> None:

@@ -103,6 +103,7 @@ def _sim(args: argparse.Namespace) -> int:
 def _pretrain(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
+    from distrl.errors import PolicyError
     from distrl.local.pretrain import Progress, pretrain
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
@@ -120,7 +121,8 @@ def _pretrain(args: argparse.Namespace) -> int:
             f"{p.elapsed_s:5.0f} s"
         )
 
-    _say(f"pretraining tiny on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
+    what = args.start or "a fresh tiny"
+    _say(f"pretraining {what} on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
     try:
         report = pretrain(
             args.out,
@@ -136,7 +138,10 @@ def _pretrain(args: argparse.Namespace) -> int:
             max_steps=args.steps,
             on_progress=show,
             progress_every=25,
+            start=args.start,
         )
+    except PolicyError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         return _fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
     _say(

@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pretrain",
         parents=[common],
         help="train the built-in tiny policy by behaviour cloning on the sim's expert",
-        description="Build a fresh tiny policy and train all its weights to imitate the simulated phone's "
+        description="Build a fresh tiny policy (or take --start) and train all its weights to imitate the simulated phone's "
         "expert (with a share of plausible mistakes), within a time budget, then save it as a model folder "
         "that policy.model can name. Nothing is written until training has finished.",
     )
@@ -295,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pretrain.add_argument(
         "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
+    )
+    pretrain.add_argument(
+        "--start",
+        default=None,
+        metavar="MODEL",
+        help="go on training this model (tiny-bc or a model folder, as policy.model names them) instead "
+        "of a fresh tiny: more steps, other demonstrations (a lower --lr, such as 1e-3, keeps what it knows)",
     )
     pretrain.add_argument(
         "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"

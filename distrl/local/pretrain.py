@@ -1,8 +1,8 @@
 """Behaviour cloning of the built-in ``tiny`` policy on the simulated phone's expert demonstrations
 (``distrl.local.demos``).
 
-``pretrain``: a fresh ``tiny``, every weight trained (a LoRA on random weights cannot become confident),
-by teacher-forced cross-entropy on the demonstrations' actions, within a step or time budget; saved as an
+``pretrain``: a fresh ``tiny`` (or a model folder to go on from, such as ``tiny-bc``), every weight
+trained (a LoRA on random weights cannot become confident), by teacher-forced cross-entropy on the demonstrations' actions, within a step or time budget; saved as an
 ordinary model folder that ``Policy.load(PolicySettings(model=folder))`` loads. Measuring a policy on the
 sim is ``distrl.local.play.evaluate``.
 """
@@ -25,6 +25,7 @@ from distrl.actions import format_action
 from distrl.config import PolicySettings
 from distrl.local.demos import demonstrations
 from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
+from distrl.policy.loading import load_base
 from distrl.policy.prompt import Encoded
 
 __all__ = ["PRETRAIN_SPEC", "PretrainReport", "Progress", "pretrain"]
@@ -91,9 +92,14 @@ def pretrain(
     randomise: float = 0.0,
     drills: int = 0,
     contrasts: int = 0,
+    start: str | None = None,
 ) -> PretrainReport:
     """Behaviour-clone a fresh ``tiny`` (``build_tiny(seed)``, every weight trained) on expert
     demonstrations and save it to the model folder ``out``.
+
+    ``start`` goes on from a model instead: ``tiny-bc`` or a model folder (what ``[policy] model``
+    names), every weight trained, its screens as it was trained on them (``spec`` is then not used).
+    Raises ``PolicyError`` when it cannot be loaded.
 
     ``episodes`` demonstrations (``mistake_rate`` of their actions are mistakes) are drawn from the
     ``train`` split of each suite in ``suites``, split evenly; ``randomise`` of them play drawn tasks (fresh
@@ -126,7 +132,7 @@ def pretrain(
     shown = PolicySettings().history if history is None else history
 
     torch.manual_seed(seed)
-    model, prompter = build_tiny(seed, spec)
+    model, prompter = build_tiny(seed, spec) if start is None else load_base(start, torch.float32, seed)
     model.train()
     examples = _examples(
         suites, episodes, mistake_rate, seed, width, height, prompter, randomise, drills, contrasts
