@@ -240,9 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
         "pretrain",
         parents=[common],
         help="train the built-in tiny policy by behaviour cloning on the sim's expert",
-        description="Build a fresh tiny policy (or take --start) and train all its weights to imitate the simulated phone's "
-        "expert (with a share of plausible mistakes), within a time budget, then save it as a model folder "
-        "that policy.model can name. Nothing is written until training has finished.",
+        description="Build a fresh tiny policy (or take --start) and train all its weights to imitate the "
+        "simulated phone's expert (with a share of plausible mistakes), within a time budget, then save it "
+        "as a model folder that policy.model can name. Nothing is written until training has finished.",
     )
     pretrain.add_argument("--out", required=True, metavar="FOLDER", help="the model folder to create")
     pretrain.add_argument(

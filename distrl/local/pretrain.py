@@ -2,9 +2,10 @@
 (``distrl.local.demos``).
 
 ``pretrain``: a fresh ``tiny`` (or a model folder to go on from, such as ``tiny-bc``), every weight
-trained (a LoRA on random weights cannot become confident), by teacher-forced cross-entropy on the demonstrations' actions, within a step or time budget; saved as an
-ordinary model folder that ``Policy.load(PolicySettings(model=folder))`` loads. Measuring a policy on the
-sim is ``distrl.local.play.evaluate``.
+trained (a LoRA on random weights cannot become confident), by teacher-forced cross-entropy on the
+demonstrations' actions, within a step or time budget; saved as an ordinary model folder that
+``Policy.load(PolicySettings(model=folder))`` loads. Measuring a policy on the sim is
+``distrl.local.play.evaluate``.
 """
 
 from __future__ import annotations
