@@ -28,6 +28,12 @@ EXIT_TERMINATED = 143
 
 T = TypeVar("T")
 
+ADAPTER_HELP = (
+    "a PEFT adapter folder to apply; or a checkpoint folder (its adapter), or a run's output or checkpoints"
+    " folder (the adapter of its latest checkpoint)"
+)
+"""The help of ``--adapter``, which ``collect`` and ``eval`` take."""
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM stopped the command (``run_async``): every command ends on it as on Ctrl-C."""

@@ -155,7 +155,7 @@ async def train(
     output = inventory.output_dir
     output.mkdir(parents=True, exist_ok=True)
     checkpoints = Checkpoints(output / "checkpoints", keep=run.keep_checkpoints)
-    learner = await _learner(inventory, checkpoints, resume=resume)
+    learner, resumed = await _learner(inventory, checkpoints, resume=resume)
     limit = run.max_trajectories or None
     weights = await anyio.to_thread.run_sync(
         lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
@@ -183,7 +183,6 @@ async def train(
         trainer=to_trainer,
     )
     ledger, stop = fleet.ledger, fleet.stop
-    resumed = checkpoints.latest() if resume else None
     if resumed is not None and (resumed / CURRICULUM_FILE).is_file():
         fleet.sampler.resume_curriculum((resumed / CURRICULUM_FILE).read_bytes())
     trainer = Trainer(
@@ -228,8 +227,11 @@ CURRICULUM_FILE = "curriculum.json"
 resumed run draws on from it instead of sweeping every task again."""
 
 
-async def _learner(inventory: Inventory, checkpoints: Checkpoints, *, resume: bool) -> Learner:
-    """The learner of the inventory's policy; with ``resume``, as the latest of ``checkpoints`` left it."""
+async def _learner(
+    inventory: Inventory, checkpoints: Checkpoints, *, resume: bool
+) -> tuple[Learner, Path | None]:
+    """The learner of the inventory's policy; with ``resume``, as the latest of ``checkpoints`` left it.
+    Also the checkpoint folder it resumed from (None for a fresh start)."""
     from distrl.learner.core import Learner
     from distrl.policy import Policy
 
@@ -254,7 +256,8 @@ async def _learner(inventory: Inventory, checkpoints: Checkpoints, *, resume: bo
             learner.close()  # its other ranks
             raise
         log.info("resumed from %s (update %d)", latest, learner.updates)
-    return learner
+        return learner, latest
+    return learner, None
 
 
 def _fresh_folder(inventory: Inventory, *, resume: bool, new: bool) -> Inventory:
