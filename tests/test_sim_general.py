@@ -1099,3 +1099,23 @@ def test_half_of_what_drawn_tasks_type_is_made_up_and_in_no_held_out_goal() -> N
         made = {word for word in typed if word not in known and not word.isdigit()}
         assert len(made) > 20, name
         assert not made & held, name
+
+
+def _shape(value: str) -> tuple[str, ...]:
+    """How a value is written, word by word: lower case, Capitalised, ACRONYM or a number."""
+    kinds = []
+    for word in value.split():
+        if any(c.isdigit() for c in word):
+            kinds.append("9")
+        else:
+            kinds.append("A" if word.isupper() else "C" if word[0].isupper() else "a")
+    return tuple(kinds)
+
+
+@pytest.mark.parametrize(("name", "key"), [("search_google", "thing"), ("item_price", "item")])
+def test_drawn_subjects_and_products_are_written_as_held_out_ones_are(name: str, key: str) -> None:
+    """Pretraining on drawn tasks teaches copying values of the shapes the ``test`` split types ("the
+    lyrics of Bohemian Rhapsody", "JBL Flip 6", "Kindle Paperwhite", "DJI Mini 3 Pro"), with other words."""
+    held = {_shape(str(t.params[key])) for t in GENERAL.tasks("test") if t.params["template"] == name}
+    drawn = Counter(_shape(str(task.params[key])) for task in _drawn(name, 400, seed=4))
+    assert held - set(drawn) == set(), held - set(drawn)

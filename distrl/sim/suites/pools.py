@@ -20,11 +20,13 @@ __all__ = [
     "NOUNS",
     "PLACES",
     "TOPICS",
+    "acronym",
     "brand",
     "city",
     "made_up",
     "noun",
     "noun_phrase",
+    "proper_name",
     "site",
 ]
 
@@ -88,18 +90,55 @@ _SITE_TLDS = ("com", "com", "com", "org", "net", "io", "co", "tv", "info")
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
+_CLUSTERS = (
+    "bl",
+    "br",
+    "cl",
+    "cr",
+    "dr",
+    "fl",
+    "fr",
+    "gl",
+    "gr",
+    "pl",
+    "pr",
+    "sk",
+    "sl",
+    "sp",
+    "st",
+    "tr",
+    "ch",
+    "sh",
+)
+_CODAS = ("n", "r", "l", "s", "t", "m", "ss", "tt", "ll", "nd", "st", "ck", "ng", "rk")
 
 
 def made_up(rng: random.Random) -> str:
-    """A word no language has, two or three syllables of a consonant and a vowel: ``bovani``, ``teku``.
+    """A word no language has, two or three syllables: ``bovani``, ``teku``, ``clastren``, ``bittomor``.
 
     Half of what drawn tasks type is made up: a policy cloned on them cannot recall what to type from the
-    words it has seen, so it learns to copy from the goal, which is what held-out values ask. A made-up
-    word is never a word of a held-out goal (those are drawn again)."""
+    words it has seen, so it learns to copy from the goal, which is what held-out values ask. A syllable
+    starts with a consonant or, a quarter of the time, a cluster (``cl``, ``st``), and a third of them end
+    in one (``ss``, ``nd``): real words are spelt so ("classes", "Seattle"), and a policy that has only ever
+    copied consonant-vowel pairs turns them into words it knows. A made-up word is never a word of a
+    held-out goal (those are drawn again)."""
     while True:
-        syllables = rng.choice((2, 3))
-        word = "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(syllables))
+        syllables = []
+        for _ in range(rng.choice((2, 3))):
+            onset = rng.choice(_CLUSTERS) if rng.random() < 0.25 else rng.choice(_CONSONANTS)
+            coda = rng.choice(_CODAS) if rng.random() < 0.33 else ""
+            syllables.append(onset + rng.choice(_VOWELS) + coda)
+        word = "".join(syllables)
         if word not in _held_out_words():
+            return word
+
+
+def acronym(rng: random.Random) -> str:
+    """Two to four capital letters, a maker's name as some are written (``JBL``, ``DJI``); never a word of
+    a held-out goal."""
+    while True:
+        word = "".join(rng.choice("ABCDEFGHIJKLMNOPRSTVWXZ") for _ in range(rng.choice((2, 3, 3, 4))))
+        if word.lower() not in _held_out_words():
             return word
 
 
@@ -127,8 +166,15 @@ def city(rng: random.Random) -> str:
 
 
 def brand(rng: random.Random) -> str:
-    """A maker of ``BRANDS`` or, half the time, a made-up one."""
-    return rng.choice(BRANDS) if rng.random() < 0.5 else made_up(rng).capitalize()
+    """A maker of ``BRANDS`` or, half the time, a made-up one (a fifth of those an ``acronym``)."""
+    if rng.random() < 0.5:
+        return rng.choice(BRANDS)
+    return acronym(rng) if rng.random() < 0.2 else made_up(rng).capitalize()
+
+
+def proper_name(rng: random.Random) -> str:
+    """One or two capitalised made-up words, the name of a song, a team or a place: ``Bovani Clastren``."""
+    return " ".join(made_up(rng).capitalize() for _ in range(rng.choice((1, 2))))
 
 
 def noun_phrase(rng: random.Random) -> str:

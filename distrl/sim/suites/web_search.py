@@ -130,8 +130,10 @@ def _article(item: str) -> str:
 
 
 def _thing_draw(rng: random.Random) -> Params:
-    """Something to search for made from ``pools``: ``lantern``, ``the best marble turtle``, ``owl in
-    Lisbon``, ``how to make a kite``."""
+    """Something to search for made from ``pools``, in the shapes of the train and held-out subjects
+    (without their words): ``lantern``, ``the best marble turtle``, ``owl in Lisbon``, ``how to make a
+    kite``, ``the honey of Oslo``, ``quick kettles to Teku``, ``the honey of Bovani Clastren``,
+    ``bittomor drum tours``."""
     noun = pools.noun_phrase(rng)
     shapes = (
         noun,
@@ -139,20 +141,32 @@ def _thing_draw(rng: random.Random) -> Params:
         f"{noun} in {pools.city(rng)}",
         f"how to make a {pools.noun(rng)}",
         f"{noun} for sale",
+        f"the {pools.noun(rng)} of {pools.city(rng)}",
+        f"{rng.choice(_ADJECTIVES)} {noun} to {pools.city(rng)}",
+        f"the {pools.noun(rng)} of {pools.proper_name(rng)}",
+        f"{pools.noun(rng)} {noun} {rng.choice(_PLURALS)}",
     )
     return {"thing": rng.choice(shapes)}
+
+
+_ADJECTIVES = ("local", "best", "quick", "free", "new", "old", "small", "big", "fast", "good")
+_PLURALS = ("guides", "tours", "rentals", "tickets", "reviews", "ideas", "deals", "shops")
+"""Words of drawn subjects. None is a word of a held-out subject only (``tests/test_sim_general.py``)."""
+
+
+def _item_draw(rng: random.Random) -> Params:
+    """A made-up product, in the shapes of the train and held-out ones: ``Garmin Nova 7``, ``Asus Halo
+    X20``, ``Teku Vista``, ``ZR Orbit 3 Max``."""
+    number = rng.choice((str(rng.randint(2, 12)), f"X{10 * rng.randint(1, 30)}"))
+    model = f"{pools.brand(rng)} {rng.choice(pools.MODELS)}"
+    shapes = (f"{model} {number}", f"{model} {number}", model, f"{model} {number} {rng.choice(pools.MODELS)}")
+    return {"item": rng.choice(shapes)}
 
 
 def _city_draw(rng: random.Random) -> Params:
     """A train city of the answer box or one it does not know (``pools.CITY_NAMES``)."""
     train = [city.name for city in CITIES if city.name not in HELD_OUT["city"]]
     return {"city": rng.choice(train) if rng.random() < 0.3 else pools.city(rng)}
-
-
-def _item_draw(rng: random.Random) -> Params:
-    """A made-up product: ``Garmin Nova 7``, ``Asus Halo X20``."""
-    number = rng.choice((str(rng.randint(2, 12)), f"X{10 * rng.randint(1, 30)}"))
-    return {"item": f"{pools.brand(rng)} {rng.choice(pools.MODELS)} {number}"}
 
 
 def _site_draw(rng: random.Random) -> Params:
