@@ -34,7 +34,7 @@ from distrl.fleet import RunStats, board, collect, train
 from distrl.fleet.stop import Stop
 from distrl.fleet.wiring import Fleet
 from distrl.records import EndReason, Trajectory
-from distrl.sim.suites import tasks
+from distrl.sim.suites import drawn_task, tasks
 from distrl.tasks.sampler import TaskSampler
 from distrl.worker import WEIGHTS_DELAY_ENV
 
@@ -118,6 +118,34 @@ async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path)
     assert all(t.steps[0].output == first[t.task.id] for t in by_temperature[0.0])
     greedy = [bool(t.success) for t in by_temperature[0.0] if not t.cut_short]
     assert list(result.stats.recent_greedy) == greedy
+
+
+async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) -> None:
+    """``[tasks] randomise = 1``: every train task of a template that draws is played as a drawn one
+    (fresh values and wordings) by the worker's simulated phones, scored by the sim there, and trained
+    on; the curriculum keeps the outcomes under the train tasks they stood for."""
+    inventory = _inventory(tmp_path, extra="max_trajectories = 8")
+    inventory = dataclasses.replace(
+        inventory,
+        tasks=dataclasses.replace(inventory.tasks, randomise=1.0, curriculum="learnability"),
+    )
+    stats = await train(inventory)
+    accounted(stats)
+    recorded = await anyio.to_thread.run_sync(
+        lambda: list(read_episodes(tmp_path / "runs" / "t" / "episodes"))
+    )
+    assert len(recorded) == 8
+    train_tasks = tasks("general", "train")
+    drawing = {t.params["template"] for t in train_tasks if drawn_task(t, random.Random(0)) is not t}
+    for episode in recorded:
+        template = episode.task.id.split("/")[1]  # (the episode's file keeps no parameters)
+        assert episode.success is not None, episode.task.id
+        assert ("/draw-" in episode.task.id) == (template in drawing), episode.task.id
+    assert any("/draw-" in e.task.id for e in recorded)
+    latest = sorted((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))[-1]
+    outcomes = json.loads((latest / "curriculum.json").read_text())["outcomes"]
+    assert sum(map(len, outcomes.values())) == 8
+    assert not [task_id for task_id in outcomes if "/draw-" in task_id]
 
 
 async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:

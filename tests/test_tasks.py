@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import random
 import typing
@@ -15,7 +16,7 @@ from distrl.cli import main
 from distrl.config import parse_inventory
 from distrl.config.settings import TaskSettings
 from distrl.errors import ConfigError, DistrlError, TaskFileError
-from distrl.fleet.scoring import run_tasks
+from distrl.fleet.scoring import run_tasks, task_variation
 from distrl.records import Check, EndReason, ParamValue, Task, Trajectory
 from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
@@ -581,3 +582,63 @@ def test_a_greedy_share_is_spread_evenly_over_the_episodes() -> None:
     for episode, share in ((0, 0.5), (1, -0.1), (1, 1.5)):
         with pytest.raises(ValueError, match="episode must be"):
             greedy_turn(episode, share)
+
+
+@pytest.mark.anyio
+async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
+    """``[tasks] randomise``: that share of the train tasks handed out is a drawn task of the same template
+    (fresh values, never held out); the draw's own order is the one without it; a drawn task's outcome is
+    the curriculum's outcome of the task it stood for; test tasks are never swapped."""
+    general = suite("general")
+    train = split_tasks("general", "train")
+    drawing_templates = {t.name for t in general.templates if t.draw is not None and t.split == "train"}
+
+    def sampler(pool: list[Task], share: float) -> TaskSampler:
+        return TaskSampler(
+            pool,
+            random.Random(5),
+            run_name="r",
+            limit=None,
+            stop=anyio.Event(),
+            curriculum="learnability",
+            randomise=share,
+            drawing=general if share else None,
+        )
+
+    plain, varied = sampler(train, 0.0), sampler(train, 0.5)
+    pairs = [((await plain.take()), (await varied.take())) for _ in range(400)]
+    swapped = 0
+    for (_, task), (_, played) in pairs:
+        assert played.params["template"] == task.params["template"]
+        if played.id != task.id:
+            swapped += 1
+            assert "/draw-" in played.id, played.id
+            assert played.split == "train"
+        else:
+            assert played == task
+    drawable = sum(task.params["template"] in drawing_templates for (_, task), _ in pairs)
+    assert 0.4 * drawable < swapped < 0.6 * drawable
+    for _, (_, played) in pairs[:20]:
+        varied.record(_played(played, True))
+    outcomes = json.loads(varied.curriculum_file())["outcomes"]
+    assert set(outcomes) == {task.id for (_, task), _ in pairs[:20]}
+    assert sum(map(len, outcomes.values())) == 20
+
+    held = split_tasks("general", "test")
+    never = sampler(held, 1.0)
+    assert {(await never.take())[1].id for _ in range(len(held))} == {task.id for task in held}
+    with pytest.raises(ValueError, match="randomise must be between 0 and 1"):
+        sampler(train, 1.5)
+
+
+def test_task_files_cannot_be_randomised(tmp_path: Path) -> None:
+    _write(tmp_path / "mine.jsonl", {"goal": "a", "check": AIRPLANE})
+    inventory = parse_inventory(
+        PHONES + '[tasks]\nfiles = ["mine.jsonl"]\nrandomise = 0.5\n', source=str(tmp_path / "hosts.toml")
+    )
+    with pytest.raises(ConfigError, match=r"tasks\.randomise: task files cannot draw fresh tasks"):
+        task_variation(inventory)
+    assert task_variation(dataclasses.replace(inventory, tasks=TaskSettings(randomise=0.0))) is None
+    sims = parse_inventory(ONE_SIM_HOST + "[tasks]\nrandomise = 0.25\n")
+    drawing = task_variation(sims)
+    assert drawing is suite("general")

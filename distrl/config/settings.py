@@ -137,6 +137,12 @@ class TaskSettings:
     """Which task ``run`` plays next (``distrl.tasks.draw``): ``uniform`` (every task once in a shuffled
     order, again and again) or ``learnability`` (every task once, then each in proportion to p̂(1 − p̂),
     its success over its last 8 scored episodes: more of the tasks the policy solves now and then)."""
+    randomise: float = _num(0.0, ge=0, le=1)
+    """Share of ``run``'s episodes of a sim suite's train tasks that play a drawn task instead: the same
+    template with fresh values and wordings, never held-out ones, as ``pretrain --randomise`` does
+    (``distrl.sim.suites.drawn_task``). RL then learns on more goals than the train split's, and the test
+    split's held-out values and wordings are nearer to what it learnt on. Only a task source that draws
+    (the sim's suites) can: task files refuse a share above 0."""
 
 
 @dataclass(frozen=True, kw_only=True)

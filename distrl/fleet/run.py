@@ -39,7 +39,7 @@ from distrl.fleet.board import Board, Curves
 from distrl.fleet.ledger import RunStats
 from distrl.fleet.publisher import Publisher, snapshot
 from distrl.fleet.recorder import Recorder
-from distrl.fleet.scoring import run_tasks
+from distrl.fleet.scoring import run_tasks, task_variation
 from distrl.fleet.session import Rounds
 from distrl.fleet.training import Trainer
 from distrl.fleet.wiring import Fleet
@@ -146,6 +146,7 @@ async def train(
             inventory.source or None,
         )
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
+    drawing = task_variation(inventory)
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)
     if resume and new:
@@ -181,6 +182,7 @@ async def train(
         curves=curves,
         publisher=publisher,
         trainer=to_trainer,
+        drawing=drawing,
     )
     ledger, stop = fleet.ledger, fleet.stop
     if resumed is not None and (resumed / CURRICULUM_FILE).is_file():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -26,13 +26,13 @@ from distrl.config import EXPERT, Inventory
 from distrl.errors import ConfigError, JudgeError, TaskFileError
 from distrl.fleet.stop import Stop
 from distrl.records import Task, Trajectory
-from distrl.tasks import TaskFiles, TaskSource, registry, resolve_evaluators
+from distrl.tasks import Drawing, TaskFiles, TaskSource, registry, resolve_evaluators
 from distrl.tasks.files import read_task_file
 
 if TYPE_CHECKING:
     from distrl.tasks.judge import Judge, Verdict
 
-__all__ = ["Judging", "build_judge", "run_tasks", "sim_phones_only"]
+__all__ = ["Judging", "build_judge", "run_tasks", "sim_phones_only", "task_variation"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,27 @@ def run_tasks(
             inventory.source or None,
         )
     return _resolved(inventory, pool)
+
+
+def task_variation(inventory: Inventory) -> Drawing | None:
+    """What draws the fresh tasks of ``[tasks] randomise`` (None for a share of 0): the sim's suite.
+    ``ConfigError`` where the run's tasks come from task files, or from a source that cannot draw."""
+    if inventory.tasks.randomise == 0:
+        return None
+    if inventory.tasks.files:
+        raise ConfigError.at(
+            "tasks.randomise",
+            "task files cannot draw fresh tasks (only the sim's suites can): set it to 0, or use a suite",
+            inventory.source or None,
+        )
+    source = registry.task_source(inventory.run.suite)
+    if not callable(getattr(source, "drawn", None)):
+        raise ConfigError.at(
+            "tasks.randomise",
+            f"the task source {inventory.run.suite!r} cannot draw fresh tasks: set it to 0",
+            inventory.source or None,
+        )
+    return cast(Drawing, source)
 
 
 def _expert_refused(path: str, max_steps: int) -> TaskFileError:

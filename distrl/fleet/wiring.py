@@ -29,7 +29,7 @@ from distrl.fleet.session import Rounds, Sessions
 from distrl.fleet.stop import Stop
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
-from distrl.tasks import TaskSampler
+from distrl.tasks import Drawing, TaskSampler
 
 __all__ = ["Fleet"]
 
@@ -65,14 +65,23 @@ class Fleet:
         curves: Curves | None = None,
         publisher: Publisher | None = None,
         trainer: MemoryObjectSendStream[Trajectory] | None = None,
+        drawing: Drawing | None = None,
     ) -> Fleet:
         """The chain for ``tasks`` drawn with ``rng``, until ``limit`` episodes have arrived (None: no
         limit). With ``trainer``, the arrivals go there (``train``), measured against ``publisher``'s
-        version; without, the ledger keeps them (``collect``)."""
+        version; without, the ledger keeps them (``collect``). With ``drawing``, ``[tasks] randomise`` of
+        the train tasks' episodes play a task it draws instead (``run``)."""
         run = inventory.run
         stop = Stop()
         sampler = TaskSampler(
-            tasks, rng, run_name=run.name, limit=limit, stop=stop, curriculum=inventory.tasks.curriculum
+            tasks,
+            rng,
+            run_name=run.name,
+            limit=limit,
+            stop=stop,
+            curriculum=inventory.tasks.curriculum,
+            randomise=inventory.tasks.randomise if drawing else 0.0,
+            drawing=drawing,
         )
         ledger = Ledger(
             stop=stop,

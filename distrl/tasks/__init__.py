@@ -20,10 +20,11 @@ from distrl.records import Task
 from distrl.tasks.checks import passes, run_checks
 from distrl.tasks.evaluators import AUTO, resolve_evaluators
 from distrl.tasks.files import TaskFiles, load_task_files
-from distrl.tasks.sampler import TaskSampler
+from distrl.tasks.sampler import Drawing, TaskSampler
 
 __all__ = [
     "AUTO",
+    "Drawing",
     "TaskFiles",
     "TaskSampler",
     "TaskSource",

@@ -10,6 +10,7 @@ puts its task back, for any host still up.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import random
 import uuid
@@ -22,7 +23,16 @@ from distrl.errors import DistrlError
 from distrl.records import Task, Trajectory
 from distrl.tasks.draw import Curriculum, task_draw
 
-__all__ = ["TaskSampler"]
+__all__ = ["Drawing", "TaskSampler"]
+
+
+class Drawing(Protocol):
+    """A task source that can also draw new tasks like its own (the sim's suites; ``[tasks] randomise``)."""
+
+    def drawn(self, task: Task, rng: random.Random) -> Task:
+        """A task of the same kind as ``task`` (its template) with freshly drawn values and wordings, never
+        a held-out one; ``task`` itself where its kind draws nothing."""
+        ...
 
 
 class _Stop(Protocol):
@@ -43,10 +53,24 @@ class TaskSampler:
         limit: int | None,
         stop: _Stop,
         curriculum: Curriculum = "uniform",
+        randomise: float = 0.0,
+        drawing: Drawing | None = None,
     ) -> None:
         if not pool:
             raise DistrlError("there are no tasks to run")
+        if not 0.0 <= randomise <= 1.0:
+            raise ValueError(f"randomise must be between 0 and 1, got {randomise}")
+        if randomise and drawing is None:
+            raise ValueError("randomise needs a drawing source")
         self._draw = task_draw(pool, rng, curriculum)
+        self._randomise = randomise
+        self._drawing = drawing
+        # a stream of its own, seeded from rng's state without drawing from it: the draw's order is the
+        # same with and without randomise
+        self._fresh = random.Random(f"randomise/{rng.getstate()}") if randomise else None
+        self._drawn_from: dict[str, collections.deque[Task]] = {}
+        """The pool's tasks that drawn tasks out now stand for, by the drawn task's id, oldest first (a
+        template with few values draws the same task again: each stands for its own)."""
         self._returned: collections.deque[Task] = collections.deque()
         self._limit = limit
         self._stop = stop
@@ -71,12 +95,30 @@ class TaskSampler:
             await self._requeued.wait()
         if self._stop.is_set():
             return None
-        task = self._returned.popleft() if self._returned else self._draw.next()
+        task = self._returned.popleft() if self._returned else self._fresh_or(self._draw.next())
         self.handed_out += 1
         return f"{self._prefix}/{self.handed_out:07d}", task
 
+    def _fresh_or(self, task: Task) -> Task:
+        """``task``, or with chance ``randomise`` where it is a train task, a drawn one in its place."""
+        if self._fresh is None or self._drawing is None or task.split != "train":
+            return task
+        if self._fresh.random() >= self._randomise:
+            return task
+        drawn = self._drawing.drawn(task, self._fresh)
+        if drawn.id != task.id:
+            self._drawn_from.setdefault(drawn.id, collections.deque()).append(task)
+        return drawn
+
     def record(self, trajectory: Trajectory) -> None:
-        """A trajectory came back: its outcome goes to the curriculum (``TaskDraw.record``)."""
+        """A trajectory came back: its outcome goes to the curriculum (``TaskDraw.record``), a drawn task's
+        as the outcome of the pool's task it stood for."""
+        drawn_id = trajectory.task.id
+        stood_for = self._drawn_from.get(drawn_id)
+        if stood_for:
+            trajectory = dataclasses.replace(trajectory, task=stood_for.popleft())
+            if not stood_for:
+                del self._drawn_from[drawn_id]
         self._draw.record(trajectory)
 
     def curriculum_file(self) -> bytes:

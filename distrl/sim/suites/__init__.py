@@ -157,6 +157,10 @@ class Suite:
         """Every task of the suite (or of one split: ``SPLITS``; none for another name), in a stable order."""
         return [task for task in _all_tasks(self.name) if split is None or task.split == split]
 
+    def drawn(self, task: Task, rng: random.Random) -> Task:
+        """A task of ``task``'s template with fresh values and wordings (``drawn_task``)."""
+        return drawn_task(task, rng)
+
 
 def _suites() -> dict[str, Suite]:
     from distrl.sim.suites.general import GENERAL
