@@ -605,8 +605,13 @@ async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
             drawing=general if share else None,
         )
 
+    async def take(from_: TaskSampler) -> tuple[str, Task]:
+        taken = await from_.take()
+        assert taken is not None
+        return taken
+
     plain, varied = sampler(train, 0.0), sampler(train, 0.5)
-    pairs = [((await plain.take()), (await varied.take())) for _ in range(400)]
+    pairs = [((await take(plain)), (await take(varied))) for _ in range(400)]
     swapped = 0
     for (_, task), (_, played) in pairs:
         assert played.params["template"] == task.params["template"]
@@ -626,7 +631,7 @@ async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
 
     held = split_tasks("general", "test")
     never = sampler(held, 1.0)
-    assert {(await never.take())[1].id for _ in range(len(held))} == {task.id for task in held}
+    assert {(await take(never))[1].id for _ in range(len(held))} == {task.id for task in held}
     with pytest.raises(ValueError, match="randomise must be between 0 and 1"):
         sampler(train, 1.5)
 
