@@ -590,7 +590,8 @@ async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
     (fresh values, never held out); the draw's own order is the one without it; a drawn task's outcome is
     the curriculum's outcome of the task it stood for; test tasks are never swapped."""
     general = suite("general")
-    train = split_tasks("general", "train")
+    # (the run's evaluator for the kind, here a judge's, goes with the drawn task)
+    train = [dataclasses.replace(task, evaluator="judge") for task in split_tasks("general", "train")]
     drawing_templates = {t.name for t in general.templates if t.draw is not None and t.split == "train"}
 
     def sampler(pool: list[Task], share: float) -> TaskSampler:
@@ -619,6 +620,7 @@ async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
             swapped += 1
             assert "/draw-" in played.id, played.id
             assert played.split == "train"
+            assert played.evaluator == "judge"
         else:
             assert played == task
     drawable = sum(task.params["template"] in drawing_templates for (_, task), _ in pairs)

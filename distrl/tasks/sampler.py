@@ -4,7 +4,9 @@ Tasks come in the one task draw's order (``distrl.tasks.draw``: seeded, shuffled
 curriculum that reads each scored episode's outcome, ``record``); the task of an episode that failed goes
 back to the front. With an episode budget (``collect``'s episodes,
 ``run.max_trajectories``) a free session waits while every episode still needed is out: one that fails
-puts its task back, for any host still up.
+puts its task back, for any host still up. With ``randomise`` (``[tasks] randomise``), that share of the
+train tasks drawn is swapped for a task the source draws like it (``Drawing``: the sim's suites draw
+fresh values and wordings of the same template).
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class TaskSampler:
             return task
         drawn = self._drawing.drawn(task, self._fresh)
         if drawn.id != task.id:
+            drawn = dataclasses.replace(drawn, evaluator=task.evaluator)  # what the run chose for its kind
             self._drawn_from.setdefault(drawn.id, collections.deque()).append(task)
         return drawn
 
