@@ -36,7 +36,14 @@ From that folder, ``--start FOLDER --steps 4000 --episodes 2000 --drills 16 --lr
 --train-episodes 0 --shopping-episodes 0`` (19 minutes; 28,719 examples of new demonstrations; loss
 0.013 → 0.0087): general test 61.0% (83/136; the stopwatch, in-app searches 2/4, sites 2/4; no Google
 search or price), unseen 0%, train 92.9% (302/325); at temperature 1, 8 plays of each test task: pass@1
-42.1%, pass@8 64.0%, 15 of 20 templates. This folder is the shipped ``tiny-bc``.
+42.1%, pass@8 64.0%, 15 of 20 templates. This folder was the previous ``tiny-bc``.
+
+From that folder, the same with ``--seed 2``, on the wider drawn searches and products of today's sim
+(subjects and products in the held-out ones' shapes, made-up words with clusters and double letters; 23
+minutes; 29,266 examples; loss 0.076 → 0.0079): general test 68.4% (93/136; Google searches 3/6, prices
+1/4), unseen 0.5% (1/213), train 94.2% (306/325); at temperature 1, 8 plays of each test task: pass@1
+45.2%, pass@8 73.5%, 16 of 20 templates. This folder is the shipped ``tiny-bc`` (``eval``: greedy train
+96.0%, test 66.2%).
 
 The ``tiny-bc`` before those (``--steps 2300``, no drills, Qwen2's split in the tokenizer): final loss 0.039;
 general test 21.3% (29/136), unseen 0% (0/213), train 45.3% on the sample of 128 and 43.4% (141/325) on
