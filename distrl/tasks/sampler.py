@@ -66,10 +66,10 @@ class TaskSampler:
             raise ValueError("randomise needs a drawing source")
         self._draw = task_draw(pool, rng, curriculum)
         self._randomise = randomise
-        self._drawing = drawing
+        self._drawing = drawing if randomise else None
         # a stream of its own, seeded from rng's state without drawing from it: the draw's order is the
         # same with and without randomise
-        self._fresh = random.Random(f"randomise/{rng.getstate()}") if randomise else None
+        self._fresh = random.Random(f"randomise/{rng.getstate()}")
         self._drawn_from: dict[str, collections.deque[Task]] = {}
         """The pool's tasks that drawn tasks out now stand for, by the drawn task's id, oldest first (a
         template with few values draws the same task again: each stands for its own)."""
@@ -103,9 +103,7 @@ class TaskSampler:
 
     def _fresh_or(self, task: Task) -> Task:
         """``task``, or with chance ``randomise`` where it is a train task, a drawn one in its place."""
-        if self._fresh is None or self._drawing is None or task.split != "train":
-            return task
-        if self._fresh.random() >= self._randomise:
+        if self._drawing is None or task.split != "train" or self._fresh.random() >= self._randomise:
             return task
         drawn = self._drawing.drawn(task, self._fresh)
         if drawn.id != task.id:

@@ -90,26 +90,8 @@ _SITE_TLDS = ("com", "com", "com", "org", "net", "io", "co", "tv", "info")
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
-_CLUSTERS = (
-    "bl",
-    "br",
-    "cl",
-    "cr",
-    "dr",
-    "fl",
-    "fr",
-    "gl",
-    "gr",
-    "pl",
-    "pr",
-    "sk",
-    "sl",
-    "sp",
-    "st",
-    "tr",
-    "ch",
-    "sh",
-)
+_CLUSTERS = ("bl", "br", "cl", "cr", "dr", "fl", "fr", "gl", "gr", "pl", "pr", "sk", "sl", "sp", "st", "tr",
+             "ch", "sh")  # fmt: skip
 _CODAS = ("n", "r", "l", "s", "t", "m", "ss", "tt", "ll", "nd", "st", "ck", "ng", "rk")
 
 
