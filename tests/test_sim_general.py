@@ -996,8 +996,8 @@ def test_the_expert_types_again_after_stray_input() -> None:
     assert _finish(calc, phone) == ["12+34="]  # after a tap on AC
 
 
-_DRAWING = {"open_app", "brightness", "alarm", "timer", "calculator", "app_search", "search_google",
-            "weather", "item_price", "open_site"}  # fmt: skip
+_DRAWING = {"open_app", "brightness", "alarm", "alarm_toggle", "timer", "stopwatch", "calculator", "app_search",
+            "search_google", "weather", "item_price", "open_site", "screen_timeout", "about_phone"}  # fmt: skip
 _TYPED_KEYS = ("query", "thing", "city", "item", "site")
 """Parameters whose values the expert types (in part or whole)."""
 
@@ -1027,7 +1027,8 @@ def test_train_templates_draw_fresh_parameters_and_held_out_ones_never() -> None
             assert task.goal not in held, task.goal  # no held-out wording, time, value
             assert task.id.startswith(f"general/{name}/draw-")
             assert task.id not in fixed
-        least = {"open_app": 10, "brightness": 10, "weather": 50, "timer": 50}.get(name, 100)
+        least = {"open_app": 10, "brightness": 10, "weather": 50, "timer": 50, "alarm_toggle": 50, "stopwatch": 8,
+                 "screen_timeout": 40, "about_phone": 10}.get(name, 100)  # fmt: skip
         assert len({task.goal for task in drawn}) > least, name
         assert drawn == _drawn(name, 300), name  # seeded
     alarms = [task.params for task in _drawn("alarm", 300)]

@@ -5,7 +5,8 @@ deleting the alarms a fresh Clock has, timers, the stopwatch and world clocks.
 (``HELD_OUT_ALARM_TIMES``, e.g. 7:50 or 6:37 PM) and the wording "Can you set an alarm for ...?", the
 third wording of switching an alarm on or off, timers of 6, 9, 18, 25, 35, 50, 75 and 90 minutes, and
 the wording "Open the clock and start the stopwatch". ``UNSEEN`` templates (labelled alarms, alarms on
-given days, deleting alarms, world clocks) make the ``unseen`` split.
+given days, deleting alarms, world clocks) make the ``unseen`` split. Drawn tasks (``Template.draw``, for
+pretraining) add wordings of their own to alarms, switching alarms and the stopwatch, never a held-out one.
 
 Success is read from the Clock's data (``state["apps"]["com.google.android.deskclock"]``): an alarm task
 succeeds when an alarm at exactly that time is on (with that label, on exactly those days, when the
@@ -258,6 +259,17 @@ _TOGGLE_PHRASES = {
     "on": ("Turn on the {t} alarm", "enable my {t} alarm", "Switch on the alarm at {t}"),
 }
 
+_DRAWN_TOGGLE_PHRASES = {
+    "off": ("Please turn the {t} alarm off", "I don't need the {t} alarm", "Deactivate my alarm for {t}",
+            "Turn the alarm for {t} off", "Stop the {t} alarm from ringing", "disable the alarm set for {t}"),
+    "on": ("Please turn the {t} alarm on", "I need the {t} alarm again", "Activate my alarm for {t}",
+           "Turn the alarm for {t} on", "Make the {t} alarm ring again", "enable the alarm set for {t}"),
+}  # fmt: skip
+"""Wordings only drawn toggles use (phrase indices after ``_TOGGLE_PHRASES``')."""
+
+_HELD_OUT_TOGGLE_PHRASE = 2
+"""``Switch off the alarm at {t}`` (and ``on``) is a ``test`` wording."""
+
 _DELETE_PHRASES = ("Delete the {t} alarm", "remove my alarm for {t}")
 
 
@@ -274,7 +286,25 @@ def _toggle_alarm_params() -> list[Params]:
 
 def _toggle_alarm_goal(p: Params) -> str:
     t = _say_time(int(p["hour"]), int(p["minute"]), int(p["style"]))
-    return _TOGGLE_PHRASES[str(p["state"])][int(p["phrase"])].format(t=t)
+    state = str(p["state"])
+    return (*_TOGGLE_PHRASES[state], *_DRAWN_TOGGLE_PHRASES[state])[int(p["phrase"])].format(t=t)
+
+
+def _toggle_alarm_draw(rng: random.Random) -> Params:
+    """One of the fresh Clock's alarms switched the other way, its time written any way, in any wording
+    but the held-out one."""
+    alarm_id, hour, minute, enabled = rng.choice(_EXISTING)
+    count = len(_TOGGLE_PHRASES["on"]) + len(_DRAWN_TOGGLE_PHRASES["on"])
+    phrase = rng.choice([i for i in range(count) if i != _HELD_OUT_TOGGLE_PHRASE])
+    state = "off" if enabled else "on"
+    return {
+        "id": alarm_id,
+        "hour": hour,
+        "minute": minute,
+        "state": state,
+        "phrase": phrase,
+        "style": rng.randrange(6),
+    }
 
 
 def _toggle_alarm_check(p: Params, state: Json) -> bool:
@@ -380,6 +410,21 @@ def _timer_plan(p: Params, screen: Screen) -> Action:
 
 _STOPWATCH_GOALS = ("Start the stopwatch", "start a stopwatch", "Open the clock and start the stopwatch")
 
+_DRAWN_STOPWATCH_GOALS = ("Please start the stopwatch", "Start timing with the stopwatch",
+                          "Use the Clock's stopwatch to time me", "I want to time something with a stopwatch",
+                          "Go to the stopwatch and press start", "Begin the stopwatch",
+                          "In the Clock app, start the stopwatch", "stopwatch on, please")  # fmt: skip
+"""Wordings only drawn stopwatch tasks use (phrase indices after ``_STOPWATCH_GOALS``')."""
+
+_HELD_OUT_STOPWATCH_PHRASE = 2
+"""``Open the clock and start the stopwatch`` is a ``test`` wording."""
+
+
+def _stopwatch_draw(rng: random.Random) -> Params:
+    """Any wording of starting the stopwatch but the held-out one."""
+    count = len(_STOPWATCH_GOALS) + len(_DRAWN_STOPWATCH_GOALS)
+    return {"phrase": rng.choice([i for i in range(count) if i != _HELD_OUT_STOPWATCH_PHRASE])}
+
 
 def _stopwatch_check(p: Params, state: Json) -> bool:
     return bool(state["apps"].get(CLOCK, {}).get("stopwatch", {}).get("running"))
@@ -432,7 +477,8 @@ TRAIN: tuple[Template, ...] = (
         _toggle_alarm_goal,
         _toggle_alarm_check,
         _toggle_alarm_plan,
-        held_out=held_out(phrases=(2,)),
+        held_out=held_out(phrases=(_HELD_OUT_TOGGLE_PHRASE,)),
+        draw=_toggle_alarm_draw,
     ),
     template(
         "timer",
@@ -448,10 +494,11 @@ TRAIN: tuple[Template, ...] = (
         "stopwatch",
         "train",
         lambda: [{"phrase": i} for i in range(len(_STOPWATCH_GOALS))],
-        phrased(_STOPWATCH_GOALS),
+        phrased((*_STOPWATCH_GOALS, *_DRAWN_STOPWATCH_GOALS)),
         _stopwatch_check,
         _stopwatch_plan,
-        held_out=held_out(phrases=(2,)),
+        held_out=held_out(phrases=(_HELD_OUT_STOPWATCH_PHRASE,)),
+        draw=_stopwatch_draw,
     ),
 )
 """Clock templates of the ``train`` split, their held-out values and wordings the ``test`` split."""

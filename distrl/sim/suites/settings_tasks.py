@@ -8,7 +8,10 @@ make the ``unseen`` split.
 
 Success is read from the phone's Android settings (``state["settings"]``), or, for "open" and "check"
 tasks, from the page in front. Setups force only the start state a goal needs (Wi-Fi on before "turn
-off Wi-Fi", brightness low before "set the brightness to max").
+off Wi-Fi", brightness low before "set the brightness to max"). The expert reaches About phone through
+Settings' search (it types "About phone" and taps the result): the row is the last of a long list, and
+the scrolls down to it look alike on a small screen. Drawn tasks (``Template.draw``, for pretraining)
+add wordings of their own to the brightness, screen timeout and About phone templates.
 """
 
 from __future__ import annotations
@@ -324,6 +327,21 @@ _TIMEOUT_PHRASES = (
     "Make the screen turn off after {label} of inactivity",
 )
 
+_DRAWN_TIMEOUT_PHRASES = (
+    "Please set the screen timeout to {label}",
+    "Let the screen sleep after {label}",
+    "Turn the display off after {label} without use",
+    "screen timeout {label}",
+    "I want my screen to go dark after {label}",
+    "Change how long the screen stays on to {label}",
+    "Set the display timeout to {label}",
+    "Keep the screen on for {label}",
+)
+"""Wordings only drawn timeouts use (phrase indices after ``_TIMEOUT_PHRASES``')."""
+
+_HELD_OUT_TIMEOUT = (120000, 2)
+"""The ``test`` split's timeout (2 minutes) and wording (``Make the screen turn off after ...``)."""
+
 
 def _timeout_params() -> list[Params]:
     return [
@@ -332,6 +350,23 @@ def _timeout_params() -> list[Params]:
         if ms != 60000
         for i in range(len(_TIMEOUT_PHRASES))
     ]
+
+
+def _timeout_goal(p: Params) -> str:
+    return (*_TIMEOUT_PHRASES, *_DRAWN_TIMEOUT_PHRASES)[int(p["phrase"])].format(label=p["label"])
+
+
+def _timeout_draw(rng: random.Random) -> Params:
+    """Any timeout but the held-out one and the default, in any wording but the held-out one."""
+    ms, label = rng.choice(
+        [(ms, label) for ms, label in SCREEN_TIMEOUTS if ms not in (60000, _HELD_OUT_TIMEOUT[0])]
+    )
+    count = len(_TIMEOUT_PHRASES) + len(_DRAWN_TIMEOUT_PHRASES)
+    return {
+        "ms": ms,
+        "label": label,
+        "phrase": rng.choice([i for i in range(count) if i != _HELD_OUT_TIMEOUT[1]]),
+    }
 
 
 def _timeout_check(p: Params, state: Json) -> bool:
@@ -388,6 +423,24 @@ _ABOUT_GOALS = (
 )
 
 
+_DRAWN_ABOUT_GOALS = (
+    "Check the model of this phone",
+    "Which build number does this phone have?",
+    "Show me the device name",
+    "Open the About phone page",
+    "find the IP address of this phone",
+    "What model is this phone?",
+    "Look up the build number in settings",
+    "Show the About phone screen",
+)
+"""Wordings only drawn About phone tasks use (phrase indices after ``_ABOUT_GOALS``')."""
+
+_HELD_OUT_ABOUT = (1, 4)
+"""``Check the Android version`` and ``what's my phone number?`` are ``test`` wordings."""
+
+_ABOUT_QUERY = "About phone"
+
+
 def _page_params() -> list[Params]:
     return [{"screen": screen, "phrase": i} for i, (screen, _) in enumerate(_PAGE_GOALS)]
 
@@ -402,6 +455,33 @@ def _page_check(p: Params, state: Json) -> bool:
 
 def _page_plan(p: Params, screen: Screen) -> Action:
     return settings_at(screen, str(p["screen"])) or screen.wait()
+
+
+def _about_draw(rng: random.Random) -> Params:
+    """Any wording of opening About phone but the held-out ones."""
+    count = len(_ABOUT_GOALS) + len(_DRAWN_ABOUT_GOALS)
+    return {"screen": "about", "phrase": rng.choice([i for i in range(count) if i not in _HELD_OUT_ABOUT])}
+
+
+def _about_plan(p: Params, screen: Screen) -> Action:
+    """Settings' search for "About phone", then its result: the page is the last row of a long list, which
+    a small screen shows only after scrolls that look alike (the way there a policy learns from it)."""
+    phone = screen.phone
+    if phone.top_package == SETTINGS:
+        frame = phone.top_frame
+        if frame["screen"] == "about":
+            return screen.wait()
+        if frame["screen"] == "search":
+            field_id = "settings/search/query"
+            text = str(frame["fields"].get(field_id, ""))
+            if text == _ABOUT_QUERY:
+                return screen.tap_or_scroll("settings/result/about_phone")
+            if not _ABOUT_QUERY.startswith(text):
+                return ex.back()
+            if frame["focus"] != field_id:
+                return screen.tap_or_scroll(field_id)
+            return ex.type_text(_ABOUT_QUERY[len(text) :])
+    return settings_at(screen, "main") or screen.tap_or_scroll("settings/search")
 
 
 _NAMES = ("Alex's Pixel", "Work Phone", "My Pixel", "Kitchen Phone", "Pixel of Sam", "Travel Phone")
@@ -455,10 +535,11 @@ TRAIN: tuple[Template, ...] = (
         "screen_timeout",
         "train",
         _timeout_params,
-        lambda p: _TIMEOUT_PHRASES[int(p["phrase"])].format(label=p["label"]),
+        _timeout_goal,
         _timeout_check,
         _timeout_plan,
-        held_out=held_out("ms", (120000,), phrases=(2,)),
+        held_out=held_out("ms", (_HELD_OUT_TIMEOUT[0],), phrases=(_HELD_OUT_TIMEOUT[1],)),
+        draw=_timeout_draw,
     ),
     template(
         "settings_page",
@@ -473,10 +554,11 @@ TRAIN: tuple[Template, ...] = (
         "about_phone",
         "train",
         _about_params,
-        lambda p: _ABOUT_GOALS[int(p["phrase"])],
+        lambda p: (*_ABOUT_GOALS, *_DRAWN_ABOUT_GOALS)[int(p["phrase"])],
         _page_check,
-        _page_plan,
-        held_out=held_out(phrases=(1, 4)),
+        _about_plan,
+        held_out=held_out(phrases=_HELD_OUT_ABOUT),
+        draw=_about_draw,
     ),
 )
 """Settings templates of the ``train`` split, their held-out values and wordings the ``test`` split."""
