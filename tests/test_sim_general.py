@@ -994,10 +994,22 @@ def test_the_expert_types_again_after_stray_input() -> None:
     phone.launch(CALCULATOR)
     phone.type_text("99")
     assert _finish(calc, phone) == ["12+34="]  # after a tap on AC
+    about = _task("about_phone", phrase=0)
+    phone = _phone()
+    phone.launch(SETTINGS)
+    _tap(phone, "settings/search")
+    phone.type_text("Abo")
+    assert _finish(about, phone) == ["ut phone"]  # Settings' search, the rest of a right beginning
+    phone = _phone()
+    phone.launch(SETTINGS)
+    _tap(phone, "settings/search")
+    phone.type_text("Bat")
+    assert _finish(about, phone) == ["About phone"]  # searched again after BACK
 
 
-_DRAWING = {"open_app", "brightness", "alarm", "alarm_toggle", "timer", "stopwatch", "calculator", "app_search",
-            "search_google", "weather", "item_price", "open_site", "screen_timeout", "about_phone"}  # fmt: skip
+_DRAWING = {"open_app", "brightness", "alarm", "alarm_toggle", "timer", "stopwatch", "calculator",
+            "app_search", "search_google", "weather", "item_price", "open_site", "screen_timeout",
+            "about_phone"}  # fmt: skip
 _TYPED_KEYS = ("query", "thing", "city", "item", "site")
 """Parameters whose values the expert types (in part or whole)."""
 
@@ -1027,8 +1039,8 @@ def test_train_templates_draw_fresh_parameters_and_held_out_ones_never() -> None
             assert task.goal not in held, task.goal  # no held-out wording, time, value
             assert task.id.startswith(f"general/{name}/draw-")
             assert task.id not in fixed
-        least = {"open_app": 10, "brightness": 10, "weather": 50, "timer": 50, "alarm_toggle": 50, "stopwatch": 8,
-                 "screen_timeout": 40, "about_phone": 10}.get(name, 100)  # fmt: skip
+        least = {"open_app": 10, "brightness": 10, "weather": 50, "timer": 50, "alarm_toggle": 50,
+                 "stopwatch": 8, "screen_timeout": 40, "about_phone": 10}.get(name, 100)  # fmt: skip
         assert len({task.goal for task in drawn}) > least, name
         assert drawn == _drawn(name, 300), name  # seeded
     alarms = [task.params for task in _drawn("alarm", 300)]

@@ -23,7 +23,6 @@ from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.settings import FONT_SIZES, SCREEN_TIMEOUTS, VOLUME_MAX
 from distrl.sim.suites import HeldOut, Params, Template, held_out
-from distrl.sim.suites import expert as ex
 from distrl.sim.suites.system_expert import (
     SETTINGS,
     Screen,
@@ -465,22 +464,16 @@ def _about_draw(rng: random.Random) -> Params:
 
 def _about_plan(p: Params, screen: Screen) -> Action:
     """Settings' search for "About phone", then its result: the page is the last row of a long list, which
-    a small screen shows only after scrolls that look alike (the way there a policy learns from it)."""
+    a small screen shows only after scrolls that look alike."""
     phone = screen.phone
     if phone.top_package == SETTINGS:
         frame = phone.top_frame
         if frame["screen"] == "about":
             return screen.wait()
         if frame["screen"] == "search":
-            field_id = "settings/search/query"
-            text = str(frame["fields"].get(field_id, ""))
-            if text == _ABOUT_QUERY:
-                return screen.tap_or_scroll("settings/result/about_phone")
-            if not _ABOUT_QUERY.startswith(text):
-                return ex.back()
-            if frame["focus"] != field_id:
-                return screen.tap_or_scroll(field_id)
-            return ex.type_text(_ABOUT_QUERY[len(text) :])
+            return screen.fill("settings/search/query", _ABOUT_QUERY) or screen.tap_or_scroll(
+                "settings/result/about_phone"
+            )
     return settings_at(screen, "main") or screen.tap_or_scroll("settings/search")
 
 
@@ -498,20 +491,11 @@ def _rename_check(p: Params, state: Json) -> bool:
 
 
 def _rename_plan(p: Params, screen: Screen) -> Action:
-    step = settings_at(screen, "device_name")
-    if step is not None:
-        return step
-    name = str(p["name"])
-    field_id = "settings/device_name/field"
-    frame = screen.phone.top_frame
-    text = str(frame["fields"].get(field_id, ""))
-    if text == name:
-        return screen.tap_or_scroll("settings/device_name/rename")
-    if not name.startswith(text):
-        return ex.back()
-    if frame["focus"] != field_id:
-        return screen.tap_or_scroll(field_id)
-    return ex.type_text(name[len(text) :])
+    return (
+        settings_at(screen, "device_name")
+        or screen.fill("settings/device_name/field", str(p["name"]))
+        or screen.tap_or_scroll("settings/device_name/rename")
+    )
 
 
 TRAIN: tuple[Template, ...] = (

@@ -115,6 +115,19 @@ class Screen:
         """A tap on the status bar: it does nothing, and time passes."""
         return self.tap("system/status_bar")
 
+    def fill(self, field_id: str, text: str) -> Action | None:
+        """The step towards the field ``field_id`` of the screen in front holding ``text``: BACK away from a
+        wrong beginning, a tap that focuses it, the rest typed; None once it holds ``text``."""
+        frame = self.phone.top_frame
+        typed = str(frame["fields"].get(field_id, ""))
+        if typed == text:
+            return None
+        if not text.startswith(typed):
+            return ex.back()
+        if frame["focus"] != field_id:
+            return self.tap_or_scroll(field_id)
+        return ex.type_text(text[len(typed) :])
+
     def slide(self, element_id: str, fraction: float) -> Action:
         """Tap the slider ``element_id`` where it means ``fraction`` (past an end for exactly 0 or 1)."""
         hit = self.get(element_id)
