@@ -24,7 +24,16 @@ from distrl.sim.app import Json
 from distrl.sim.apps.clock import picked_time, timer_seconds
 from distrl.sim.suites import Params, Template, held_out
 from distrl.sim.suites import expert as ex
-from distrl.sim.suites.system_expert import CLOCK, Screen, clock_tab, norm, open_app, phrased, template
+from distrl.sim.suites.system_expert import (
+    CLOCK,
+    Screen,
+    clock_tab,
+    draw_phrase,
+    norm,
+    open_app,
+    phrased,
+    template,
+)
 
 __all__ = ["HELD_OUT_ALARM_TIMES", "TRAIN", "UNSEEN", "typed_time", "typed_timer"]
 
@@ -171,15 +180,12 @@ def _alarm_draw(rng: random.Random) -> Params:
         hour, minute = rng.randrange(24), rng.choice((rng.randrange(60), 5 * rng.randrange(12)))
         if (hour, minute) not in held:
             break
-    phrases = [
-        i for i in range(len(_ALARM_PHRASES) + len(_DRAWN_ALARM_PHRASES)) if i != _HELD_OUT_ALARM_PHRASE
-    ]
     return {
         "hour": hour,
         "minute": minute,
         "label": "",
         "days": "",
-        "phrase": rng.choice(phrases),
+        "phrase": draw_phrase(rng, len(_ALARM_PHRASES) + len(_DRAWN_ALARM_PHRASES), {_HELD_OUT_ALARM_PHRASE}),
         "style": rng.randrange(6),
     }
 
@@ -295,7 +301,7 @@ def _toggle_alarm_draw(rng: random.Random) -> Params:
     but the held-out one."""
     alarm_id, hour, minute, enabled = rng.choice(_EXISTING)
     count = len(_TOGGLE_PHRASES["on"]) + len(_DRAWN_TOGGLE_PHRASES["on"])
-    phrase = rng.choice([i for i in range(count) if i != _HELD_OUT_TOGGLE_PHRASE])
+    phrase = draw_phrase(rng, count, {_HELD_OUT_TOGGLE_PHRASE})
     state = "off" if enabled else "on"
     return {
         "id": alarm_id,
@@ -423,7 +429,7 @@ _HELD_OUT_STOPWATCH_PHRASE = 2
 def _stopwatch_draw(rng: random.Random) -> Params:
     """Any wording of starting the stopwatch but the held-out one."""
     count = len(_STOPWATCH_GOALS) + len(_DRAWN_STOPWATCH_GOALS)
-    return {"phrase": rng.choice([i for i in range(count) if i != _HELD_OUT_STOPWATCH_PHRASE])}
+    return {"phrase": draw_phrase(rng, count, {_HELD_OUT_STOPWATCH_PHRASE})}
 
 
 def _stopwatch_check(p: Params, state: Json) -> bool:

@@ -26,6 +26,7 @@ from distrl.sim.suites import HeldOut, Params, Template, held_out
 from distrl.sim.suites.system_expert import (
     SETTINGS,
     Screen,
+    draw_phrase,
     expert_for,
     indexed,
     int_setting,
@@ -364,7 +365,7 @@ def _timeout_draw(rng: random.Random) -> Params:
     return {
         "ms": ms,
         "label": label,
-        "phrase": rng.choice([i for i in range(count) if i != _HELD_OUT_TIMEOUT[1]]),
+        "phrase": draw_phrase(rng, count, {_HELD_OUT_TIMEOUT[1]}),
     }
 
 
@@ -459,7 +460,7 @@ def _page_plan(p: Params, screen: Screen) -> Action:
 def _about_draw(rng: random.Random) -> Params:
     """Any wording of opening About phone but the held-out ones."""
     count = len(_ABOUT_GOALS) + len(_DRAWN_ABOUT_GOALS)
-    return {"screen": "about", "phrase": rng.choice([i for i in range(count) if i not in _HELD_OUT_ABOUT])}
+    return {"screen": "about", "phrase": draw_phrase(rng, count, _HELD_OUT_ABOUT)}
 
 
 def _about_plan(p: Params, screen: Screen) -> Action:

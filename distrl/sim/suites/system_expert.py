@@ -10,7 +10,8 @@ covers what they need. ``open_app``, ``settings_at`` and ``clock_tab`` walk ther
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from distrl.actions import tap_action
@@ -34,6 +35,7 @@ __all__ = [
     "Plan",
     "Screen",
     "clock_tab",
+    "draw_phrase",
     "expert_for",
     "indexed",
     "int_setting",
@@ -291,6 +293,11 @@ def phrased(goals: Sequence[str]) -> Callable[[Params], str]:
         return goals[int(p["phrase"])]
 
     return goal
+
+
+def draw_phrase(rng: random.Random, count: int, held: Collection[int]) -> int:
+    """A wording index below ``count`` (fixed wordings, then drawn-only ones) but the ``held`` ones."""
+    return rng.choice([i for i in range(count) if i not in held])
 
 
 def indexed(goals: Sequence[tuple[str, ...]]) -> Callable[[Params], str]:
