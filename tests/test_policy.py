@@ -41,6 +41,7 @@ from distrl.policy import (
     resolve_dtype,
 )
 from distrl.policy.engine import CACHE_STEP, CompiledEngine, EagerEngine, make_engine
+from distrl.policy.sampling import KeyedRows
 from distrl.policy.tiny import TINY_BC_WEIGHTS, TinySpec, export_tiny_bc
 from distrl.records import Action, ActionType, InvalidAction, Observation
 
@@ -268,6 +269,81 @@ def test_one_batch_answers_each_input_at_its_own_temperature() -> None:
     for bad in (-0.5, math.nan, math.inf):
         with pytest.raises(ValueError, match="finite number ≥ 0"):
             dataclasses.replace(BATCH[0], temperature=bad)
+
+
+def test_keyed_rows_sample_softmax_over_the_temperature() -> None:
+    """The Gumbel-max trick: over many keys, the argmax of a keyed row's processed logits picks each token
+    as often as softmax(z / T) says, never a forbidden (-inf) one; a greedy row passes as it is; one key
+    gives one draw, a second call the next draw."""
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, float("-inf")]])
+    temperature, n = 0.7, 4000
+    expected = torch.softmax(logits[0] / temperature, dim=-1)
+    ids = torch.zeros((1, 1), dtype=torch.long)
+    picks = [int(KeyedRows([temperature], [key])(ids, logits).argmax()) for key in range(n)]  # type: ignore[arg-type]
+    for token, p in enumerate(expected.tolist()):
+        share = picks.count(token) / n
+        assert abs(share - p) <= 4 * math.sqrt(p * (1 - p) / n) + 1e-9, (token, share, p)
+    assert picks.count(4) == 0
+    both = torch.cat([logits, logits])
+    processed = KeyedRows([0.0, 1.0], [None, 3])(ids, both)  # type: ignore[arg-type]
+    assert torch.equal(processed[0], logits[0])
+    again = KeyedRows([1.0], [3])
+    first = again(ids, logits)  # type: ignore[arg-type]
+    assert torch.equal(first[0], processed[1])
+    assert not torch.equal(again(ids, logits), first)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sampling key"):
+        dataclasses.replace(BATCH[0], sampling_key=-1)
+
+
+def test_a_keyed_answer_is_the_same_in_any_batch() -> None:
+    """An input with a sampling key gets the same answer alone, first or last in a batch, beside any other
+    inputs, with the exact behaviour log-prob of its tokens; other keys give other answers. Without keys
+    the batch's one generator makes a row's answer depend on its neighbours."""
+    policy = _policy(temperature=1.0)
+    keyed = [
+        dataclasses.replace(item, sampling_key=key) for item, key in zip(BATCH, (11, 12, 13), strict=True)
+    ]
+    alone = [policy.sample([item], seed=0)[0] for item in keyed]
+    for seed, order in ((1, [0, 1, 2]), (2, [2, 0, 1]), (3, [1, 2])):
+        batched = policy.sample([keyed[row] for row in order], seed=seed)
+        for row, sample in zip(order, batched, strict=True):
+            assert sample.token_ids == alone[row].token_ids
+            assert sample.sampled_logprob == _approx(alone[row].sampled_logprob)
+    for item, sample in zip(BATCH, alone, strict=True):
+        scored, _ = policy.score_tokens([item], [sample.token_ids], temperature=1.0)
+        assert sample.sampled_logprob == _approx(scored.item())
+    others = {
+        policy.sample([dataclasses.replace(BATCH[1], sampling_key=key)])[0].token_ids for key in range(6)
+    }
+    assert len(others) > 1
+    unkeyed = {
+        policy.sample([BATCH[0], BATCH[2], BATCH[1]][:size], seed=5)[0].token_ids for size in (1, 2, 3)
+    }
+    assert len(unkeyed) > 1
+
+
+def test_an_evaluation_at_temperature_one_repeats_whatever_plays_beside_each_episode() -> None:
+    """Each step of a local episode is keyed by the seed, the episode and the step, so an evaluation at
+    temperature 1 gives the same answers however many phones play at a time (which episodes share a
+    batch), and another seed other answers."""
+    policy = Policy.load(PolicySettings(model="tiny-bc", max_new_tokens=64), device="cpu")
+    runs = [
+        evaluate(
+            policy,
+            "general",
+            "train",
+            episodes=6,
+            seed=seed,
+            temperature=1.0,
+            parallel=parallel,
+            width=270,
+            height=600,
+        )
+        for seed, parallel in ((0, 1), (0, 4), (1, 4))
+    ]
+    answers = [[outcome.actions for outcome in run.outcomes] for run in runs]
+    assert answers[0] == answers[1]
+    assert answers[2] != answers[0]
 
 
 # -- the decoding engines (the compiled one: a static KV cache, a decode step compiled by torch.compile;

@@ -195,7 +195,7 @@ def _play(
                     trajectory = await play_episode(
                         device,
                         task,
-                        lockstep.chooser(slot, task, temperatures[index]),
+                        lockstep.chooser(slot, index, task, temperatures[index]),
                         episode_id=str(index),
                         host="local",
                         step_timeout_s=math.inf,
@@ -233,7 +233,9 @@ def _play(
 
 class _Lockstep:
     """The running episodes' steps answered together, as one ``policy.sample`` call once every running
-    episode has asked; each batch in slot order and seeded by the call's number, so that a run repeats."""
+    episode has asked; each batch in slot order and seeded by the call's number, and each step keyed by
+    its episode (which episodes share a batch depends on timing: the phones' screenshots run in
+    threads), so that a run repeats."""
 
     def __init__(self, policy: Actor, seed: int, version: int) -> None:
         self._policy = policy
@@ -251,13 +253,22 @@ class _Lockstep:
         self._running -= 1
         self._answer()
 
-    def chooser(self, slot: int, task: Task, temperature: float | None) -> Chooser:
+    def chooser(self, slot: int, episode: int, task: Task, temperature: float | None) -> Chooser:
+        """The policy's answers for the ``episode``-th episode (of ``task``), played on ``slot``: each step
+        keyed by the seed, the episode and the step (``PolicyInput.sampling_key``), so that its draws do
+        not depend on which other episodes share its batch, nor on the policy."""
+
         async def choose(
             observation: Observation, history: Sequence[Action | InvalidAction], index: int
         ) -> Step:
             asked = anyio.Event()
+            key = zlib.crc32(f"{self._seed}/{episode}/{task.id}/{index}".encode())
             question = PolicyInput(
-                goal=task.goal, observation=observation, history=tuple(history), temperature=temperature
+                goal=task.goal,
+                observation=observation,
+                history=tuple(history),
+                temperature=temperature,
+                sampling_key=key,
             )
             self._asked[slot] = (question, observation, index, asked)
             self._answer()

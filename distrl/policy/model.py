@@ -31,7 +31,8 @@ Batches are left-padded, and padding changes no number beyond float rounding (te
 
 Over 450 lines, one module: sampling, teacher-forced scoring and the learner's token scores share the
 batching and the conventions above, which must not drift apart; loading is ``loading.py``, the served
-merge ``merging.py``, the decoding engine ``engine.py``, prompts ``prompt.py``.
+merge ``merging.py``, the decoding engine ``engine.py``, how each row draws (its temperature, its
+sampling key) ``sampling.py``, prompts ``prompt.py``.
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import peft
 import torch
 from peft.tuners.tuners_utils import BaseTunerLayer
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
+from transformers import GenerationConfig
 
 from distrl.actions import parse_action
 from distrl.config import BUILT_IN_MODELS, PolicySettings
@@ -55,6 +56,7 @@ from distrl.policy.engine import Engine, make_engine
 from distrl.policy.loading import attach_adapter, load_base, resolve_device, resolve_dtype
 from distrl.policy.merging import Merged
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
+from distrl.policy.sampling import sampling_plan
 from distrl.records import Action, InvalidAction, Observation, Step
 
 __all__ = ["Policy", "Sample", "Scores", "TokenScores"]
@@ -196,12 +198,9 @@ class Policy:
         extra = self.engine.rows(len(batch)) - len(batch)
         rows = [*encoded, *[encoded[-1]] * extra]
         inputs = self._on_device(self.prompter.collate([item.ids for item in rows], rows))
-        mixed = len(set(temperatures)) > 1
-        # one temperature: the generator's own sampling; several: sampling at 1 after a per-row processor
-        sampling: dict[str, Any] = (
-            {"do_sample": True, "temperature": 1.0 if mixed else temperatures[0], "top_k": 0, "top_p": 1.0}
-            if mixed or temperatures[0] > 0
-            else {"do_sample": False}
+        keys = [item.sampling_key for item in batch]
+        sampling, processors = sampling_plan(
+            [*temperatures, *[temperatures[-1]] * extra], [*keys, *[keys[-1]] * extra], self.device
         )
         config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated __init__
             **sampling,
@@ -213,9 +212,6 @@ class Policy:
             pad_token_id=self.prompter.pad_id,
             output_logits=True,
             return_dict_in_generate=True,
-        )
-        processors = LogitsProcessorList(
-            [_RowTemperatures([*temperatures, *[temperatures[-1]] * extra], self.device)] if mixed else []
         )
         with self._inference(), _seeded(seed, self.device):
             generated, step_logits = self.engine.generate(self.model, inputs, config, processors)
@@ -582,18 +578,3 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
-
-
-class _RowTemperatures(LogitsProcessor):
-    """Each row of a batch at its own temperature, for a generator sampling at 1: its logits over T, or
-    for T = 0 all but the highest at -inf, so that sampling picks what greedy decoding would."""
-
-    def __init__(self, temperatures: Sequence[float], device: torch.device) -> None:
-        values = torch.tensor(temperatures, dtype=torch.float32, device=device)
-        self._greedy = (values == 0)[:, None]
-        self._scale = torch.where(values == 0, 1.0, values)[:, None]
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        best = scores.argmax(dim=-1, keepdim=True)
-        only_best = torch.full_like(scores, float("-inf")).scatter(-1, best, 0.0)
-        return torch.where(self._greedy, only_best, scores / self._scale.to(scores.dtype))  # type: ignore[return-value]

@@ -68,10 +68,16 @@ class PolicyInput:
     temperature: float | None = None
     """The temperature to answer at (0: greedy); None for the policy's ``settings.temperature``. One
     batch may mix temperatures (a greedy episode beside sampled ones)."""
+    sampling_key: int | None = None
+    """What this answer's random draws are made from (``distrl.policy.sampling``): the same prompt and
+    key give the same answer in any batch, under any policy's logits the same noise. Local runs key each
+    step by its seed, episode and step; None draws from the batch's generator."""
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0 <= self.temperature < math.inf:
             raise ValueError(f"a temperature is a finite number ≥ 0 (0: greedy), got {self.temperature}")
+        if self.sampling_key is not None and not 0 <= self.sampling_key < 2**63:
+            raise ValueError(f"a sampling key is an integer in [0, 2**63), got {self.sampling_key}")
 
 
 def prompt_text(goal: str, history: Sequence[Action | InvalidAction], shown: int) -> str:
