@@ -42,7 +42,7 @@ import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 import peft
 import torch
@@ -196,12 +196,10 @@ class Policy:
         temperatures = [self.temperature_for(item.temperature) for item in batch]
         # the engine may decode more rows than asked (copies of the last), whose answers are dropped
         extra = self.engine.rows(len(batch)) - len(batch)
-        rows = [*encoded, *[encoded[-1]] * extra]
+        rows = _padded(encoded, extra)
         inputs = self._on_device(self.prompter.collate([item.ids for item in rows], rows))
         keys = [item.sampling_key for item in batch]
-        sampling, processors = sampling_plan(
-            [*temperatures, *[temperatures[-1]] * extra], [*keys, *[keys[-1]] * extra], self.device
-        )
+        sampling, processors = sampling_plan(_padded(temperatures, extra), _padded(keys, extra), self.device)
         config = GenerationConfig(  # type: ignore[no-untyped-call]  # unannotated __init__
             **sampling,
             max_new_tokens=self.settings.max_new_tokens,
@@ -578,3 +576,11 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
+
+
+_Row = TypeVar("_Row")
+
+
+def _padded(rows: Sequence[_Row], extra: int) -> list[_Row]:
+    """``rows`` and ``extra`` copies of its last: the rows an engine decodes beyond those asked for."""
+    return [*rows, *[rows[-1]] * extra]
