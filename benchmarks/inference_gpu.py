@@ -4,10 +4,10 @@ run.
 
 What it measures, for each batch size (default 1, 8, 32, 64): the prefill (the time to generate one token)
 and the decode step, (time to generate ``--tokens`` tokens − time to generate 1) / (``--tokens`` − 1),
-both through the policy's own model (``Policy.load`` then ``serve_merged``, a fresh LoRA r16 adapter with
-small random weights folded in) on real sim screens (``general`` tasks, 1080×2400 JPEG as a worker gets
-them; ``--max-image-pixels`` caps them as the policy's setting does). Every answer is forced to the same
-length (``min_new_tokens``), greedy. The median of ``--repeats`` runs each.
+both through the policy's own model (``Policy.load`` then ``Adapter.serve_merged``, a fresh LoRA r16
+adapter with small random weights folded in) on real sim screens (``general`` tasks, 1080×2400 JPEG as a
+worker gets them; ``--max-image-pixels`` caps them as the policy's setting does). Every answer is forced
+to the same length (``min_new_tokens``), greedy. The median of ``--repeats`` runs each.
 
 The floor: one decode step must read the language model's weights once (the vision tower runs in the
 prefill only). floor = those weights' bytes / the copy bandwidth, measured here as the bytes read and
@@ -128,13 +128,13 @@ def main() -> None:
         settings = PolicySettings(model=str(folder), max_image_pixels=pixels, temperature=0.0)
         policy = Policy.load(settings, device=str(device), seed=0)
         generator = torch.Generator().manual_seed(0)
-        policy.load_adapter_state(
+        policy.adapter.load_state(
             {
                 name: torch.randn(t.shape, generator=generator) * 0.01
-                for name, t in policy.adapter_state().items()
+                for name, t in policy.adapter.state().items()
             }
         )
-        policy.serve_merged()
+        policy.adapter.serve_merged()
         bandwidth = copy_bandwidth(device)
         floor_s = language_bytes(policy) / bandwidth
         inputs = screens(max(sizes))

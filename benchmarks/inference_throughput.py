@@ -15,7 +15,7 @@ few steps here so that its answers have the length of real ones (an untrained mo
 ``max_new_tokens``). ``pretrain`` folders made with its default ``PRETRAIN_SPEC`` see 112×252 screens
 (36 image tokens) and answer faster. Sampling at temperature 1, seeded. The adapter holds small random
 weights (a trained one, not LoRA's zero start) and is folded into the base weights as a worker serves it
-(``Policy.serve_merged``, ``[policy] merge_adapter``); ``--unmerged`` applies it beside them, as the
+(``Adapter.serve_merged``, ``[policy] merge_adapter``); ``--unmerged`` applies it beside them, as the
 learner does.
 
 Measured on the 2-core development machine (``--model`` a 224×504 ``pretrain`` folder): ``direct`` 3.3
@@ -139,14 +139,14 @@ def main() -> None:
             pretrain(model, episodes=30, max_steps=steps, minutes=None, mistake_rate=0.0, spec=TinySpec())
         policy = Policy.load(PolicySettings(model=model, temperature=1.0), device="cpu")
         generator = torch.Generator().manual_seed(0)  # a trained adapter, not LoRA's zero start
-        policy.load_adapter_state(
+        policy.adapter.load_state(
             {
                 name: torch.randn(t.shape, generator=generator) * 0.01
-                for name, t in policy.adapter_state().items()
+                for name, t in policy.adapter.state().items()
             }
         )
         if not args.unmerged:
-            policy.serve_merged()
+            policy.adapter.serve_merged()
         inputs = _inputs(max(sizes) * 2)
         direct = [_direct(policy, inputs, size, args.repeats) for size in sizes]
         batched = [

@@ -225,7 +225,7 @@ def _prepare(folder: Path) -> Prepared:
     parameters = _model(model)
     settings = PolicySettings(model=str(model), lora_rank=RANK)
     learner = Policy.load(settings, device="cpu", dtype="float32")
-    adapter = learner.adapter_state()
+    adapter = learner.adapter.state()
     sizes = {
         "model_parameters": parameters,
         "adapter_parameters": sum(t.numel() for t in adapter.values()),

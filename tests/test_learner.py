@@ -236,10 +236,10 @@ def test_the_anchor_is_zero_at_the_start_and_grows_as_the_policy_moves(played: l
 
     # a learner built on a trained adapter anchors to a frozen copy of it, not to the bare model
     trained = _learner("filtered-bc", kl_coef=1.0)
-    trained.policy.load_adapter_state(learner.policy.adapter_state())
+    trained.policy.adapter.load_state(learner.policy.adapter.state())
     anchored = Learner(trained.policy, trained.settings, seed=0)
     assert anchored.reference is not None
-    assert all(torch.equal(v, learner.policy.adapter_state()[k]) for k, v in anchored.reference.items())
+    assert all(torch.equal(v, learner.policy.adapter.state()[k]) for k, v in anchored.reference.items())
 
 
 def test_a_stronger_anchor_keeps_the_policy_nearer_its_start(played: list[Trajectory]) -> None:
@@ -326,7 +326,7 @@ def test_stale_trajectories_leave_the_buffer(played: list[Trajectory]) -> None:
 
 
 def _adapter(learner: Learner) -> dict[str, torch.Tensor]:
-    return learner.policy.adapter_state()
+    return learner.policy.adapter.state()
 
 
 def test_resume_gives_the_update_an_uninterrupted_run_makes(played: list[Trajectory], tmp_path: Path) -> None:
@@ -532,18 +532,18 @@ def _checkpointing(learner: Learner) -> bool:
 def test_an_update_that_meets_nan_is_refused_whole(played: list[Trajectory], poisoned: str) -> None:
     learner = _filled("a-ride", played)
     if poisoned == "adapter":  # damaged weights: the policy's log-probs become NaN
-        state = learner.policy.adapter_state()
+        state = learner.policy.adapter.state()
         name = next(iter(state))
-        learner.policy.load_adapter_state({**state, name: torch.full_like(state[name], math.nan)})
+        learner.policy.adapter.load_state({**state, name: torch.full_like(state[name], math.nan)})
     else:
         with torch.no_grad():
             next(iter(learner.critics.step.parameters())).fill_(math.nan)
-    adapter, critics = learner.policy.adapter_state(), _snapshot(learner.critics)
+    adapter, critics = learner.policy.adapter.state(), _snapshot(learner.critics)
     with pytest.raises(LearnerError, match=r"update 1 refused: the .* is not finite") as refused:
         learner.update()
     assert refused.value.quantity == ("logprob" if poisoned == "adapter" else "value")
     assert learner.updates == 0
-    after = learner.policy.adapter_state()
+    after = learner.policy.adapter.state()
     assert all(torch.equal(adapter[k], after[k]) or torch.isnan(adapter[k]).all() for k in adapter)
     for name, value in _snapshot(learner.critics).items():
         assert torch.equal(value.nan_to_num(), critics[name].nan_to_num()), name

@@ -1,4 +1,4 @@
-"""Serving with the adapter folded into the base weights (``Policy.serve_merged``, what workers do): the
+"""Serving with the adapter folded into the base weights (``Adapter.serve_merged``, what workers do): the
 same answers and log-probs as the adapter applied unmerged, every version folded into a pristine base."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _adapter(policy: Policy, seed: int, scale: float = 0.05) -> dict[str, torch.
     generator = torch.Generator().manual_seed(seed)
     return {
         name: torch.randn(t.shape, generator=generator, dtype=t.dtype) * scale
-        for name, t in policy.adapter_state().items()
+        for name, t in policy.adapter.state().items()
     }
 
 
@@ -49,13 +49,13 @@ def _base(policy: Policy) -> dict[str, torch.Tensor]:
 
 def test_merged_answers_and_log_probs_are_the_unmerged_ones() -> None:
     unmerged, merged = _policy(), _policy()
-    merged.serve_merged()
+    merged.adapter.serve_merged()
     for seed in (1, 2):  # the start, then a new version folded in over it
         state = _adapter(unmerged, seed)
-        unmerged.load_adapter_state(state)
-        merged.load_adapter_state(state)
-        assert merged.adapter_state().keys() == state.keys()
-        assert all(torch.equal(merged.adapter_state()[name], state[name]) for name in state)
+        unmerged.adapter.load_state(state)
+        merged.adapter.load_state(state)
+        assert merged.adapter.state().keys() == state.keys()
+        assert all(torch.equal(merged.adapter.state()[name], state[name]) for name in state)
         plain, folded = unmerged.sample(BATCH), merged.sample(BATCH)
         assert [s.text for s in folded] == [s.text for s in plain]
         ours, _ = merged.logprobs(BATCH, [s.text for s in plain])
@@ -66,13 +66,13 @@ def test_merged_answers_and_log_probs_are_the_unmerged_ones() -> None:
 def test_the_adapter_is_folded_in_not_applied_beside() -> None:
     policy = _policy()
     base = _base(policy)
-    policy.serve_merged()
-    policy.load_adapter_state(_adapter(policy, 1))
+    policy.adapter.serve_merged()
+    policy.adapter.load_state(_adapter(policy, 1))
     changed = [
         name for name, p in policy.model.named_parameters() if name in base and not torch.equal(p, base[name])
     ]
     assert changed  # the base weights of adapted layers now hold W + s·B·A
-    assert policy.merged
+    assert policy.adapter.merged
     with pytest.raises(PolicyError, match="cannot train"):
         policy.train(True)
 
@@ -81,12 +81,12 @@ def test_many_versions_leave_no_rounding_behind() -> None:
     """Each version is folded into the pristine base, not into the last fold: the zero adapter after many
     versions gives back the base weights bit for bit."""
     policy = _policy()
-    zero = {name: torch.zeros_like(t) for name, t in policy.adapter_state().items()}
-    policy.load_adapter_state(zero)
+    zero = {name: torch.zeros_like(t) for name, t in policy.adapter.state().items()}
+    policy.adapter.load_state(zero)
     base = _base(policy)
-    policy.serve_merged()
+    policy.adapter.serve_merged()
     for seed in range(40):
-        policy.load_adapter_state(_adapter(policy, seed, scale=0.5))
-    policy.load_adapter_state(zero)
+        policy.adapter.load_state(_adapter(policy, seed, scale=0.5))
+    policy.adapter.load_state(zero)
     after = _base(policy)
     assert all(torch.equal(after[name], base[name]) for name in base)

@@ -387,8 +387,8 @@ def test_the_compiled_engine_answers_as_the_eager_one_with_exact_logprobs() -> N
     before = [s.token_ids for s in compiled.sample(greedy)]
     version = _randomised(eager)
     for policy in (eager, compiled):
-        policy.serve_merged()
-        policy.load_adapter_state(version)
+        policy.adapter.serve_merged()
+        policy.adapter.load_state(version)
     after = [s.token_ids for s in compiled.sample(greedy)]
     assert after == [s.token_ids for s in eager.sample(greedy)]
     assert after != before
@@ -413,7 +413,7 @@ def test_the_decision_tokens_are_the_values_an_answer_chooses() -> None:
 
 def test_the_kl_to_a_reference_is_worked_out_token_by_token() -> None:
     policy = _policy(lora_dropout=0.0)
-    start = policy.adapter_state()
+    start = policy.adapter.state()
     texts = [HOME, TAP, "garbage"]
     with torch.no_grad():
         same = policy.token_scores(BATCH, texts, reference=policy.reference_log_probs(BATCH, texts, start))
@@ -423,9 +423,9 @@ def test_the_kl_to_a_reference_is_worked_out_token_by_token() -> None:
         bare = policy.reference_log_probs(BATCH, texts, None)
         assert torch.equal(bare.isinf(), policy.reference_log_probs(BATCH, texts, start).isinf())
         moved = {k: v + 0.05 * torch.randn_like(v) if "lora_B" in k else v for k, v in start.items()}
-        policy.load_adapter_state(moved)
+        policy.adapter.load_state(moved)
         scores = policy.token_scores(BATCH, texts, reference=bare)
-        assert all(torch.equal(v, moved[k]) for k, v in policy.adapter_state().items())  # left as it was
+        assert all(torch.equal(v, moved[k]) for k, v in policy.adapter.state().items())  # left as it was
         # by hand: Σ_v p·(log p − log q) at each answer position, averaged over the answer's tokens
         p = policy.reference_log_probs(BATCH, texts, moved)
         for row, text in enumerate(texts):
@@ -527,9 +527,9 @@ def _randomised(policy: Policy) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(0)
     state = {
         name: torch.randn(t.shape, generator=generator, dtype=t.dtype) * 0.05
-        for name, t in policy.adapter_state().items()
+        for name, t in policy.adapter.state().items()
     }
-    policy.load_adapter_state(state)
+    policy.adapter.load_state(state)
     return state
 
 
@@ -542,7 +542,7 @@ def _same(state: dict[str, torch.Tensor], other: dict[str, torch.Tensor]) -> boo
 def test_saved_adapter_loads_with_plain_peft(tiny_folder: Path, tmp_path: Path) -> None:
     policy = _policy(model=str(tiny_folder), lora_rank=4, lora_alpha=8.0)
     _randomised(policy)
-    policy.save_adapter(tmp_path / "adapter")
+    policy.adapter.save(tmp_path / "adapter")
     assert {p.name for p in (tmp_path / "adapter").iterdir()} >= {
         "adapter_config.json",
         "adapter_model.safetensors",
@@ -563,7 +563,7 @@ def test_saved_adapter_loads_with_plain_peft(tiny_folder: Path, tmp_path: Path) 
     assert not torch.allclose(without, ours, atol=1e-3)  # the adapter matters
 
     reloaded = _policy(model=str(tiny_folder), adapter=str(tmp_path / "adapter"))
-    assert _same(reloaded.adapter_state(), policy.adapter_state())
+    assert _same(reloaded.adapter.state(), policy.adapter.state())
 
     # the adapter names its base: from the adapter folder alone, the model folder is found, nothing downloaded
     named = peft.PeftConfig.from_pretrained(str(tmp_path / "adapter")).base_model_name_or_path
@@ -579,7 +579,7 @@ def test_adapter_state_loads_exactly_or_not_at_all() -> None:
     policy = _policy(lora_rank=2)
     state = _randomised(policy)
     assert all(name.endswith((".lora_A.weight", ".lora_B.weight")) for name in state)
-    assert _same(policy.adapter_state(), state)
+    assert _same(policy.adapter.state(), state)
     name = next(iter(state))
     bad_states = [
         {k: v for k, v in state.items() if k != name},
@@ -590,15 +590,15 @@ def test_adapter_state_loads_exactly_or_not_at_all() -> None:
     for bad in bad_states:
         scrambled = {k: v + 1 if k != name else v for k, v in bad.items()}
         with pytest.raises(PolicyError) as info:
-            policy.load_adapter_state(scrambled)
+            policy.adapter.load_state(scrambled)
         assert info.value.phase == "adapter"
-        assert _same(policy.adapter_state(), state)  # nothing changed
+        assert _same(policy.adapter.state(), state)  # nothing changed
 
 
 def test_the_adapter_stays_float32_under_a_bfloat16_model() -> None:
     policy = Policy.load(PolicySettings(max_new_tokens=4), device="cpu", dtype="bfloat16")
     assert policy.model.get_base_model().dtype == torch.bfloat16
-    assert {t.dtype for t in policy.adapter_state().values()} == {torch.float32}
+    assert {t.dtype for t in policy.adapter.state().values()} == {torch.float32}
     logprob, entropy = policy.logprobs(BATCH[:1], [HOME])
     assert logprob.dtype == torch.float32
     assert math.isfinite(logprob.item())
@@ -667,7 +667,7 @@ def test_a_bad_model_or_adapter_is_one_sentence(tmp_path: Path) -> None:
         ("random", lambda data: b"\x07" * 64),
     ):
         damaged = tmp_path / name
-        Policy.load(PolicySettings(), device="cpu").save_adapter(damaged)
+        Policy.load(PolicySettings(), device="cpu").adapter.save(damaged)
         weights = damaged / "adapter_model.safetensors"
         weights.write_bytes(damage(weights.read_bytes()))
         cases.append((PolicySettings(adapter=str(damaged)), "adapter weights in"))

@@ -655,10 +655,10 @@ def test_an_evaluation_minus_another_pairs_them_task_by_task() -> None:
 def test_cli_eval_against_the_start_pairs_the_adapter_with_its_model(tmp_path: Path) -> None:
     policy = Policy.load(PolicySettings(model="tiny-bc"), seed=0)
     generator = torch.Generator().manual_seed(1)
-    policy.load_adapter_state(
-        {name: torch.randn(t.shape, generator=generator) * 0.5 for name, t in policy.adapter_state().items()}
+    policy.adapter.load_state(
+        {name: torch.randn(t.shape, generator=generator) * 0.5 for name, t in policy.adapter.state().items()}
     )
-    policy.save_adapter(tmp_path / "adapter")
+    policy.adapter.save(tmp_path / "adapter")
     args = ("eval", "tiny-bc", "--adapter", "adapter", "--split", "train", "--episodes", "4")
     result = _distrl(*args, "--against-start", "--json", "--per-task", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -83,7 +83,7 @@ def _learner(played: list[Trajectory], algorithm: str, ranks: int, **changes: An
 
 
 def _state(learner: Learner) -> dict[str, torch.Tensor]:
-    state = {f"adapter.{k}": v for k, v in learner.policy.adapter_state().items()}
+    state = {f"adapter.{k}": v for k, v in learner.policy.adapter.state().items()}
     state.update({f"critics.{k}": v.detach().clone() for k, v in learner.critics.state_dict().items()})
     return state
 

@@ -281,7 +281,7 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
     from distrl.config import PolicySettings
     from distrl.policy import Policy
 
-    adapter = Policy.load(PolicySettings(), device="cpu", seed=3).adapter_state()
+    adapter = Policy.load(PolicySettings(), device="cpu", seed=3).adapter.state()
     changed = {name: tensor + 0.01 for name, tensor in adapter.items()}
     with anyio.fail_after(120):
         async with worker() as (process, stream):

@@ -402,7 +402,7 @@ class PolicySettings:
     max_wait_s: float = _num(0.02, ge=0)
     """Longest a request waits for its batch to fill."""
     merge_adapter: bool = True
-    """Workers fold the adapter into the base weights at each new version (``Policy.serve_merged``):
+    """Workers fold the adapter into the base weights at each new version (``Adapter.serve_merged``):
     an answer then costs what the base model's does (workers never train). ``false`` applies it unmerged,
     as the learner does."""
     engine: Literal["eager", "compiled"] = "eager"

@@ -159,7 +159,7 @@ async def train(
     learner, resumed = await _learner(inventory, checkpoints, resume=resume)
     limit = run.max_trajectories or None
     weights = await anyio.to_thread.run_sync(
-        lambda: snapshot(learner.policy.adapter_state(), run.publish_dtype)
+        lambda: snapshot(learner.policy.adapter.state(), run.publish_dtype)
     )
     publisher = Publisher(learner.version, weights, push_timeout_s=inventory.timeouts.weight_push_s)
     before = dict(learner.progress)  # where the resumed run's counters, and TensorBoard's axes, go on from

@@ -168,7 +168,7 @@ class Trainer:
         """Hand the learner's weights to the publisher as the next version (the copy runs in a thread)."""
         learner = self._learner
         tensors = await anyio.to_thread.run_sync(
-            lambda: snapshot(learner.policy.adapter_state(), self._run.publish_dtype)
+            lambda: snapshot(learner.policy.adapter.state(), self._run.publish_dtype)
         )
         self._publisher.publish(learner.version, tensors)
 

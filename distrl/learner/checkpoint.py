@@ -126,7 +126,7 @@ def restore_training_state(learner: Learner, tensors: dict[str, torch.Tensor], m
 def save_learner(learner: Learner, folder: str | Path) -> None:
     """Write everything ``load_learner`` needs into ``folder`` (which must exist; see ``Checkpoints``)."""
     folder = Path(folder)
-    learner.policy.save_adapter(folder / _ADAPTER_DIR)
+    learner.policy.adapter.save(folder / _ADAPTER_DIR)
     tensors, training = training_state(learner)
     rng_tensors, rng_meta = rng_state(learner.rng)
     tensors.update(rng_tensors)
@@ -160,7 +160,7 @@ def _memory(learner: Learner) -> tuple[Any, ...]:
     """Copies of everything ``_load`` changes, for ``_recall``."""
     return (
         copy.deepcopy(learner.critics.state_dict()),
-        learner.policy.adapter_state(),
+        learner.policy.adapter.state(),
         copy.deepcopy(learner.actor_optimiser.state_dict()),
         copy.deepcopy(learner.critic_optimiser.state_dict()),
         rng_state(learner.rng),
@@ -174,7 +174,7 @@ def _recall(learner: Learner, memory: tuple[Any, ...]) -> None:
     critics, adapter, actor, critic, (rng_tensors, rng_meta), replay, updates, progress = memory
     learner.replay, learner.updates, learner.progress = replay, updates, progress
     learner.critics.load_state_dict(critics)
-    learner.policy.load_adapter_state(adapter)
+    learner.policy.adapter.load_state(adapter)
     learner.actor_optimiser.load_state_dict(actor)
     learner.critic_optimiser.load_state_dict(critic)
     restore_rng_state(rng_tensors, rng_meta, learner.rng)
@@ -214,7 +214,7 @@ def _load(learner: Learner, folder: Path) -> None:
     with _refusing(
         f"the adapter in {str(adapter_file)!r} does not fit this policy", adapter_file, "mismatch"
     ):
-        learner.policy.load_adapter_state(adapter)
+        learner.policy.adapter.load_state(adapter)
     load_optimizer_state(learner.actor_optimiser, tensors, actor, "optimiser.actor")
     load_optimizer_state(learner.critic_optimiser, tensors, critic, "optimiser.critic")
     restore_rng_state(tensors, rng, learner.rng)

@@ -118,7 +118,7 @@ class Learner:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.critics = Critics(hidden).to(policy.device)
-        start = policy.adapter_state()
+        start = policy.adapter.state()
         fresh = all(not bool(t.any()) for name, t in start.items() if "lora_B" in name)
         self.reference: dict[str, torch.Tensor] | None = None if fresh else start
         """The anchor's π_ref: the adapter the learner started from, or None for a fresh one (then the
@@ -162,10 +162,10 @@ class Learner:
         meta: dict[str, Any] = {}
         if self.ranks.leader:  # the others' own state is not sent
             tensors, meta = training_state(self)
-            tensors.update({f"adapter.{name}": t for name, t in self.policy.adapter_state().items()})
+            tensors.update({f"adapter.{name}": t for name, t in self.policy.adapter.state().items()})
         tensors, meta, updates = self.ranks.sync(tensors, meta, self.updates)
         if not self.ranks.leader:
-            self.policy.load_adapter_state(
+            self.policy.adapter.load_state(
                 {
                     name.removeprefix("adapter."): t
                     for name, t in tensors.items()

@@ -30,31 +30,28 @@ What the numbers are (x is the prompt of ``distrl.policy.prompt``, z_t the curre
 Batches are left-padded, and padding changes no number beyond float rounding (tested to 1e-4 in float32).
 
 Over 450 lines, one module: sampling, teacher-forced scoring and the learner's token scores share the
-batching and the conventions above, which must not drift apart; loading is ``loading.py``, the served
-merge ``merging.py``, the decoding engine ``engine.py``, how each row draws (its temperature, its
-sampling key) ``sampling.py``, prompts ``prompt.py``.
+batching and the conventions above, which must not drift apart; loading is ``loading.py``, the adapter's
+state and its merged serving ``adapter.py``, the decoding engine ``engine.py``, how each row draws (its
+temperature, its sampling key) ``sampling.py``, prompts ``prompt.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Literal, NamedTuple, TypeVar
 
 import peft
 import torch
-from peft.tuners.tuners_utils import BaseTunerLayer
 from transformers import GenerationConfig
 
 from distrl.actions import parse_action
-from distrl.config import BUILT_IN_MODELS, PolicySettings
+from distrl.config import PolicySettings
 from distrl.errors import PolicyError
+from distrl.policy.adapter import Adapter
 from distrl.policy.engine import Engine, make_engine
 from distrl.policy.loading import attach_adapter, load_base, resolve_device, resolve_dtype
-from distrl.policy.merging import Merged
 from distrl.policy.prompt import Encoded, PolicyInput, Prompter
 from distrl.policy.sampling import sampling_plan
 from distrl.records import Action, InvalidAction, Observation, Step
@@ -145,10 +142,8 @@ class Policy:
         self._forbidden_ids = prompter.forbidden_ids(vocab_size)
         self._forbidden = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
         self._forbidden[self._forbidden_ids] = True
-        self._lora_layers: list[BaseTunerLayer] | None = None
-        """The adapter's layers, found once (``_adapter_disabled``)."""
-        self._merged: Merged | None = None
-        """The adapter folded into the base weights, once ``serve_merged`` is called."""
+        self.adapter = Adapter(model, settings.model)
+        """The LoRA adapter's weights, folder and serving (``distrl.policy.adapter``)."""
         self.engine: Engine = make_engine(settings.engine)
         """What decodes ``sample``'s batches (``distrl.policy.engine``)."""
 
@@ -351,20 +346,20 @@ class Policy:
     ) -> torch.Tensor:
         """log π_ref(· | x, y_<t) over the vocabulary at each position of the answers' window,
         ``(batch, window, vocab)``, without gradients, in evaluation mode: π_ref is this model with the
-        adapter weights ``adapter`` (``adapter_state()`` names), or with its adapter disabled for None.
+        adapter weights ``adapter`` (``Adapter.state()`` names), or with its adapter disabled for None.
         The adapter is as it was afterwards."""
         encoded = self.prompter.encode(batch, self.settings.history)
         answers = [self.prompter.action_ids(text) for text in actions_text]
         with self._inference():
             if adapter is None:
-                with self._adapter_disabled():
+                with self.adapter.disabled():
                     return self._window(encoded, answers, 1.0, hidden=False).log_probs
-            own = self.adapter_state()
-            self.load_adapter_state(adapter)
+            own = self.adapter.state()
+            self.adapter.load_state(adapter)
             try:
                 return self._window(encoded, answers, 1.0, hidden=False).log_probs
             finally:
-                self.load_adapter_state(own)
+                self.adapter.load_state(own)
 
     def score(self, batch: Sequence[PolicyInput], actions_text: Sequence[str]) -> Scores:
         """``logprobs`` plus the model's last hidden states, for critics that read the policy's features.
@@ -451,91 +446,12 @@ class Policy:
         return [parameter for parameter in self.model.parameters() if parameter.requires_grad]
 
     def train(self, mode: bool = True) -> None:
-        """Training mode (LoRA dropout on) or, with ``False``, evaluation mode. A policy serving merged
-        (``serve_merged``) cannot train: its adapter's gradients would not reach the folded weights."""
-        if mode and self._merged is not None:
+        """Training mode (LoRA dropout on) or, with ``False``, evaluation mode. A policy serving its adapter
+        merged (``Adapter.serve_merged``) cannot train: the adapter's gradients would not reach the folded
+        weights."""
+        if mode and self.adapter.merged:
             raise PolicyError("a policy serving its adapter merged cannot train", phase="adapter")
         self.model.train(mode)
-
-    def serve_merged(self) -> None:
-        """Fold the adapter into the base weights from now on (``distrl.policy.merging``): each answer costs
-        what the base model's does, and every ``load_adapter_state`` folds the new adapter into a pristine
-        copy of the base. For a worker, which never trains; idempotent."""
-        if self._merged is None:
-            with self._inference():
-                self._merged = Merged(self.model)
-
-    @property
-    def merged(self) -> bool:
-        """Whether the adapter is served folded into the base weights."""
-        return self._merged is not None
-
-    # -- the adapter -------------------------------------------------------------------------------------
-
-    def save_adapter(self, folder: str | Path) -> None:
-        """Write the adapter as a PEFT folder (``adapter_config.json``, ``adapter_model.safetensors``)
-        that ``peft.PeftModel.from_pretrained(base_model, folder)`` loads without distrl.
-
-        Its config names its base: the model folder (absolute, so that
-        ``AutoPeftModelForImageTextToText.from_pretrained(folder)`` finds it and downloads nothing), or
-        for the built-in models their name (``tiny-bc``: ``distrl.policy.tiny.build_tiny_bc()`` builds it)."""
-        self.model.save_pretrained(str(folder))
-        model = self.settings.model
-        base = model if model in BUILT_IN_MODELS else str(Path(model).resolve())
-        config = Path(folder) / "adapter_config.json"
-        data = json.loads(config.read_text(encoding="utf-8"))
-        data["base_model_name_or_path"] = base
-        config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-    def adapter_state(self) -> dict[str, torch.Tensor]:
-        """The adapter's weights by their PEFT file names, as CPU copies (what ``weights`` snapshots)."""
-        return {
-            name: tensor.detach().to("cpu", copy=True)
-            for name, tensor in peft.get_peft_model_state_dict(self.model).items()
-        }
-
-    def load_adapter_state(self, state: Mapping[str, torch.Tensor]) -> None:
-        """Set the adapter's weights to ``state`` exactly (the names, shapes and dtypes of
-        ``adapter_state()``). All or nothing: a mismatch raises ``PolicyError`` and changes nothing."""
-        current = peft.get_peft_model_state_dict(self.model)
-        missing = sorted(current.keys() - state.keys())
-        unknown = sorted(state.keys() - current.keys())
-        if missing or unknown:
-            problem = f"lacks {missing[0]!r}" if missing else f"has the unknown tensor {unknown[0]!r}"
-            raise PolicyError(
-                f"the adapter state does not fit this adapter: it {problem}"
-                f" ({len(missing)} missing, {len(unknown)} unknown)",
-                phase="adapter",
-            )
-        for name, tensor in current.items():
-            new = state[name]
-            if new.shape != tensor.shape or new.dtype != tensor.dtype:
-                raise PolicyError(
-                    f"the adapter state's {name!r} is {new.dtype} {tuple(new.shape)},"
-                    f" the adapter's is {tensor.dtype} {tuple(tensor.shape)}",
-                    phase="adapter",
-                )
-        with torch.no_grad():
-            for name, tensor in current.items():
-                tensor.copy_(state[name])
-        if self._merged is not None:
-            self._merged.refold()
-
-    # -- helpers -----------------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _adapter_disabled(self) -> Iterator[None]:
-        """The base model alone for the duration: what peft's ``disable_adapter`` does, without its walk
-        over every module to check their state on each call (a tenth of an update on ``tiny``)."""
-        if self._lora_layers is None:
-            self._lora_layers = [m for m in self.model.modules() if isinstance(m, BaseTunerLayer)]
-        for layer in self._lora_layers:
-            layer.enable_adapters(False)
-        try:
-            yield
-        finally:
-            for layer in self._lora_layers:
-                layer.enable_adapters(True)
 
     def _on_device(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {name: value.to(self.device) for name, value in inputs.items()}

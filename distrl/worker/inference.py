@@ -48,7 +48,7 @@ class Replica:
         self.batcher: Batcher[PolicyInput, tuple[Sample, int]] = Batcher(
             self._infer, max_batch=settings.policy.max_batch, max_wait_s=settings.policy.max_wait_s
         )
-        self.weights: dict[str, torch.Tensor] = policy.adapter_state()
+        self.weights: dict[str, torch.Tensor] = policy.adapter.state()
         """The last snapshot applied, as published (its dtype may differ from the adapter's)."""
         self.dtypes: dict[str, torch.dtype] = {name: tensor.dtype for name, tensor in self.weights.items()}
         """The adapter's own dtype per tensor, which published weights are cast to."""
@@ -62,7 +62,7 @@ class Replica:
         def load() -> Policy:
             policy = Policy.load(settings.policy, device="auto", seed=settings.seed)
             if settings.policy.merge_adapter:
-                policy.serve_merged()  # a worker never trains: each answer costs what the base's does
+                policy.adapter.serve_merged()  # a worker never trains: each answer costs what the base's does
             return policy
 
         policy = await anyio.to_thread.run_sync(load)
@@ -116,7 +116,7 @@ class Replica:
         }
         async with self.batcher.exclusive():
             try:
-                policy.load_adapter_state(cast)
+                policy.adapter.load_state(cast)
             except PolicyError as exc:
                 raise WeightsError(
                     f"the weights do not fit this worker's adapter: {exc}",
