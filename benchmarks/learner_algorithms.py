@@ -12,11 +12,13 @@ tasks, greedy (``train``) and at temperature 1 (``train@1``).
 ``--no-test`` skips them. Same seeds and budget for all; ``--jobs N`` runs N of them at once, each in its
 own process of one thread (a many-core machine measures 6 seeds of 5 variants in minutes). The
 variants (``--algorithms``): ``a-ride``, ``digirl``, ``filtered-bc``, and A-RIDE without one part
-(issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace`` (both λ = 0: one-step
-TD targets and advantages, no traces), ``no-entropy`` (β = 0); and the parts of the paper distrl has as
-options: ``a-ride-shaped`` (the paper's code's reward: 0.05 off each step, 1 off an invalid answer, a
-growing 0.4 off repeats), ``a-ride-vtraj-value`` and ``a-ride-vtraj-advantage`` (the actor on the batch's
-better half by V_traj, or by r − V_traj), ``digirl-top10`` (DigiRL's curriculum keeping the top 10%).
+(issue 7, the paper's ablations): ``no-dper`` (uniform replay sampling), ``no-retrace`` (both λ = 0:
+one-step TD targets and advantages, no traces), ``no-entropy`` (β = 0, now the default: with
+``--entropy-coef 0.05`` the others keep the paper's bonus, as the README's older rows ran); and the
+parts of the paper distrl has as options: ``a-ride-shaped`` (the paper's code's reward: 0.05 off each
+step, 1 off an invalid answer, a growing 0.4 off repeats), ``a-ride-entropy`` (the paper's β = 0.05),
+``a-ride-vtraj-value`` and ``a-ride-vtraj-advantage`` (the actor on the batch's better half by V_traj,
+or by r − V_traj), ``digirl-top10`` (DigiRL's curriculum keeping the top 10%).
 
 The test split holds the train templates with held-out values and wordings (136 tasks; the paper's
 protocol); ``tiny-bc`` starts at 11.8% there. The second evaluation's fixed sample of train tasks is the
@@ -37,7 +39,7 @@ The BC start is the built-in ``tiny-bc`` unless ``--model`` names another (a mod
 ``python -m distrl pretrain`` wrote; ``--model pretrain`` pretrains one here for ``--pretrain-minutes``
 first). Bounded: one training budget per variant and seed, and evaluations of about 1–2 minutes per
 variant on 2 cores (and the pretraining, if asked for). Run: ``python benchmarks/learner_algorithms.py
-[--minutes 8]``; the ablations: ``--algorithms a-ride,digirl,no-dper,no-retrace,no-entropy --seeds 0,1
+[--minutes 8]``; the ablations: ``--algorithms a-ride,digirl,no-dper,no-retrace,a-ride-entropy --seeds 0,1
 --no-test``.
 """
 
@@ -97,6 +99,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-warmup0": {"critic_warmup_updates": 0},
     "a-ride-warmup50": {"critic_warmup_updates": 50},
     "a-ride-lrwarm50": {"lr_warmup_updates": 50},
+    "a-ride-entropy": {"entropy_coef": 0.05},
 }
 """A-RIDE as it was before it learnt from failures and was anchored (``a-ride-positive``: positive
 advantages, no KL), without the anchor, with a stronger one, and with the anchor but positive advantages;
@@ -104,7 +107,8 @@ DigiRL without the anchor (as it was). A-RIDE with a part of the paper it has as
 shaped as the paper's released code
 shapes it; its actor on the batch's better half by V_traj, or by r − V_traj. DigiRL with its paper's
 curriculum at its code's 10%. A-RIDE with no critic warm-up, and with one of 50 updates (default 20);
-with the actor's learning rate ramped up over its first 50 updates."""
+with the actor's learning rate ramped up over its first 50 updates; with the paper's entropy bonus
+(β = 0.05; the default is none)."""
 _SUFFIXES = re.compile(r"(?:-u([1-9]\d*))?(?:-t(\d)(\d))?(?:-g(\d\d))?(-learn)?$")
 """Any variant may end with ``-uN``, N learner updates per round instead of ``--updates`` (the
 update-to-data ratio: ``a-ride-u8`` does 8 updates per 16 episodes), then ``-tXY``, collecting at

@@ -105,7 +105,7 @@ PLAN = (
             "--minutes",
             "1",
             "--algorithms",
-            "a-ride,digirl,no-dper,no-retrace,no-entropy",
+            "a-ride,digirl,no-dper,no-retrace,a-ride-entropy",
             "--seeds",
             "0,1",
             "--no-test",

@@ -43,9 +43,9 @@ def test_example_loads_as_documented() -> None:
     assert local.env == {"PYTHONUNBUFFERED": "1"}
     assert inventory.output_dir == EXAMPLE.parent / "runs" / "distrl"
     # The example shows every default: it must equal an inventory that sets nothing but the host (and
-    # the three settings that suit the shipped behaviour-cloned policy it starts from).
+    # the two settings that suit the shipped behaviour-cloned policy it starts from).
     bare = parse_inventory(
-        '[learner]\nlr_actor = 1e-3\nentropy_coef = 0.0\n[policy]\nmodel = "tiny-bc"\n'
+        '[learner]\nlr_actor = 1e-3\n[policy]\nmodel = "tiny-bc"\n'
         '[defaults.env]\nPYTHONUNBUFFERED = "1"\n'
         '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 32 }\n',
         source=str(EXAMPLE),

@@ -163,9 +163,10 @@ def _failures(played: list[Trajectory]) -> list[Trajectory]:
 
 def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> None:
     # failed episodes of valid actions: on-policy, every advantage is −V(s_t) < 0, so with positive
-    # advantages no step has a weight, and the actor must not move (no update of entropy ascent alone)
+    # advantages no step has a weight, and the actor must not move: not even by the entropy bonus, which is
+    # taken over the trained steps only
     failures = _failures(played)
-    learner = _filled("a-ride", failures, advantages="positive")
+    learner = _filled("a-ride", failures, advantages="positive", entropy_coef=0.05)
     start = _adapter(learner)
     report = learner.update()
     assert report is not None
