@@ -78,16 +78,19 @@ class Link:
         try:
             await self.link.stream.send(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            self.lose("the worker's stream closed")
+            self.lose(f"the worker's stream broke: {exc}" if str(exc) else "the worker's stream closed")
             raise LinkLost(self.lost) from exc
 
-    async def _send_within(self, message: Message) -> None:
-        """``send``, where a send that outlasts the caller's deadline loses the link: a worker that
-        stops reading must not hold the stream (and every sender behind it) forever."""
+    async def _send_within(self, message: Message, deadline: anyio.CancelScope) -> None:
+        """``send``, where a send that outlasts ``deadline`` loses the link: a worker that stops reading
+        must not hold the stream (and every sender behind it) forever. A send cancelled by its caller
+        instead (the run stopping) leaves the link up: a frame it left half-written breaks the stream,
+        and the next send finds that and loses the link."""
         try:
             await self.send(message)
         except anyio.get_cancelled_exc_class():
-            self.lose(f"a {type(message).__name__} could not be sent in time")
+            if anyio.current_time() >= deadline.deadline:
+                self.lose(f"the {type(message).__name__} could not be sent in time")
             raise
 
     async def request(self, message: Message, timeout_s: float) -> Message:
@@ -95,8 +98,8 @@ class Link:
         send, receive = anyio.create_memory_object_stream[Message](1)
         self._replies[message.id] = send
         try:
-            with anyio.fail_after(timeout_s):
-                await self._send_within(message)
+            with anyio.fail_after(timeout_s) as deadline:
+                await self._send_within(message, deadline)
                 try:
                     return await receive.receive()
                 except anyio.EndOfStream:
@@ -111,8 +114,8 @@ class Link:
         self._episodes[request.episode_id] = _Episode(send)
         self._requests[request.id] = request.episode_id
         try:
-            with anyio.fail_after(timeout_s):
-                await self._send_within(request)
+            with anyio.fail_after(timeout_s) as deadline:
+                await self._send_within(request, deadline)
                 try:
                     reply = await receive.receive()
                 except anyio.EndOfStream:
