@@ -15,12 +15,16 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 ``ConfigError`` whose message names the file, the TOML path (``hosts[1].devices.sim``) and the problem.
 ``hosts.example.toml`` documents every key.
 
-- ``distrl.config.settings``: the dataclasses, one per table, with every default and bound;
+- ``distrl.config.settings``: the dataclasses, one per table, with every default and bound; the hosts
+  and their devices in ``distrl.config.hosts``, the learner's in ``distrl.config.learner``, and how a
+  field states its bounds in ``distrl.config.fields``;
 - ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``), and the
   worker's share of them on the wire (``worker_settings_json``, ``parse_worker_settings``; a host's
   devices: ``devices_json``, ``parse_devices``).
 """
 
+from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
+from distrl.config.learner import LearnerSettings
 from distrl.config.reader import (
     devices_json,
     learner_settings_json,
@@ -34,20 +38,15 @@ from distrl.config.reader import (
 from distrl.config.settings import (
     BUILT_IN_MODELS,
     EXPERT,
-    LOCAL_ADDRESS,
     TINY_BC,
-    Devices,
-    HostEntry,
     Inventory,
     JudgeSettings,
-    LearnerSettings,
     PolicySettings,
     RunSettings,
     SimSettings,
     TaskSettings,
     Timeouts,
     WorkerSettings,
-    address_problem,
 )
 
 __all__ = [

@@ -1,8 +1,10 @@
-"""``hosts.toml`` read into the settings of ``distrl.config.settings``, checked whole at load time: every
-mistake is one ``ConfigError`` naming the file, the TOML path and the problem.
+"""``hosts.toml`` read into the settings of ``distrl.config.settings`` (with ``hosts`` and ``learner``),
+checked whole at load time: every mistake is one ``ConfigError`` naming the file, the TOML path and the
+problem.
 
 Over 450 lines, one module: every table's reader and the checks across tables share one way of naming
-the TOML path of a mistake; the settings themselves are ``settings.py``.
+the TOML path of a mistake; the settings themselves are ``settings.py``, ``hosts.py``
+and ``learner.py``.
 """
 
 from __future__ import annotations
@@ -21,21 +23,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
+from distrl.config.learner import LearnerSettings
 from distrl.config.settings import (
     BUILT_IN_MODELS,
-    LOCAL_ADDRESS,
-    Devices,
-    HostEntry,
     Inventory,
     JudgeSettings,
-    LearnerSettings,
     PolicySettings,
     RunSettings,
     SimSettings,
     TaskSettings,
     Timeouts,
     WorkerSettings,
-    address_problem,
 )
 from distrl.errors import ConfigError
 
