@@ -499,6 +499,7 @@ def test_cli_errors_are_one_sentence(tmp_path: Path) -> None:
     _one_sentence(_distrl("pretrain", "--out", "taken", cwd=tmp_path), 2, "already exists")
     gone = _distrl("pretrain", "--out", "m", "--start", "nowhere", "--steps", "1", cwd=tmp_path)
     _one_sentence(gone, 2, "does not exist")
+    assert gone.stdout == ""  # refused before it announced anything
     assert not (tmp_path / "m").exists()
 
 

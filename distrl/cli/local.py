@@ -103,8 +103,10 @@ def _sim(args: argparse.Namespace) -> int:
 def _pretrain(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
+    from distrl.config import TINY_BC
     from distrl.errors import PolicyError
     from distrl.local.pretrain import Progress, pretrain
+    from distrl.policy.loading import model_folder
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
 
@@ -121,6 +123,11 @@ def _pretrain(args: argparse.Namespace) -> int:
             f"{p.elapsed_s:5.0f} s"
         )
 
+    if args.start and args.start not in ("tiny", TINY_BC):  # a folder: refused before anything starts
+        try:
+            model_folder(args.start)
+        except PolicyError as exc:
+            return _fail(str(exc), EXIT_USAGE)
     what = args.start or "a fresh tiny"
     _say(f"pretraining {what} on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
     try:

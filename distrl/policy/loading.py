@@ -20,7 +20,14 @@ from distrl.errors import PolicyError
 from distrl.policy.prompt import Prompter
 from distrl.policy.tiny import build_tiny, build_tiny_bc
 
-__all__ = ["QWEN_VL_FAMILY", "attach_adapter", "load_base", "resolve_device", "resolve_dtype"]
+__all__ = [
+    "QWEN_VL_FAMILY",
+    "attach_adapter",
+    "load_base",
+    "model_folder",
+    "resolve_device",
+    "resolve_dtype",
+]
 
 QWEN_VL_FAMILY = frozenset({"qwen2_vl", "qwen2_5_vl"})
 """``model_type`` values of the models ``Prompter`` builds prompts for."""
@@ -55,13 +62,9 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return _DTYPES[dtype]
 
 
-def load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
-    if model == "tiny":
-        return build_tiny(seed)
-    if model == TINY_BC:
-        return build_tiny_bc()
-    # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
+def model_folder(model: str) -> Path:
+    """The folder ``model`` names, where it holds a Hugging Face model's ``config.json``; else a
+    ``PolicyError`` (before anything is loaded: what a command checks before it starts)."""
     folder = Path(model).expanduser()
     where = repr(str(folder))
     if not folder.is_dir():
@@ -70,6 +73,18 @@ def load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedMode
         raise PolicyError(
             f"{where} is not a Hugging Face model folder (it has no config.json)", model=model, phase="load"
         )
+    return folder
+
+
+def load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
+    if model == "tiny":
+        return build_tiny(seed)
+    if model == TINY_BC:
+        return build_tiny_bc()
+    # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
+    folder = model_folder(model)
+    where = repr(str(folder))
     try:
         config = AutoConfig.from_pretrained(str(folder))
     except (OSError, ValueError, KeyError) as exc:
