@@ -103,7 +103,7 @@ def _sim(args: argparse.Namespace) -> int:
 def _pretrain(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
-    from distrl.config import TINY_BC
+    from distrl.config import BUILT_IN_BASES
     from distrl.errors import PolicyError
     from distrl.local.pretrain import Progress, pretrain
     from distrl.policy.loading import model_folder
@@ -123,7 +123,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             f"{p.elapsed_s:5.0f} s"
         )
 
-    if args.start and args.start not in ("tiny", TINY_BC):  # a folder: refused before anything starts
+    if args.start and args.start not in BUILT_IN_BASES:  # a folder: refused before anything starts
         try:
             model_folder(args.start)
         except PolicyError as exc:

@@ -36,6 +36,7 @@ from distrl.config.reader import (
     worker_settings_json,
 )
 from distrl.config.settings import (
+    BUILT_IN_BASES,
     BUILT_IN_MODELS,
     EXPERT,
     TINY_BC,
@@ -50,6 +51,7 @@ from distrl.config.settings import (
 )
 
 __all__ = [
+    "BUILT_IN_BASES",
     "BUILT_IN_MODELS",
     "EXPERT",
     "LOCAL_ADDRESS",

@@ -17,6 +17,7 @@ from distrl.config.learner import LearnerSettings
 from distrl.errors import ConfigError
 
 __all__ = [
+    "BUILT_IN_BASES",
     "BUILT_IN_MODELS",
     "EXPERT",
     "TINY_BC",
@@ -199,7 +200,9 @@ EXPERT = "expert"
 """``[policy] model`` naming the simulated phone's scripted expert instead of a model."""
 TINY_BC = "tiny-bc"
 """``[policy] model`` naming ``tiny`` behaviour-cloned on the sim's expert, shipped with distrl."""
-BUILT_IN_MODELS = frozenset({"tiny", TINY_BC, EXPERT})
+BUILT_IN_BASES = frozenset({"tiny", TINY_BC})
+"""The built-in models that can be trained (``pretrain --start``, ``[policy] model``), not folders."""
+BUILT_IN_MODELS = BUILT_IN_BASES | {EXPERT}
 """``[policy] model`` values that name something built in, not a folder."""
 
 

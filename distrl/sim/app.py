@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
 from distrl.sim.ui import Colour, Element
 
-if TYPE_CHECKING:
-    from distrl.sim.phone import Phone
-
-__all__ = ["App", "BaseApp", "Context", "Frame", "Json", "View", "frame"]
+__all__ = ["App", "BaseApp", "Context", "Frame", "Host", "Json", "View", "frame"]
 
 Json = dict[str, Any]
 """A JSON object: str keys; values str, int, float, bool, None, lists and JSON objects."""
@@ -27,6 +25,69 @@ Frame = Json
 ``loading_until`` (see ``Context``)."""
 
 View = Callable[["Context"], list[Element]]
+
+
+class Options(Protocol):
+    """The phone's settings an app may read (``PhoneConfig``)."""
+
+    @property
+    def nuisances(self) -> bool:
+        """Pop-ups and slow page loads are on."""
+        ...
+
+
+class Host(Protocol):
+    """The phone as its apps see it, through ``Context`` (``distrl.sim.phone.Phone`` is one). Apps name
+    this, not the phone, so that the phone can import its apps and the apps know only this contract."""
+
+    data: Json
+    """Everything the phone keeps (apps' data, back stacks, settings, the clock, the random stream)."""
+
+    @property
+    def config(self) -> Options: ...
+
+    @property
+    def apps(self) -> Mapping[str, App]:
+        """The installed apps by package."""
+        ...
+
+    @property
+    def props(self) -> Mapping[str, str]:
+        """System properties (``getprop``)."""
+        ...
+
+    @property
+    def content_height(self) -> float:
+        """Height of the content area in dp."""
+        ...
+
+    @property
+    def now(self) -> datetime:
+        """The virtual clock."""
+        ...
+
+    @property
+    def top_frame(self) -> Frame:
+        """The top frame of the app in front."""
+        ...
+
+    def random(self) -> float: ...
+
+    def get_setting(self, namespace: str, key: str) -> str | None: ...
+
+    def put_setting(self, namespace: str, key: str, value: str) -> None: ...
+
+    def push_frame(self, package: str, screen: str, args: Mapping[str, Any]) -> None: ...
+
+    def replace_frame(self, package: str, screen: str, args: Mapping[str, Any]) -> None: ...
+
+    def back(self) -> None: ...
+
+    def launch(self, package: str, activity: str | None = None) -> None: ...
+
+    def force_stop(self, package: str) -> None: ...
+
+    def open_url(self, url: str) -> None: ...
 
 
 class App(Protocol):
@@ -109,7 +170,7 @@ class BaseApp:
 class Context:
     """What an app's code may touch: its data, the top frame, navigation, fields, dialogs, time."""
 
-    phone: Phone
+    phone: Host
     app: App
     frame: Frame
     """The top frame of the app's back stack; changes persist."""

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
 
 if TYPE_CHECKING:
     from distrl.sim.app import Context
-    from distrl.sim.phone import Phone
 
-__all__ = ["KEYBOARD_HEIGHT", "keyboard_elements"]
+__all__ = ["KEYBOARD_HEIGHT", "Typist", "keyboard_elements"]
+
+
+class Typist(Protocol):
+    """What the keys do to the focused field (``distrl.sim.phone.Phone`` does it)."""
+
+    def insert_text(self, text: str) -> None: ...
+
+    def delete_char(self) -> None: ...
+
+    def submit(self) -> None: ...
+
 
 KEYBOARD_HEIGHT = 262.0
 """Height of the keyboard in dp, from the bottom of the content area."""
@@ -26,7 +36,7 @@ _KEY_H = 46.0
 _GAP = 5.0
 
 
-def keyboard_elements(phone: Phone, ctx: Context) -> list[Element]:
+def keyboard_elements(phone: Typist, ctx: Context) -> list[Element]:
     """The keyboard's elements in dp from its top edge."""
     out = [
         Element(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from distrl.sim.app import Context, Json
+from distrl.sim.app import Context, Host, Json
 from distrl.sim.ui import DP_WIDTH, Box, Element, Palette
 
-if TYPE_CHECKING:
-    from distrl.sim.phone import Phone
-
-__all__ = ["NAV_HEIGHT", "STATUS_HEIGHT", "dialog", "loading_view", "system_bars", "toast"]
+__all__ = ["NAV_HEIGHT", "STATUS_HEIGHT", "Screen", "dialog", "loading_view", "system_bars", "toast"]
 
 STATUS_HEIGHT = 28.0
 """Height of the status bar in dp."""
@@ -18,7 +15,21 @@ NAV_HEIGHT = 48.0
 """Height of the navigation bar in dp."""
 
 
-def dialog(phone: Phone, ctx: Context, dialog: Json) -> list[tuple[Element, Box]]:
+class Screen(Host, Protocol):
+    """The phone as its overlay sees it (``distrl.sim.phone.Phone`` is one): its apps' view, the whole
+    screen's height and the navigation bar's keys."""
+
+    @property
+    def screen_height(self) -> float:
+        """Height of the whole screen in dp."""
+        ...
+
+    def home(self) -> None: ...
+
+    def key(self, keycode: int) -> None: ...
+
+
+def dialog(phone: Screen, ctx: Context, dialog: Json) -> list[tuple[Element, Box]]:
     """The open dialog: a scrim that takes every tap, a card, its title, text and buttons."""
     screen = Box(0, 0, DP_WIDTH, phone.screen_height)
 
@@ -72,7 +83,7 @@ def dialog(phone: Phone, ctx: Context, dialog: Json) -> list[tuple[Element, Box]
     return out
 
 
-def system_bars(phone: Phone) -> list[tuple[Element, Box]]:
+def system_bars(phone: Screen) -> list[tuple[Element, Box]]:
     """The status bar (clock, radios, battery) and the navigation bar (back, home, recents)."""
     settings = phone.data["settings"]
     status = Box(0, 0, DP_WIDTH, STATUS_HEIGHT)
@@ -135,7 +146,7 @@ def system_bars(phone: Phone) -> list[tuple[Element, Box]]:
     return out
 
 
-def toast(phone: Phone) -> list[tuple[Element, Box]]:
+def toast(phone: Screen) -> list[tuple[Element, Box]]:
     """The toast, while one shows: a dark pill above the navigation bar."""
     shown = phone.data["toast"]
     if shown is None:
