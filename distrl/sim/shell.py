@@ -1,12 +1,13 @@
 """The Android shell of the simulated phone: ``run_shell(phone, "input tap 540 1200")``.
 
-What adbd runs for ``shell:``, ``shell,v2:`` and ``exec:``. A command line is split into words as
-``sh`` would (single and double quotes, backslashes, an unquoted ``#`` starting a word begins a
-comment), into commands joined by unquoted ``;``, ``&&``, ``||`` and newlines; a quoted operator is
-just text (``input text ';'`` types a semicolon), and the unquoted ``|`` and ``&`` the simulated shell
-does not run are syntax errors. ``$?`` outside single quotes is the last exit status, which is what
-adbutils' ``shell2`` appends (``; echo X4EXIT:$?``); no other expansion is done. The commands are the
-ones phone-control clients send, answering with the text and exit status Android gives:
+What adbd runs for ``shell:``, ``shell,v2:`` and ``exec:``. A command line is split
+(``distrl.sim.shell_syntax``) into words as ``sh`` would (single and double quotes, backslashes, an
+unquoted ``#`` starting a word begins a comment), into commands joined by unquoted ``;``, ``&&``, ``||``
+and newlines; a quoted operator is just text (``input text ';'`` types a semicolon), and the unquoted
+``|`` and ``&`` the simulated shell does not run are syntax errors. ``$?`` outside single quotes is the
+last exit status, which is what adbutils' ``shell2`` appends (``; echo X4EXIT:$?``); no other expansion
+is done. The commands are the ones phone-control clients send, answering with the text and exit status
+Android gives:
 
 - ``echo``, ``true``, ``false``, ``exit [n]``;
 - ``screencap -p`` (PNG) and ``screencap`` (12-byte header: width, height, format 1 as little-endian
@@ -37,15 +38,12 @@ from dataclasses import dataclass
 
 from distrl.sim.latency import Op
 from distrl.sim.phone import KEYCODES, Phone
+from distrl.sim.shell_syntax import STATUS, ShellSyntaxError, split_line
 
 __all__ = ["ShellResult", "run_shell", "shell_ops"]
 
 logger = logging.getLogger(__name__)
 
-_OPERATORS = {";", "&&", "||"}
-_OPERATOR_CHARS = ";&|"
-_STATUS = "\x00"
-"""Stands for ``$?`` in a split word until the command runs (adb service strings hold no NUL)."""
 _SH = "/system/bin/sh"
 
 
@@ -63,15 +61,15 @@ Command = Callable[[Phone, list[str]], ShellResult]
 def run_shell(phone: Phone, command: str) -> ShellResult:
     """Run ``command`` on ``phone`` like Android's ``sh -c``; never raises."""
     try:
-        chain = _split(command)
-    except _SyntaxError as exc:
+        chain = split_line(command)
+    except ShellSyntaxError as exc:
         return ShellResult(f"{_SH}: syntax error: {exc}\n".encode(), 2)
     output = bytearray()
     status = 0
     for operator, words in chain:
         if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
             continue
-        words = [word.replace(_STATUS, str(status)) for word in words]
+        words = [word.replace(STATUS, str(status)) for word in words]
         if words[0] == "exit":
             return ShellResult(bytes(output), _exit_status(words))
         result = _run_one(phone, words)
@@ -83,8 +81,8 @@ def run_shell(phone: Phone, command: str) -> ShellResult:
 def shell_ops(command: str) -> tuple[Op, ...]:
     """The timed operations ``command`` performs, in order (none for a line that does not parse)."""
     try:
-        chain = _split(command)
-    except _SyntaxError:
+        chain = split_line(command)
+    except ShellSyntaxError:
         return ()
     ops: list[Op] = []
     for _, words in chain:
@@ -97,116 +95,6 @@ def shell_ops(command: str) -> tuple[Op, ...]:
         elif name == "monkey" or (name == "am" and args[:1] == ["start"]):
             ops.append(Op.PAGE_LOAD if "-d" in args else Op.LAUNCH)
     return tuple(ops)
-
-
-# -- parsing ------------------------------------------------------------------------------------------
-
-
-class _SyntaxError(ValueError):
-    """A command line ``sh`` would not run."""
-
-
-def _split(command: str) -> list[tuple[str, list[str]]]:
-    """``(operator before it, words)`` for each command of the line; ``$?`` marked as ``_STATUS``.
-
-    Only unquoted operators join commands: ``input text ';'`` is one command that types ``;``."""
-    chain: list[tuple[str, list[str]]] = []
-    operator, words = ";", list[str]()
-    for text, is_operator in _tokens(command):
-        if not is_operator:
-            words.append(text)
-        elif text == "\n":  # ends a command like ';', but empty lines are fine
-            if words:
-                chain.append((operator, words))
-                operator, words = ";", []
-        elif text in _OPERATORS:
-            if not words:
-                raise _SyntaxError(f"unexpected '{text}'")
-            chain.append((operator, words))
-            operator, words = text, []
-        else:
-            raise _SyntaxError(f"'{text}' is not supported by the simulated shell")
-    if words:
-        chain.append((operator, words))
-    elif operator != ";":
-        raise _SyntaxError(f"the line ends after '{operator}'")
-    return chain
-
-
-def _tokens(command: str) -> list[tuple[str, bool]]:
-    """``command`` lexed as ``sh`` does: ``(text, is_operator)`` for each word and unquoted operator.
-
-    Words lose their quotes and backslashes; ``$?`` outside single quotes becomes ``_STATUS``; an
-    operator is a run of ``;&|`` or a newline, outside quotes; an unquoted ``#`` that starts a word
-    starts a comment, to the end of the line."""
-    tokens: list[tuple[str, bool]] = []
-    word: list[str] | None = None  # None between words
-    i, end = 0, len(command)
-
-    def finish() -> None:
-        nonlocal word
-        if word is not None:
-            tokens.append(("".join(word), False))
-            word = None
-
-    while i < end:
-        char = command[i]
-        if char in " \t\n" or char in _OPERATOR_CHARS:
-            finish()
-            if char == "\n":
-                tokens.append(("\n", True))
-            elif char in _OPERATOR_CHARS:
-                start = i
-                while i + 1 < end and command[i + 1] in _OPERATOR_CHARS:
-                    i += 1
-                tokens.append((command[start : i + 1], True))
-            i += 1
-            continue
-        if char == "#" and word is None:
-            newline = command.find("\n", i)
-            i = end if newline < 0 else newline
-            continue
-        if char == "\\" and command.startswith("\\\n", i):  # a line continuation, gone
-            i += 2
-            continue
-        word = [] if word is None else word
-        if char == "\\":
-            word.append(command[i + 1 : i + 2] or "\\")  # a trailing backslash stays, as in sh
-            i += 2
-        elif char == "'":
-            close = command.find("'", i + 1)
-            if close < 0:
-                raise _SyntaxError("no closing quotation")
-            word.append(command[i + 1 : close])
-            i = close + 1
-        elif char == '"':
-            i = _double_quoted(command, i + 1, word)
-        elif command.startswith("$?", i):
-            word.append(_STATUS)
-            i += 2
-        else:
-            word.append(char)
-            i += 1
-    finish()
-    return tokens
-
-
-def _double_quoted(command: str, i: int, word: list[str]) -> int:
-    """Append the text of a ``"..."`` whose first character is at ``i``; the index after its end."""
-    while i < len(command):
-        char = command[i]
-        if char == '"':
-            return i + 1
-        if char == "\\" and command[i + 1 : i + 2] in ('"', "\\", "$", "`", "\n"):
-            word.append(command[i + 1].replace("\n", ""))
-            i += 2
-        elif command.startswith("$?", i):
-            word.append(_STATUS)
-            i += 2
-        else:
-            word.append(char)
-            i += 1
-    raise _SyntaxError("no closing quotation")
 
 
 def _program(word: str) -> str:
