@@ -1,4 +1,5 @@
-"""The contract between the phone and its apps: ``App`` and the ``Context`` an app's code works through.
+"""The contract between the phone and its apps: ``App``, the ``Context`` an app's code works through, and
+``Host``, the phone as that context sees it.
 
 An app is a stateless object: everything it remembers lives in JSON data the phone keeps (its own
 section, ``ctx.data``, and the current screen's ``frame``), so a snapshot of the phone is a snapshot of
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 from distrl.sim.ui import Colour, Element
 
-__all__ = ["App", "BaseApp", "Context", "Frame", "Host", "Json", "View", "frame"]
+__all__ = ["App", "BaseApp", "Context", "Frame", "Host", "Json", "Options", "View", "frame"]
 
 Json = dict[str, Any]
 """A JSON object: str keys; values str, int, float, bool, None, lists and JSON objects."""
