@@ -92,12 +92,8 @@ def _tokens(command: str) -> list[tuple[str, bool]]:
             i = close + 1
         elif char == '"':
             i = _double_quoted(command, i + 1, word)
-        elif command.startswith("$?", i):
-            word.append(STATUS)
-            i += 2
         else:
-            word.append(char)
-            i += 1
+            i = _plain(command, i, word)
     finish()
     return tokens
 
@@ -111,10 +107,15 @@ def _double_quoted(command: str, i: int, word: list[str]) -> int:
         if char == "\\" and command[i + 1 : i + 2] in ('"', "\\", "$", "`", "\n"):
             word.append(command[i + 1].replace("\n", ""))
             i += 2
-        elif command.startswith("$?", i):
-            word.append(STATUS)
-            i += 2
         else:
-            word.append(char)
-            i += 1
+            i = _plain(command, i, word)
     raise ShellSyntaxError("no closing quotation")
+
+
+def _plain(command: str, i: int, word: list[str]) -> int:
+    """Append the character at ``i``, or ``STATUS`` where ``$?`` starts there; the index after it."""
+    if command.startswith("$?", i):
+        word.append(STATUS)
+        return i + 2
+    word.append(command[i])
+    return i + 1
