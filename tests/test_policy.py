@@ -595,6 +595,30 @@ def test_adapter_state_loads_exactly_or_not_at_all() -> None:
         assert _same(policy.adapter.state(), state)  # nothing changed
 
 
+def test_an_adapter_of_a_built_in_base_looks_nothing_up_on_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an adapter folder names its built-in base as "tiny-bc", no folder: peft's default would ask the Hub
+    # whether "tiny-bc" has a config.json at every weights snapshot and save
+    _policy(model="tiny-bc", lora_rank=2).adapter.save(tmp_path / "zero")
+    policy = _policy(model="tiny-bc", adapter=str(tmp_path / "zero"))
+    assert peft.PeftConfig.from_pretrained(str(tmp_path / "zero")).base_model_name_or_path == "tiny-bc"
+
+    def no_hub(*args: object, **kwargs: object) -> bool:
+        raise AssertionError(f"the Hugging Face Hub asked about {args}")
+
+    monkeypatch.setattr(peft.utils.save_and_load, "check_file_exists_on_hf_hub", no_hub)
+    assert policy.adapter.changes_nothing  # as saved: LoRA B starts at zero
+    state = _randomised(policy)
+    assert not policy.adapter.changes_nothing
+    policy.adapter.save(tmp_path / "moved")
+    again = _policy(model="tiny-bc", adapter=str(tmp_path / "moved"))
+    assert _same(again.adapter.state(), state)
+    assert not again.adapter.changes_nothing
+    again.adapter.serve_merged()  # folded in, its LoRA weights are still what it is
+    assert not again.adapter.changes_nothing
+
+
 def test_the_adapter_stays_float32_under_a_bfloat16_model() -> None:
     policy = Policy.load(PolicySettings(max_new_tokens=4), device="cpu", dtype="bfloat16")
     assert policy.model.get_base_model().dtype == torch.bfloat16

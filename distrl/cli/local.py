@@ -1,5 +1,5 @@
-"""The commands that work on this machine alone: action, worker, sim, pretrain, eval, judge-eval, view,
-export."""
+"""The commands that work on this machine alone: action, worker, sim, pretrain, judge-eval, view, export
+(``eval`` is in ``distrl.cli.evaluate``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import argparse
 import functools
 import json
 import os
-import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,9 +15,6 @@ from distrl.config import load_inventory
 from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from distrl.local.evaluation import Evaluation
     from distrl.local.judge_eval import Calibration
 from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite, run_async
 from distrl.records import InvalidAction
@@ -156,193 +151,6 @@ def _pretrain(args: argparse.Namespace) -> int:
         f"({report.wall_s:.0f} s, final loss {report.final_loss:.4f})"
     )
     return 0
-
-
-def _eval(args: argparse.Namespace) -> int:
-    if problem := _unknown_suite(args.suite):
-        return _fail(problem, EXIT_USAGE)
-    from transformers.utils.logging import disable_progress_bar
-
-    from distrl.config import PolicySettings
-    from distrl.errors import PolicyError
-    from distrl.local.play import evaluate
-    from distrl.policy import Policy
-
-    disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
-
-    # (temperature, plays of each task): greedy once and temperature 1 (the paper's), or --temperature alone
-    decodings = (
-        [(0.0, 1), (1.0, args.samples)] if args.temperature is None else [(args.temperature, args.samples)]
-    )
-    if args.against_start and not args.adapter:
-        return _fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
-    live = sys.stderr.isatty()
-    shown = [time.monotonic()]
-
-    def progress(name: str) -> Callable[[int, int, int], None]:
-        def show(done: int, total: int, won: int) -> None:
-            now = time.monotonic()
-            if done < total and now - shown[0] < (1.0 if live else 15.0):
-                return
-            shown[0] = now
-            line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
-            print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
-
-        return show
-
-    def run(adapter: str, who: str) -> list[tuple[float, Evaluation]]:
-        """Every decoding of the policy ``MODEL`` with ``adapter`` (none: ""), on the same tasks and seeds."""
-        settings = PolicySettings(model=args.model, adapter=adapter, temperature=decodings[-1][0])
-        policy = Policy.load(settings, seed=args.seed)
-        results = []
-        for temperature, samples in decodings:
-            result = evaluate(
-                policy,
-                args.suite,
-                args.split,
-                episodes=args.episodes,
-                seed=args.seed,
-                temperature=temperature,
-                samples=samples,
-                on_episode=progress(who + _decoding(temperature)),
-            )
-            if live:
-                print(file=sys.stderr)
-            results.append((temperature, result))
-        return results
-
-    try:
-        results = run(args.adapter, "")  # first: a wrong path is found before the start's plays
-        start = run("", "start, ") if args.against_start else []
-    except PolicyError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    if args.json:
-        print(json.dumps(_eval_json(args, results, start)))
-        return 0
-    if args.per_task:
-        for temperature, result in results:
-            _say(f"{_decoding(temperature)}:")
-            for index, outcome in enumerate(result.outcomes):
-                verdict = "ok  " if outcome.success else "fail"
-                play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
-                _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
-    tasks = len(results[0][1].per_task())
-    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
-    for temperature, result in results:
-        _say(_eval_lines(_decoding(temperature), result))
-    if len(results) == 2:
-        failed, reached = results[0][1].failures_solved_by(results[1][1])
-        plays = f"{results[1][1].samples} plays" if results[1][1].samples > 1 else "one play"
-        _say(
-            f"greedy fails {failed} of {tasks} tasks; sampling at temperature 1 solves {reached} of those in "
-            f"{plays} (what RL sampling at 1 can learn from)"
-        )
-    if start:
-        _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
-        for (temperature, before), (_, after) in zip(start, results, strict=True):
-            difference, error = after.minus(before)
-            gained, lost = after.changes_from(before)
-            _say(
-                f"{_decoding(temperature):<15} start {before.success_rate:.1%} ± {before.standard_error:.1%}"
-                f"   difference {100 * difference:+.1f} ± {100 * error:.1f} points"
-                f"   (solves {gained} tasks the start never does, never solves {lost} it does)"
-            )
-    return 0
-
-
-def _decoding(temperature: float) -> str:
-    return "greedy" if temperature == 0 else f"temperature {temperature:g}"
-
-
-def _eval_lines(name: str, result: Evaluation) -> str:
-    """One decoding's success rate, and with several plays of each task its pass@k and the tasks solved at
-    least once per template."""
-    won = sum(outcome.success for outcome in result.outcomes)
-    plays = f", {result.samples} plays of each task" if result.samples > 1 else ""
-    lines = [
-        f"{name:<15} success {result.success_rate:.1%} ± {result.standard_error:.1%} "
-        f"({won}/{len(result.outcomes)}{plays}) in {result.wall_s:.0f} s"
-    ]
-    if result.samples > 1:
-        passes = [(k, *result.pass_at_k(k)) for k in range(1, result.samples + 1)]
-        lines.append(" " * 16 + "   ".join(f"pass@{k} {rate:.1%} ± {se:.1%}" for k, rate, se in passes))
-        lines.append(" " * 16 + f"solved at least once in {result.samples} plays, per template:")
-        solved = sorted(result.solved_by_template().items())
-        width = max(len(template) for template, _ in solved)
-        lines += [f"{'':18}{template:<{width}}  {won}/{total}" for template, (won, total) in solved]
-    return "\n".join(lines)
-
-
-def _eval_json(
-    args: argparse.Namespace,
-    results: list[tuple[float, Evaluation]],
-    start: list[tuple[float, Evaluation]],
-) -> dict[str, object]:
-    """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run); with
-    ``--against-start`` the start's figures too, and the differences paired by task."""
-    out = _figures(args, results)
-    if len(results) == 2:
-        failed, reached = results[0][1].failures_solved_by(results[1][1])
-        out["greedy_failures"] = {"tasks": failed, "solved_sampled": reached}
-    if start:
-        before = _figures(args, start)
-        out["start"] = {"greedy": before["greedy"], "sampled": before["sampled"]}
-        difference: dict[str, object] = {"greedy": None, "sampled": None}
-        for (temperature, was), (_, now) in zip(start, results, strict=True):
-            mean, error = now.minus(was)
-            gained, lost = now.changes_from(was)
-            difference["greedy" if temperature == 0 else "sampled"] = {
-                "mean": mean,
-                "standard_error": error,
-                "gained": gained,
-                "lost": lost,
-            }
-        out["difference"] = difference
-    return out
-
-
-def _figures(args: argparse.Namespace, results: list[tuple[float, Evaluation]]) -> dict[str, object]:
-    """One policy's figures, as ``eval --json`` prints them."""
-    out: dict[str, object] = {
-        "model": args.model,
-        "adapter": args.adapter,
-        "suite": args.suite,
-        "split": args.split,
-        "seed": args.seed,
-        "tasks": len(results[0][1].per_task()),
-        "greedy": None,
-        "sampled": None,
-    }
-    for temperature, result in results:
-        figures: dict[str, object] = {
-            "temperature": temperature,
-            "samples": result.samples,
-            "episodes": len(result.outcomes),
-            "successes": sum(outcome.success for outcome in result.outcomes),
-            "success_rate": result.success_rate,
-            "standard_error": result.standard_error,
-            "pass_at_k": {
-                str(k): dict(zip(("rate", "standard_error"), result.pass_at_k(k), strict=True))
-                for k in range(1, result.samples + 1)
-            },
-            "solved_by_template": {
-                template: {"solved": solved, "tasks": total}
-                for template, (solved, total) in sorted(result.solved_by_template().items())
-            },
-            "wall_s": round(result.wall_s, 3),
-        }
-        if args.per_task:
-            figures["outcomes"] = [
-                {
-                    "task": outcome.task.id,
-                    "play": index % result.samples + 1,
-                    "success": outcome.success,
-                    "steps": outcome.steps,
-                }
-                for index, outcome in enumerate(result.outcomes)
-            ]
-        out["greedy" if temperature == 0 else "sampled"] = figures
-    return out
 
 
 def _judge_eval(args: argparse.Namespace) -> int:

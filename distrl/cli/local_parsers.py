@@ -1,6 +1,7 @@
 """The grammar of the commands that run on this machine alone, without an inventory's fleet: parse an
 action, the worker agent, simulated phones, pretraining, evaluation, episodes' pages and datasets, saving a
-built-in model, and measuring a judge (``add_local_commands``; the commands are in ``distrl.cli.local``)."""
+built-in model, and measuring a judge (``add_local_commands``; the commands are in ``distrl.cli.local`` and
+``distrl.cli.evaluate``)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from distrl.cli.common import (
     _screen,
     _seconds,
 )
+from distrl.cli.evaluate import _eval
 from distrl.cli.local import (
     _action,
-    _eval,
     _export,
     _judge_eval,
     _pretrain,
@@ -311,6 +312,16 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         action="store_true",
         help="with --adapter: also play MODEL without it on the same tasks and seeds, and report the "
         "adapter's difference from it paired by task, with its standard error",
+    )
+    evaluate.add_argument(
+        "--checkpoints",
+        type=_positive_int,
+        default=0,
+        metavar="K",
+        help="with --adapter naming a run (or one of its checkpoints): play the adapters of its last K "
+        "checkpoints (up to that one) on the same tasks and seeds, and report each and their mean, each "
+        "task's success its mean over them: steadier than one checkpoint, whose figure carries the "
+        "training's own noise",
     )
     evaluate.add_argument("--per-task", action="store_true", help="also print each task's outcome")
     evaluate.add_argument(

@@ -41,6 +41,32 @@ class Evaluation:
     samples: int = 1
     """Plays of each chosen task."""
 
+    @classmethod
+    def pooled(cls, evaluations: Sequence[Evaluation]) -> Evaluation:
+        """``evaluations`` of the same tasks in the same order (a run's last checkpoints, each played at one
+        seed) as one: each task's plays are all of theirs, the first evaluation's first. A task's success
+        is then its mean over them, which ``minus`` pairs with another evaluation's and ``pass_at_k(1)``
+        averages over tasks (with its error over tasks: the plays of one task are not independent).
+        ``ValueError`` when there are none or their suites, splits or tasks differ."""
+        if not evaluations:
+            raise ValueError("no evaluations to pool")
+        first = evaluations[0]
+        for other in evaluations[1:]:
+            if (other.suite, other.split) != (first.suite, first.split):
+                raise ValueError("pooled evaluations need the same suite and split")
+            first._paired(other)  # the same tasks in the same order, or ValueError
+        outcomes: list[Outcome] = []
+        for index in range(len(first.per_task())):
+            for evaluation in evaluations:
+                outcomes += evaluation.outcomes[index * evaluation.samples : (index + 1) * evaluation.samples]
+        return cls(
+            suite=first.suite,
+            split=first.split,
+            outcomes=tuple(outcomes),
+            wall_s=sum(evaluation.wall_s for evaluation in evaluations),
+            samples=sum(evaluation.samples for evaluation in evaluations),
+        )
+
     @property
     def success_rate(self) -> float:
         """Share of episodes whose task check passed (0 when there were none)."""

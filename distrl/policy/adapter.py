@@ -43,7 +43,7 @@ class Adapter:
         Its config names its base: the model folder (absolute, so that
         ``AutoPeftModelForImageTextToText.from_pretrained(folder)`` finds it and downloads nothing), or
         for the built-in models their name (``tiny-bc``: ``distrl.policy.tiny.build_tiny_bc()`` builds it)."""
-        self._model.save_pretrained(str(folder))
+        self._model.save_pretrained(str(folder), save_embedding_layers=False)
         base = self._base if self._base in BUILT_IN_MODELS else str(Path(self._base).resolve())
         config = Path(folder) / "adapter_config.json"
         data = json.loads(config.read_text(encoding="utf-8"))
@@ -53,15 +53,14 @@ class Adapter:
     def state(self) -> dict[str, torch.Tensor]:
         """The adapter's weights by their PEFT file names, as CPU copies (what ``weights`` snapshots)."""
         return {
-            name: tensor.detach().to("cpu", copy=True)
-            for name, tensor in peft.get_peft_model_state_dict(self._model).items()
+            name: tensor.detach().to("cpu", copy=True) for name, tensor in _state_dict(self._model).items()
         }
 
     def load_state(self, state: Mapping[str, torch.Tensor]) -> None:
         """Set the adapter's weights to ``state`` exactly (the names, shapes and dtypes of ``state()``),
         folded in again when served merged. All or nothing: a mismatch raises ``PolicyError`` and changes
         nothing."""
-        current = peft.get_peft_model_state_dict(self._model)
+        current = _state_dict(self._model)
         missing = sorted(current.keys() - state.keys())
         unknown = sorted(state.keys() - current.keys())
         if missing or unknown:
@@ -84,6 +83,14 @@ class Adapter:
                 tensor.copy_(state[name])
         if self._folded is not None:
             self._folded.refold()
+
+    @property
+    def changes_nothing(self) -> bool:
+        """Whether the adapter leaves the base model as it is: every LoRA B matrix zero, as peft initialises
+        them (a run's checkpoint saved before its first actor update, in the critic's warm-up)."""
+        return not any(
+            bool(tensor.any()) for name, tensor in self._model.named_parameters() if "lora_B" in name
+        )
 
     def serve_merged(self) -> None:
         """Fold the adapter into the base weights from now on: each answer costs what the base model's
@@ -127,6 +134,14 @@ class _Folded:
                 weight.copy_(pristine)
                 layer.merged_adapters.clear()  # the base is pristine again: nothing is folded in
                 layer.merge()
+
+
+def _state_dict(model: peft.PeftModel) -> dict[str, torch.Tensor]:
+    """The adapter's weights by their PEFT file names. ``save_embedding_layers=False``: the adapter never
+    resizes the vocabulary, and peft's default ("auto") looks the base model's name up on the Hugging Face
+    Hub each time when it is no local folder (``tiny-bc``), a request per weights snapshot."""
+    state: dict[str, torch.Tensor] = peft.get_peft_model_state_dict(model, save_embedding_layers=False)
+    return state
 
 
 def _weight(layer: LoraLayer) -> torch.Tensor:

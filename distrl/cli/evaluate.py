@@ -1,0 +1,299 @@
+"""``eval``: a policy's success on simulated tasks, greedy and at temperature 1; against its start
+(``--against-start``: the model without the adapter, paired by task); and over a run's last checkpoints
+(``--checkpoints K``: each task's success its mean over them). Checkpoints of one run differ by several
+points, so one checkpoint's figure carries the training's own noise, which its error over tasks does not
+count; the mean of a few is the steadier answer to "did training help"."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from distrl.cli.common import EXIT_USAGE, _fail, _say, _unknown_suite, checkpoint_adapters
+
+if TYPE_CHECKING:
+    from distrl.local.evaluation import Evaluation
+
+Results = list[tuple[float, "Evaluation"]]
+"""Each decoding's temperature (0: greedy) and its evaluation, on the same tasks and seeds."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Played:
+    """One policy's evaluation."""
+
+    adapter: str
+    """Its adapter folder ("": none, the start)."""
+    step: int | None
+    """The update step of the checkpoint the adapter is from, with ``--checkpoints``."""
+    results: Results
+    unchanged: bool
+    """Its adapter changes nothing (``Adapter.changes_nothing``)."""
+
+
+def _eval(args: argparse.Namespace) -> int:
+    if problem := _unknown_suite(args.suite):
+        return _fail(problem, EXIT_USAGE)
+    if args.against_start and not args.adapter:
+        return _fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
+    if args.checkpoints and not args.adapter:
+        return _fail("--checkpoints evaluates a run's checkpoints: name the run with --adapter", EXIT_USAGE)
+    if args.checkpoints and args.samples > 1:
+        return _fail(
+            "--checkpoints plays each task once per checkpoint and --samples K plays it K times with one "
+            "policy: give one of them",
+            EXIT_USAGE,
+        )
+    adapters: list[tuple[int | None, str]] = [(None, args.adapter)]
+    if args.checkpoints:
+        try:
+            adapters = [*checkpoint_adapters(args.adapter, args.checkpoints)]
+        except ValueError as exc:
+            return _fail(str(exc), EXIT_USAGE)
+    from transformers.utils.logging import disable_progress_bar
+
+    from distrl.errors import PolicyError
+    from distrl.local.evaluation import Evaluation
+
+    disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+    try:
+        # the adapters first: a wrong path is found before the start's plays
+        played = [_play(args, folder, step) for step, folder in adapters]
+        start = _play(args, "", None, who="start, ").results if args.against_start else []
+    except PolicyError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    results = [
+        (temperature, Evaluation.pooled([one.results[index][1] for one in played]))
+        for index, (temperature, _) in enumerate(played[0].results)
+    ]
+    if args.json:
+        print(json.dumps(_eval_json(args, results, start, played)))
+    else:
+        _report(args, results, start, played)
+    return 0
+
+
+def _play(args: argparse.Namespace, adapter: str, step: int | None, who: str = "") -> _Played:
+    """Every decoding of the policy ``MODEL`` with ``adapter`` (none: ""), on the same tasks and seeds;
+    ``who`` (or the checkpoint's ``step``) names it in the progress lines."""
+    from distrl.config import PolicySettings
+    from distrl.local.play import evaluate
+    from distrl.policy import Policy
+
+    # (temperature, plays of each task): greedy once and temperature 1 (the paper's), or --temperature alone
+    decodings = (
+        [(0.0, 1), (1.0, args.samples)] if args.temperature is None else [(args.temperature, args.samples)]
+    )
+    who = who if step is None else f"step {step}, "
+    settings = PolicySettings(model=args.model, adapter=adapter, temperature=decodings[-1][0])
+    policy = Policy.load(settings, seed=args.seed)
+    results = []
+    for temperature, samples in decodings:
+        result = evaluate(
+            policy,
+            args.suite,
+            args.split,
+            episodes=args.episodes,
+            seed=args.seed,
+            temperature=temperature,
+            samples=samples,
+            on_episode=_progress(who + _decoding(temperature)),
+        )
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        results.append((temperature, result))
+    return _Played(adapter, step, results, bool(adapter) and policy.adapter.changes_nothing)
+
+
+_shown = [0.0]
+"""When the last progress line was printed (``time.monotonic``)."""
+
+
+def _progress(name: str) -> Callable[[int, int, int], None]:
+    """An evaluation's ``on_episode``: a progress line on stderr, redrawn each second on a terminal and
+    printed every 15 s elsewhere (a log)."""
+    live = sys.stderr.isatty()
+
+    def show(done: int, total: int, won: int) -> None:
+        now = time.monotonic()
+        if done < total and now - _shown[0] < (1.0 if live else 15.0):
+            return
+        _shown[0] = now
+        line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
+        print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _report(args: argparse.Namespace, results: Results, start: Results, played: list[_Played]) -> None:
+    """What ``eval`` prints without ``--json``."""
+    pooled = len(played) > 1
+    if args.per_task:
+        for temperature, result in results:
+            _say(f"{_decoding(temperature)}:")
+            for index, outcome in enumerate(result.outcomes):
+                verdict = "ok  " if outcome.success else "fail"
+                play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
+                if pooled:
+                    play = f" step {played[index % len(played)].step}"
+                _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
+    tasks = len(results[0][1].per_task())
+    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
+    if pooled:
+        for one in played:
+            each = "   ".join(
+                f"{_decoding(t)} {r.success_rate:.1%} ± {r.standard_error:.1%}" for t, r in one.results
+            )
+            _say(f"step {one.step:<10} {each}")
+        steps = ", ".join(str(one.step) for one in played)
+        _say(
+            f"mean of the {len(played)} checkpoints (steps {steps}), each task's success its mean over them:"
+        )
+        for temperature, result in results:
+            rate, error = result.pass_at_k(1)
+            _say(
+                f"{_decoding(temperature):<15} success {rate:.1%} ± {error:.1%} over tasks,"
+                f" in {result.wall_s:.0f} s"
+            )
+    else:
+        for temperature, result in results:
+            _say(_eval_lines(_decoding(temperature), result))
+    if len(results) == 2:
+        failed, reached = results[0][1].failures_solved_by(results[1][1])
+        sampled = results[1][1].samples
+        where = f" in every one of the {len(played)} checkpoints" if pooled else ""
+        plays = f"{sampled} plays" if sampled > 1 else "one play"
+        plays = f"the checkpoints' {plays}" if pooled else plays
+        _say(
+            f"greedy fails {failed} of {tasks} tasks{where}; sampling at temperature 1 solves {reached} of "
+            f"those in {plays} (what RL sampling at 1 can learn from)"
+        )
+    if unchanged := [one for one in played if one.unchanged]:
+        which = (
+            f"the adapter of step {', '.join(str(one.step) for one in unchanged)}"
+            if pooled
+            else "the adapter"
+        )
+        _say(
+            f"{which} changes nothing: its LoRA B matrices are all zero, as initialised (a run saves such a "
+            "checkpoint before its first actor update, in the critic's warm-up)"
+        )
+    if start:
+        _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
+        for (temperature, before), (_, after) in zip(start, results, strict=True):
+            difference, error = after.minus(before)
+            gained, lost = after.changes_from(before)
+            _say(
+                f"{_decoding(temperature):<15} start {before.success_rate:.1%} ± {before.standard_error:.1%}"
+                f"   difference {100 * difference:+.1f} ± {100 * error:.1f} points"
+                f"   (solves {gained} tasks the start never does, never solves {lost} it does)"
+            )
+
+
+def _decoding(temperature: float) -> str:
+    return "greedy" if temperature == 0 else f"temperature {temperature:g}"
+
+
+def _eval_lines(name: str, result: Evaluation) -> str:
+    """One decoding's success rate, and with several plays of each task its pass@k and the tasks solved at
+    least once per template."""
+    won = sum(outcome.success for outcome in result.outcomes)
+    plays = f", {result.samples} plays of each task" if result.samples > 1 else ""
+    lines = [
+        f"{name:<15} success {result.success_rate:.1%} ± {result.standard_error:.1%} "
+        f"({won}/{len(result.outcomes)}{plays}) in {result.wall_s:.0f} s"
+    ]
+    if result.samples > 1:
+        passes = [(k, *result.pass_at_k(k)) for k in range(1, result.samples + 1)]
+        lines.append(" " * 16 + "   ".join(f"pass@{k} {rate:.1%} ± {se:.1%}" for k, rate, se in passes))
+        lines.append(" " * 16 + f"solved at least once in {result.samples} plays, per template:")
+        solved = sorted(result.solved_by_template().items())
+        width = max(len(template) for template, _ in solved)
+        lines += [f"{'':18}{template:<{width}}  {won}/{total}" for template, (won, total) in solved]
+    return "\n".join(lines)
+
+
+def _eval_json(
+    args: argparse.Namespace, results: Results, start: Results, played: list[_Played]
+) -> dict[str, object]:
+    """The figures of ``eval --json``: the greedy and the sampled decoding (None where not run); with
+    ``--against-start`` the start's figures too, and the differences paired by task; with ``--checkpoints``
+    each checkpoint's figures, the top-level ones being their mean."""
+    pooled = len(played) > 1
+    out = _figures(args, results, played)
+    out["adapter_changes_nothing"] = any(one.unchanged for one in played)
+    if pooled:
+        out["checkpoints"] = [{"step": one.step, **_figures(args, one.results, [one])} for one in played]
+    if len(results) == 2:
+        failed, reached = results[0][1].failures_solved_by(results[1][1])
+        out["greedy_failures"] = {"tasks": failed, "solved_sampled": reached}
+    if start:
+        before = _figures(args, start, [])
+        out["start"] = {"greedy": before["greedy"], "sampled": before["sampled"]}
+        difference: dict[str, object] = {"greedy": None, "sampled": None}
+        for (temperature, was), (_, now) in zip(start, results, strict=True):
+            mean, error = now.minus(was)
+            gained, lost = now.changes_from(was)
+            difference["greedy" if temperature == 0 else "sampled"] = {
+                "mean": mean,
+                "standard_error": error,
+                "gained": gained,
+                "lost": lost,
+            }
+        out["difference"] = difference
+    return out
+
+
+def _figures(args: argparse.Namespace, results: Results, played: list[_Played]) -> dict[str, object]:
+    """The figures of the policies ``played`` (one; several: their mean over checkpoints; none: the start),
+    as ``eval --json`` prints them. A mean over checkpoints gives its success rate's error over tasks
+    (``pass_at_k(1)``), since the plays of one task by several checkpoints are not independent."""
+    pooled = len(played) > 1
+    out: dict[str, object] = {
+        "model": args.model,
+        "adapter": played[-1].adapter if played else "",
+        "suite": args.suite,
+        "split": args.split,
+        "seed": args.seed,
+        "tasks": len(results[0][1].per_task()),
+        "greedy": None,
+        "sampled": None,
+    }
+    for temperature, result in results:
+        plays = result.samples // max(len(played), 1)  # of each task by one policy
+        rate, error = result.pass_at_k(1) if pooled else (result.success_rate, result.standard_error)
+        figures: dict[str, object] = {
+            "temperature": temperature,
+            "samples": plays,
+            "episodes": len(result.outcomes),
+            "successes": sum(outcome.success for outcome in result.outcomes),
+            "success_rate": rate,
+            "standard_error": error,
+            "pass_at_k": {
+                str(k): dict(zip(("rate", "standard_error"), result.pass_at_k(k), strict=True))
+                for k in range(1, plays + 1)
+            },
+            "solved_by_template": {
+                template: {"solved": solved, "tasks": total}
+                for template, (solved, total) in sorted(result.solved_by_template().items())
+            },
+            "wall_s": round(result.wall_s, 3),
+        }
+        if args.per_task:
+            figures["outcomes"] = [
+                {
+                    "task": outcome.task.id,
+                    "play": index % result.samples + 1,
+                    "success": outcome.success,
+                    "steps": outcome.steps,
+                }
+                | ({"step": played[index % len(played)].step} if pooled else {})
+                for index, outcome in enumerate(result.outcomes)
+            ]
+        out["greedy" if temperature == 0 else "sampled"] = figures
+    return out

@@ -1,0 +1,196 @@
+"""``eval`` over a run's last checkpoints (``--checkpoints K``) and what it says of an adapter that changes
+nothing: real checkpoint folders (``Checkpoints.write``), the CLI in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from distrl.config import PolicySettings
+from distrl.learner.checkpoint import Checkpoints
+from distrl.local.evaluation import Evaluation, Outcome
+from distrl.policy import Policy
+from distrl.sim.suites import tasks
+
+
+def _distrl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "distrl", *args], capture_output=True, text=True, cwd=cwd, timeout=200
+    )
+
+
+def _error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """A usage error of one sentence naming ``words``."""
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("distrl: error: "), result.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run's output folder with three checkpoints, as a learner writes them: step 20 in the critic's
+    warm-up (its adapter as initialised), steps 50 and 100 with adapters of their own."""
+    folder = tmp_path_factory.mktemp("run")
+    policy = Policy.load(PolicySettings(model="tiny-bc"), seed=0)
+    initial = policy.adapter.state()
+    checkpoints = Checkpoints(folder / "checkpoints", keep=5)
+    checkpoints.write(20, lambda into: policy.adapter.save(into / "adapter"))
+    generator = torch.Generator().manual_seed(3)
+    for step in (50, 100):
+        policy.adapter.load_state(
+            {name: torch.randn(t.shape, generator=generator) * 0.2 for name, t in initial.items()}
+        )
+        checkpoints.write(step, lambda into: policy.adapter.save(into / "adapter"))
+    return folder
+
+
+def test_pooled_evaluations_give_each_task_its_plays_of_all() -> None:
+    pool = tasks("general", "train")[:3]
+
+    def evaluation(*wins: bool, samples: int = 1, order: list[int] | None = None) -> Evaluation:
+        chosen = [pool[i] for i in order or range(3)]
+        outcomes = [
+            Outcome(task=task, success=won, steps=1, actions=(), ended=True)
+            for task, won in zip([t for t in chosen for _ in range(samples)], wins, strict=True)
+        ]
+        return Evaluation(
+            suite="general", split="train", outcomes=tuple(outcomes), wall_s=1.0, samples=samples
+        )
+
+    first, second = (
+        evaluation(True, False, True),
+        evaluation(False, False, True, True, True, False, samples=2),
+    )
+    pooled = Evaluation.pooled([first, second])
+    assert pooled.samples == 3
+    assert pooled.wall_s == 2.0
+    # each task: the first's play, then the second's two
+    assert [o.success for o in pooled.outcomes] == [True, False, False, False, True, True, True, True, False]
+    assert [(task.id, won, plays) for task, won, plays in pooled.per_task()] == [
+        (pool[0].id, 1, 3),
+        (pool[1].id, 2, 3),
+        (pool[2].id, 2, 3),
+    ]
+    # a task's success is its mean over the pooled plays; the error is over tasks
+    rate, error = pooled.pass_at_k(1)
+    assert rate == pytest.approx(5 / 9)
+    assert error == pytest.approx(math.sqrt(((1 / 3 - 5 / 9) ** 2 + 2 * (2 / 3 - 5 / 9) ** 2) / 3 / 3))
+    mean, _ = pooled.minus(evaluation(True, True, True))
+    assert mean == pytest.approx(5 / 9 - 1)
+    with pytest.raises(ValueError, match="same tasks in the same order"):
+        Evaluation.pooled([first, evaluation(True, False, True, order=[2, 1, 0])])
+    with pytest.raises(ValueError, match="no evaluations"):
+        Evaluation.pooled([])
+    elsewhere = Evaluation(suite="general", split="test", outcomes=first.outcomes, wall_s=0.0)
+    with pytest.raises(ValueError, match="same suite and split"):
+        Evaluation.pooled([first, elsewhere])
+
+
+@pytest.mark.timeout(400)  # four policies, each playing two decodings, in processes of their own
+def test_eval_over_the_last_checkpoints_reports_each_and_their_mean(run: Path, tmp_path: Path) -> None:
+    common = ("--split", "train", "--episodes", "4")
+    result = _distrl(
+        "eval", "tiny-bc", "--adapter", str(run), "--checkpoints", "2", *common, "--against-start", "--json",
+        "--per-task", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert "(step 50, greedy)" in result.stderr
+    assert "(step 100, temperature 1)" in result.stderr
+    checkpoints = figures["checkpoints"]
+    assert [entry["step"] for entry in checkpoints] == [50, 100]
+    assert [Path(entry["adapter"]).parent.name for entry in checkpoints] == [
+        "step-000000050",
+        "step-000000100",
+    ]
+    assert figures["adapter_changes_nothing"] is False
+    for decoding in ("greedy", "sampled"):
+        each = [entry[decoding]["outcomes"] for entry in checkpoints]
+        start = figures["start"][decoding]["outcomes"]
+        assert all(len(outcomes) == 4 for outcomes in [*each, start])
+        # each task's success is its mean over the two checkpoints
+        means = [(a["success"] + b["success"]) / 2 for a, b in zip(*each, strict=True)]
+        pooled = figures[decoding]
+        assert pooled["success_rate"] == pytest.approx(sum(means) / 4)
+        assert [o["step"] for o in pooled["outcomes"]] == [50, 100] * 4
+        assert [o["success"] for o in pooled["outcomes"]] == [
+            o["success"] for pair in zip(*each, strict=True) for o in pair
+        ]
+        spread = math.sqrt(sum((m - sum(means) / 4) ** 2 for m in means) / 4 / 4)
+        assert pooled["standard_error"] == pytest.approx(spread)
+        assert pooled["samples"] == 1
+        assert set(pooled["pass_at_k"]) == {"1"}
+        # and the difference from the start pairs those means with the start's plays, task by task
+        differences = [m - o["success"] for m, o in zip(means, start, strict=True)]
+        mean = sum(differences) / 4
+        error = math.sqrt(sum((d - mean) ** 2 for d in differences) / 3 / 4)
+        assert figures["difference"][decoding]["mean"] == pytest.approx(mean)
+        assert figures["difference"][decoding]["standard_error"] == pytest.approx(error)
+
+    text = _distrl(
+        "eval", "tiny-bc", "--adapter", str(run / "checkpoints" / "step-000000050"), "--checkpoints", "2",
+        *common, "--temperature", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert [line.split()[:2] for line in lines if line.startswith("step ")] == [
+        ["step", "20"],
+        ["step", "50"],
+    ]
+    assert "mean of the 2 checkpoints (steps 20, 50), each task's success its mean over them:" in lines
+    assert any(line.startswith("greedy ") and "over tasks" in line for line in lines)
+    assert (
+        "the adapter of step 20 changes nothing: its LoRA B matrices are all zero, as initialised (a run"
+        " saves such a checkpoint before its first actor update, in the critic's warm-up)" in lines
+    )
+
+
+def test_eval_says_when_the_adapter_changes_nothing(run: Path, tmp_path: Path) -> None:
+    common = ("--split", "train", "--episodes", "2", "--temperature", "0")
+    warm_up = _distrl(
+        "eval", "tiny-bc", "--adapter", str(run / "checkpoints" / "step-000000020"), *common, cwd=tmp_path
+    )
+    assert warm_up.returncode == 0, warm_up.stderr
+    assert "the adapter changes nothing: its LoRA B matrices are all zero" in warm_up.stdout
+    moved = _distrl("eval", "tiny-bc", "--adapter", str(run), *common, "--json", cwd=tmp_path)
+    assert moved.returncode == 0, moved.stderr
+    figures = json.loads(moved.stdout)
+    assert Path(figures["adapter"]).parent.name == "step-000000100"  # the run's latest
+    assert figures["adapter_changes_nothing"] is False
+
+
+def test_eval_checkpoints_refuses_what_it_cannot_do_in_one_sentence(run: Path, tmp_path: Path) -> None:
+    _error(
+        _distrl("eval", "tiny-bc", "--adapter", str(run), "--checkpoints", "4", cwd=tmp_path),
+        "holds 3 checkpoints up to step-000000100",
+        "not the 4 --checkpoints asks for",
+        "keep_checkpoints",
+    )
+    step_50 = str(run / "checkpoints" / "step-000000050")
+    _error(
+        _distrl("eval", "tiny-bc", "--adapter", step_50, "--checkpoints", "3", cwd=tmp_path),
+        "holds 2 checkpoints up to step-000000050",
+    )
+    Policy.load(PolicySettings(model="tiny-bc"), seed=0).adapter.save(tmp_path / "plain")
+    _error(
+        _distrl("eval", "tiny-bc", "--adapter", "plain", "--checkpoints", "2", cwd=tmp_path),
+        "is an adapter of no run's checkpoints",
+    )
+    _error(_distrl("eval", "tiny-bc", "--checkpoints", "2", cwd=tmp_path), "name the run with --adapter")
+    _error(
+        _distrl(
+            "eval", "tiny-bc", "--adapter", str(run), "--checkpoints", "2", "--samples", "2", cwd=tmp_path
+        ),
+        "give one of them",
+    )
+    zero = _distrl("eval", "tiny-bc", "--adapter", str(run), "--checkpoints", "0", cwd=tmp_path)
+    assert zero.returncode == 2
+    assert "argument --checkpoints: must be at least 1, got 0" in zero.stderr
