@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from distrl import weights
 from distrl.errors import WeightsError
-from distrl.weights import apply, checksum, describe, encode_diff, encode_full
+from distrl.weights import apply, blobs, checksum, describe, encode_diff, encode_full, planes
 from distrl.wire import Weights, decode, encode
 
 Tensors = dict[str, torch.Tensor]
@@ -161,7 +161,7 @@ def test_any_bits_come_back_exactly(pair: tuple[Tensors, Tensors]) -> None:
 
 
 def test_many_chunks_both_stored_and_compressed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(weights, "CHUNK_BYTES", 1000)
+    monkeypatch.setattr(planes, "CHUNK_BYTES", 1000)
     old = {"a": torch.randn(64, 100), "b": torch.randn(3000).to(torch.bfloat16)}
     new = {"a": old["a"] + 1e-4 * torch.randn(64, 100), "b": (old["b"].float() * 1.01).to(torch.bfloat16)}
     blob = encode_diff(old, new, 0, 1)
@@ -379,7 +379,7 @@ def test_a_bad_manifest_is_rejected_even_with_a_valid_payload_checksum(
     for text in broken:
         meta = {**metadata(blob), "manifest": text}
         meta.pop("payload_checksum")
-        resealed = weights._save(safetensors.torch.load(blob), meta)
+        resealed = blobs._save(safetensors.torch.load(blob), meta)
         assert rejected(old, resealed).reason == "metadata", text
 
 

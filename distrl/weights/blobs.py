@@ -15,23 +15,9 @@ tensors, every chunk's length, and finally the checksum of the result; whatever 
 ``WeightsError`` (``reason`` says what) and the caller's tensors are never written to. No pickle: JSON
 and raw bytes only.
 
-The diff, and why (numbers from ``benchmarks/weight_diff.py``: LoRA r=16 on every linear layer of a
-Qwen2.5-VL-3B, 41.4M parameters, 166 MB in float32, trained by Adam at lr 1e-5 … 1e-4; ratios are of
-the full blob of the same dtype, measured at lr 1e-4, step 50 unless said):
-
-1. The integer difference of the raw bits, modulo 2^bits, zigzagged (0, -1, 1, … → 0, 1, 2, …). Exact
-   for every bit pattern (NaN, inf, -0.0, subnormals). A float delta is not: ``old + (new - old)`` turns
-   1.0 → 1e-30 into 0.0; its bytes also compress worse (0.685 against 0.653). XOR of the bits is exact
-   too but costs more (0.675): a small change across a carry flips many bits but stays a small difference.
-2. Byte planes: byte k of every difference together, so the mostly-zero high bytes make long runs.
-   Without this, zlib gets 0.80.
-3. zlib (stdlib) with its run-length strategy, per 4 MiB chunk of a plane, chunks on all cores. A chunk
-   whose bytes look random (order-0 entropy above 7.9 bits per byte, e.g. float32's low planes) is stored
-   as is: deflate cannot win there and is slowest there. Run-length (0.653) beats zlib's default strategy
-   at level 1 (0.678) and 6 (0.664), lzma (0.669) and bz2 (0.673), and is faster than all of them. It is
-   at the floor for coding each difference on its own (0.656: the entropy of its bit length plus the bits
-   below it), so zstd, a new dependency, could only be faster, not smaller.
-4. Tensors whose bits did not change cost one manifest line; many small tensors make one buffer per dtype.
+The diff: the integer difference of each changed tensor's raw bits (exact for every bit pattern), one
+buffer per dtype, coded as compressed byte planes (``distrl.weights.planes``, which says why this coding);
+tensors whose bits did not change cost one manifest line.
 
 The limit: Adam moves every element by about lr at every step, so the low mantissa bits of every element
 are new information and no exact encoding can drop them. Float32 diffs are 61-72% of the float32 adapter
@@ -41,29 +27,26 @@ diffs of 26-43% of the bfloat16 snapshot, 13-22% of the float32 adapter. A diff 
 (``publish_every = 4``) costs 6-12 points more than one. Encoding the float32 diff takes 1.4-3.2 s and
 applying it 0.9-1.6 s on 2 shared cores; bfloat16 about half.
 
-Over 450 lines, one module: the two blob kinds share their metadata, checksums, manifest
-and chunk checks, written and read in one place.
+The two blob kinds share their metadata, checksums and manifest checks, written and read in this one
+module; the byte coding of the differences is ``planes``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
-import zlib
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, NoReturn, TypeVar, cast
+from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import numpy as np
-import numpy.typing as npt
 import safetensors.torch
 import torch
 
 from distrl.errors import WeightsError
 from distrl.records import Document
+from distrl.weights.planes import UINT, Array, LayoutError, pack, unpack
 
 FORMAT = "distrl.weights"
 """The ``format`` metadata string of every blob."""
@@ -73,11 +56,6 @@ FULL_ENCODING = "raw"
 """A full snapshot stores each tensor as itself, under its own name: any safetensors reader can load it."""
 DIFF_ENCODING = "sub-zigzag/shuffle/zlib-rle"
 """A diff: integer difference of the raw bits, zigzag, byte planes, zlib (run-length strategy) per chunk."""
-CHUNK_BYTES = 4 * 1024 * 1024
-"""Each byte plane is cut into chunks of this many bytes, compressed independently and in parallel."""
-RAW_ENTROPY_BITS = 7.9
-"""A chunk whose bytes carry more than this many bits of (order-0) entropy per byte is stored as is."""
-_SAMPLE_STRIDE = 16  # the entropy is estimated on every 16th byte
 
 DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
@@ -89,17 +67,12 @@ DTYPES: dict[str, torch.dtype] = {
 }
 """The tensor types a snapshot may hold, by name."""
 
-_UINT: dict[int, type[np.unsignedinteger[Any]]] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_SINT: dict[int, type[np.signedinteger[Any]]] = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 _MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
 _HEX = frozenset("0123456789abcdef")
 
 Tensors = Mapping[str, torch.Tensor]
 """An adapter's trainable tensors by name (a state dict)."""
 Kind = Literal["full", "diff"]
-Array = npt.NDArray[Any]
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 
 class Snapshot(NamedTuple):
@@ -198,18 +171,8 @@ def _encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) ->
     stored: dict[str, torch.Tensor] = {}
     chunks: dict[str, list[list[Any]]] = {}
     for dtype in sorted(deltas):
-        planes = _shuffle(_zigzag(np.concatenate(deltas.pop(dtype))))
-        pieces = [
-            (plane, planes[plane, start : start + CHUNK_BYTES])
-            for plane in range(planes.shape[0])
-            for start in range(0, planes.shape[1], CHUNK_BYTES)
-        ]
-        packed = _parallel(_pack, [piece for _, piece in pieces])
-        chunks[dtype] = [
-            [plane, codec, piece.size, len(data)]
-            for (plane, piece), (codec, data) in zip(pieces, packed, strict=True)
-        ]
-        stored[f"delta.{dtype}"] = torch.frombuffer(bytearray().join(d for _, d in packed), dtype=torch.uint8)
+        chunks[dtype], data = pack(np.concatenate(deltas.pop(dtype)))
+        stored[f"delta.{dtype}"] = torch.frombuffer(data, dtype=torch.uint8)
     manifest = json.dumps({"tensors": entries, "chunks": chunks}, separators=(",", ":"))
     metadata = _metadata("diff", version, base_version, DIFF_ENCODING, checksum(new), manifest=manifest)
     return Encoded(_save(stored, metadata), metadata["checksum"])
@@ -259,70 +222,7 @@ def apply(tensors: Tensors, blob: bytes, *, expected_base: int | None) -> Snapsh
     return Snapshot(result, info.version)
 
 
-# --- the diff --------------------------------------------------------------------------------------------
-
-
-def _zigzag(delta: Array) -> Array:
-    """Small signed differences to small unsigned numbers (0, -1, 1, -2 … to 0, 1, 2, 3 …), in place."""
-    signed = delta.view(_SINT[delta.dtype.itemsize])
-    sign = signed >> (8 * delta.dtype.itemsize - 1)  # 0 or all ones
-    signed <<= 1
-    signed ^= sign
-    return delta
-
-
-def _unzigzag(zigzag: Array) -> Array:
-    """The inverse of ``_zigzag``, in place."""
-    sign = zigzag & 1
-    np.negative(sign.view(_SINT[zigzag.dtype.itemsize]), out=sign.view(_SINT[zigzag.dtype.itemsize]))
-    zigzag >>= 1
-    zigzag ^= sign
-    return zigzag
-
-
-def _shuffle(values: Array) -> Array:
-    """``(itemsize, n)`` bytes: plane k holds byte k (little-endian) of every value."""
-    size = values.dtype.itemsize
-    grouped = values.view(np.uint8).reshape(-1, size)
-    planes = np.empty((size, grouped.shape[0]), dtype=np.uint8)
-    for k in range(size):  # one plane at a time: 4x faster than numpy's transposing copy
-        planes[k] = grouped[:, k]
-    return planes
-
-
-def _unshuffle(planes: Array) -> Array:
-    """The inverse of ``_shuffle``: the values, as unsigned integers."""
-    size = planes.shape[0]
-    grouped = np.empty((planes.shape[1], size), dtype=np.uint8)
-    for k in range(size):
-        grouped[:, k] = planes[k]
-    return grouped.view(_UINT[size]).reshape(-1)
-
-
-def _pack(piece: Array) -> tuple[str, bytes]:
-    """One chunk of a byte plane, compressed unless its bytes look random (then zlib cannot win)."""
-    counts = np.bincount(piece[::_SAMPLE_STRIDE], minlength=256)
-    p = counts[counts > 0] / counts.sum()
-    if float(-(p * np.log2(p)).sum()) <= RAW_ENTROPY_BITS:
-        deflater = zlib.compressobj(1, zlib.DEFLATED, 15, 8, zlib.Z_RLE)
-        packed = deflater.compress(piece.data) + deflater.flush()
-        if len(packed) < piece.size:
-            return "zlib", packed
-    return "raw", piece.tobytes()
-
-
-def _unpack(job: tuple[str, memoryview, int]) -> bytes | None:
-    codec, data, size = job
-    if codec == "raw":
-        return bytes(data)
-    try:
-        inflater = zlib.decompressobj()
-        out = inflater.decompress(data, size)
-        if not inflater.eof and inflater.decompress(inflater.unconsumed_tail, 1):
-            return None  # more data than announced
-    except zlib.error:
-        return None
-    return out if len(out) == size and inflater.eof and not inflater.unused_data else None
+# --- the diff ---------------------------------------------------------------------------------------------
 
 
 def _apply_diff(
@@ -381,38 +281,14 @@ def _apply_diff(
         count = sum(tensors[name].numel() for name in members)
         buffer = stored[f"delta.{dtype}"]
         layout = chunks[dtype]
-        if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not isinstance(layout, list):
+        if buffer.dtype != torch.uint8 or buffer.dim() != 1:
             bad(f"has a malformed buffer for {dtype}")
-        planes = np.empty((size, count), dtype=np.uint8)
-        data = buffer.numpy().data
-        jobs: list[tuple[str, memoryview, int]] = []
-        targets: list[tuple[int, int]] = []
-        offset, filled = 0, [0] * size
-        for chunk in layout:
-            if not (
-                isinstance(chunk, list)
-                and len(chunk) == 4
-                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in chunk[::2])
-                and chunk[1] in ("zlib", "raw")
-                and isinstance(chunk[3], int)
-                and 0 <= chunk[3] <= len(data) - offset
-                and chunk[0] < size
-                and chunk[2] <= count - filled[chunk[0]]
-                and (chunk[1] == "zlib" or chunk[2] == chunk[3])
-            ):
-                bad(f"has a malformed chunk for {dtype}: {str(chunk)[:80]}")
-            plane, codec, raw, packed = chunk
-            jobs.append((codec, data[offset : offset + packed], raw))
-            targets.append((plane, filled[plane]))
-            offset += packed
-            filled[plane] += raw
-        if offset != len(data) or filled != [count] * size:
-            bad(f"does not cover the {dtype} buffer")
-        for out, (plane, start), (_, _, raw) in zip(_parallel(_unpack, jobs), targets, jobs, strict=True):
-            if out is None:
-                _fail("corrupt", f"a compressed {dtype} chunk does not decompress", info, expected)
-            planes[plane, start : start + raw] = np.frombuffer(out, dtype=np.uint8)
-        delta = _unzigzag(_unshuffle(planes))
+        try:
+            delta = unpack(buffer.numpy().data, layout, size, count)
+        except LayoutError as exc:
+            if exc.reason == "corrupt":
+                _fail("corrupt", f"the {dtype} buffer has {exc}", info, expected)
+            bad(f"for {dtype} has {exc}")
         start = 0
         for name in members:
             old = _bits(name, tensors[name])
@@ -550,7 +426,7 @@ def _cpu(name: str, tensor: torch.Tensor) -> torch.Tensor:
 def _bits(name: str, tensor: torch.Tensor) -> Array:
     """The tensor's raw bits as a flat unsigned integer array (a view when it is on the CPU already)."""
     _dtype_name(name, tensor)
-    return _raw(tensor).view(_UINT[tensor.element_size()])
+    return _raw(tensor).view(UINT[tensor.element_size()])
 
 
 def _raw(tensor: torch.Tensor) -> Array:
@@ -601,14 +477,6 @@ def _fail(
     )
 
 
-def _parallel(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
-    workers = min(len(items), os.cpu_count() or 1)
-    if workers <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distrl-weights") as pool:
-        return list(pool.map(work, items))
-
-
 __all__ = [
     "BlobInfo",
     "Encoded",
@@ -620,11 +488,9 @@ __all__ = [
     "encode",
     "encode_diff",
     "encode_full",
-    "CHUNK_BYTES",
     "DIFF_ENCODING",
     "DTYPES",
     "FORMAT",
     "FORMAT_VERSION",
     "FULL_ENCODING",
-    "RAW_ENTROPY_BITS",
 ]
