@@ -63,8 +63,9 @@ def _eval(args: argparse.Namespace) -> int:
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
         # the adapters first: a wrong path is found before the start's plays
-        played = [_play(args, folder, step) for step, folder in adapters]
-        start = _play(args, "", None, who="start, ").results if args.against_start else []
+        progress = _Progress()
+        played = [_play(args, folder, step, progress) for step, folder in adapters]
+        start = _play(args, "", None, progress, who="start, ").results if args.against_start else []
     except PolicyError as exc:
         return _fail(str(exc), EXIT_USAGE)
     results = [
@@ -78,7 +79,9 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(args: argparse.Namespace, adapter: str, step: int | None, who: str = "") -> _Played:
+def _play(
+    args: argparse.Namespace, adapter: str, step: int | None, progress: _Progress, who: str = ""
+) -> _Played:
     """Every decoding of the policy ``MODEL`` with ``adapter`` (none: ""), on the same tasks and seeds;
     ``who`` (or the checkpoint's ``step``) names it in the progress lines."""
     from distrl.config import PolicySettings
@@ -102,32 +105,39 @@ def _play(args: argparse.Namespace, adapter: str, step: int | None, who: str = "
             seed=args.seed,
             temperature=temperature,
             samples=samples,
-            on_episode=_progress(who + _decoding(temperature)),
+            on_episode=progress(who + _decoding(temperature)),
         )
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
+        progress.done()
         results.append((temperature, result))
     return _Played(adapter, step, results, bool(adapter) and policy.adapter.changes_nothing)
 
 
-_shown = [0.0]
-"""When the last progress line was printed (``time.monotonic``)."""
+class _Progress:
+    """Progress lines on stderr for a command's evaluations, redrawn each second on a terminal and printed
+    every 15 s elsewhere (a log)."""
 
+    def __init__(self) -> None:
+        self._live = sys.stderr.isatty()
+        self._shown = 0.0
 
-def _progress(name: str) -> Callable[[int, int, int], None]:
-    """An evaluation's ``on_episode``: a progress line on stderr, redrawn each second on a terminal and
-    printed every 15 s elsewhere (a log)."""
-    live = sys.stderr.isatty()
+    def __call__(self, name: str) -> Callable[[int, int, int], None]:
+        """An evaluation's ``on_episode``, its lines naming it ``name``."""
 
-    def show(done: int, total: int, won: int) -> None:
-        now = time.monotonic()
-        if done < total and now - _shown[0] < (1.0 if live else 15.0):
-            return
-        _shown[0] = now
-        line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
-        print(f"\r\x1b[2K{line}" if live else line, end="" if live else "\n", file=sys.stderr, flush=True)
+        def show(done: int, total: int, won: int) -> None:
+            now = time.monotonic()
+            if done < total and now - self._shown < (1.0 if self._live else 15.0):
+                return
+            self._shown = now
+            line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
+            end = "" if self._live else "\n"
+            print(f"\r\x1b[2K{line}" if self._live else line, end=end, file=sys.stderr, flush=True)
 
-    return show
+        return show
+
+    def done(self) -> None:
+        """An evaluation ended: a terminal's line stays."""
+        if self._live:
+            print(file=sys.stderr)
 
 
 def _report(args: argparse.Namespace, results: Results, start: Results, played: list[_Played]) -> None:
