@@ -4,10 +4,10 @@ adbutils is blocking, so every adb call runs in a worker thread behind a ``Capac
 operation's timeout, and with a socket timeout on every read so that a thread left behind by a
 cancelled or timed-out call ends on its own soon after. Such a thread may still deliver its command
 meanwhile (the device answers late, or the thread had not sent it yet), so the device keeps the
-threads its calls abandoned, and whatever touches the device next (every adb call, and the console's
-snapshot load of ``reset``) first waits until they have ended, each for at most its socket timeout
-since it was abandoned: nothing a timed-out ``act`` sent can land on the phone after the next
-``reset`` has loaded its snapshot. The wait counts against the operation that waits.
+threads its calls abandoned (``threads.Threads``), and whatever touches the device next (every adb call,
+and the console's snapshot load of ``reset``) first waits until they have ended, each for at most its
+socket timeout since it was abandoned: nothing a timed-out ``act`` sent can land on the phone after the
+next ``reset`` has loaded its snapshot. The wait counts against the operation that waits.
 
 Commands go through adbutils' ``open_transport`` rather than its helpers (``shell``, ``click``,
 ``swipe``, ``keyevent``, ``send_keys``): the wire is the same (``input tap X Y`` …), but the helpers
@@ -40,7 +40,7 @@ with ``host``, ``device`` and ``operation``.
 - ``shell``: any command (the ``adb`` evaluator's checks), with its exit status where shell v2 gives it.
 
 Over 450 lines, one module: it is the one boundary around adbutils, every call and the translation
-of every error kept in one place on purpose.
+of every error kept in one place on purpose; the threads the calls run in are ``threads.Threads``'s.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ import re
 import shlex
 import socket
 import subprocess
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -78,6 +77,7 @@ from distrl.device.screen import (
     image_limiter,
     is_blank,
 )
+from distrl.device.threads import Threads
 from distrl.errors import BadScreenshot, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
 
@@ -178,7 +178,6 @@ class AdbDevice:
         self.reboot = reboot
         """Whether a failed snapshot load reboots the device; False where its owner relaunches it
         instead (``distrl.device.emulator``), and the failure is raised."""
-        self._limiter = limiter
         # The client's socket timeout bounds the reads adbutils does on its own (server version).
         self._client = adbutils.AdbClient(
             host=adb_host, port=adb_port, socket_timeout=min(timeouts.device_act_s, timeouts.device_observe_s)
@@ -186,7 +185,7 @@ class AdbDevice:
         self._adb = self._client.device(serial)
         self._size: tuple[int, int] | None = None
         self._shell_v2: bool | None = None  # whether the device speaks shell protocol v2 (asked once)
-        self._stragglers: list[tuple[_Call, float]] = []  # abandoned calls still running, and until when
+        self._threads = Threads(serial, lambda: limiter or adb_limiter())
         self._gate = Gate(host=host, device=serial)
 
     @property
@@ -344,7 +343,7 @@ class AdbDevice:
         return self._size
 
     async def _load_snapshot(self) -> None:
-        await self._settle()
+        await self._threads.settle()
         port = self.console_port
         if port is None:
             raise self._gate.error(DeviceError, "reset", "has no emulator console to load a snapshot with")
@@ -438,40 +437,12 @@ class AdbDevice:
         return _Output(None, stdout, b"")
 
     async def _call(self, operation: str, timeout_s: float, func: Callable[..., T], *args: object) -> T:
-        """``func(*args)`` in a worker thread, its errors translated, once the threads of earlier
-        abandoned calls have ended (``_settle``). A cancelled call leaves the thread to finish on its
-        own, within its socket timeout ``timeout_s``, and the next call waits for it."""
-        await self._settle()
-        limiter = self._limiter or adb_limiter()
-        call = _Call()
-
-        def run() -> T:
-            if not call.begin():
-                raise RuntimeError("an adb call abandoned before it started")  # nobody awaits it
-            try:
-                return func(*args)
-            finally:
-                call.done.set()
-
+        """``func(*args)`` in a worker thread (``Threads.run``: after the threads of earlier abandoned
+        calls have ended, each read bounded by ``timeout_s``), its errors translated."""
         try:
-            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
+            return await self._threads.run(timeout_s, func, *args)
         except (adbutils.AdbError, OSError, EOFError, subprocess.SubprocessError) as exc:
             raise self._translate(exc, operation, timeout_s) from exc
-        finally:
-            if call.abandon():
-                self._stragglers.append((call, anyio.current_time() + timeout_s))
-
-    async def _settle(self) -> None:
-        """Wait until the threads of abandoned calls have ended, each at most until its socket timeout
-        has passed since it was abandoned (then it is let go, with a warning)."""
-        while self._stragglers:
-            call, until = self._stragglers[0]
-            left_s = until - anyio.current_time()
-            if left_s > 0 and not call.done.is_set():
-                await anyio.to_thread.run_sync(call.done.wait, left_s, abandon_on_cancel=True)
-            if not call.done.is_set():
-                log.warning("%s: an abandoned adb call runs on past its socket timeout", self._serial)
-            self._stragglers.pop(0)
 
     def _translate(self, exc: BaseException, operation: str, timeout_s: float) -> DeviceError:
         """The ``DeviceError`` for an adbutils or socket error: the one place where they are mapped."""
@@ -516,30 +487,6 @@ class AdbDevice:
             elif kind == 3 and len(payload) == 1:
                 return _Output(payload[0], b"".join(stdout), b"".join(stderr))
         raise adbutils.AdbError("the shell stream closed before the exit status (connection closed)")
-
-
-class _Call:
-    """Where one adb call's worker thread is: not started, running, ``done``; or dropped, when its
-    caller gave up before it started (it will not run then)."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        """Set when the thread has finished."""
-        self._lock = threading.Lock()
-        self._started = False
-        self._dropped = False
-
-    def begin(self) -> bool:
-        """In the worker thread, first: whether to run (False once the caller gave up)."""
-        with self._lock:
-            self._started = not self._dropped
-            return self._started
-
-    def abandon(self) -> bool:
-        """The caller is done with the call: whether its thread runs on without it."""
-        with self._lock:
-            self._dropped = not self._started
-            return self._started and not self.done.is_set()
 
 
 @dataclass(frozen=True, slots=True)
