@@ -233,7 +233,14 @@ def test_a_stopped_run_writes_a_checkpoint_and_says_how_to_resume(
     assert "error" not in stderr
     assert f"stopped ({name}); checkpoints in {tmp_path / 'runs' / 't' / 'checkpoints'}" in stdout
     assert f"python -m distrl run {inventory} --resume" in stdout
-    assert list((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
+    checkpoints = list((tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
+    assert checkpoints
+    several = f" --checkpoints {min(len(checkpoints), 3)}" if len(checkpoints) > 1 else ""
+    hint = stdout.strip().splitlines()[-1]
+    assert hint == (
+        f"did training help? python -m distrl eval tiny --adapter {tmp_path / 'runs' / 't'}"
+        f" --against-start{several} --split test"
+    )
 
 
 def _wait_for_worker(parent: int) -> int:

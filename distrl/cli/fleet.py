@@ -6,6 +6,7 @@ import argparse
 import collections
 import dataclasses
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -59,6 +60,8 @@ def _run(args: argparse.Namespace) -> int:
             f"stopped ({stop_name(stop)}); checkpoints in {output / 'checkpoints'}; to go on: "
             f"python -m distrl run {args.inventory} --resume"
         )
+        if hint := _eval_hint(inventory):
+            _say(hint)
         return stop_status(stop)
     if live:
         print(file=sys.stderr)
@@ -85,7 +88,26 @@ def _run(args: argparse.Namespace) -> int:
     problem = stats.achieved_nothing
     if problem:
         return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
+    if stats.updates and (hint := _eval_hint(inventory)):
+        _say(hint)
     return 0
+
+
+def _eval_hint(inventory: Inventory) -> str:
+    """The command that measures a training run's policy against its start on the sim's held-out tasks,
+    over its last checkpoints (up to 3); "" where ``eval`` cannot (task files of the user's, no
+    checkpoint)."""
+    from distrl.learner.checkpoint import Checkpoints
+
+    kept = len(Checkpoints(inventory.output_dir / "checkpoints").list())
+    if inventory.tasks.files or not kept:
+        return ""
+    several = f" --checkpoints {min(kept, 3)}" if kept > 1 else ""
+    suite = f" --suite {inventory.run.suite}" if inventory.run.suite != "general" else ""
+    return (
+        f"did training help? python -m distrl eval {shlex.quote(inventory.policy.model)} --adapter"
+        f" {shlex.quote(str(inventory.output_dir))} --against-start{several}{suite} --split test"
+    )
 
 
 def _serves_as_rank(inventory: Inventory) -> bool:
