@@ -177,30 +177,6 @@ def _adapter(text: str) -> str:
     return str(folder.resolve())
 
 
-def checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
-    """The adapters of the last ``count`` checkpoints of a run up to the one ``adapter`` belongs to (as
-    ``_adapter`` resolved it: ``<checkpoints>/step-NNNNNNNNN/adapter``), oldest first, each with its update
-    step. ``ValueError`` saying why when ``adapter`` is no checkpoint's or fewer are on disk."""
-    from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
-
-    folder = Path(adapter)
-    checkpoint, root = folder.parent, folder.parent.parent
-    found = Checkpoints(root).list() if folder.name == "adapter" else []
-    if checkpoint not in found:
-        raise ValueError(
-            f"--checkpoints needs --adapter to name a run, its checkpoints folder or one of its checkpoints;"
-            f" {adapter} is an adapter of no run's checkpoints"
-        )
-    kept = found[: found.index(checkpoint) + 1]
-    if len(kept) < count:
-        names = ", ".join(path.name for path in kept)
-        raise ValueError(
-            f"{root} holds {len(kept)} checkpoint{'s' if len(kept) != 1 else ''} up to {checkpoint.name}"
-            f" ({names}), not the {count} --checkpoints asks for (a run keeps [run] keep_checkpoints of them)"
-        )
-    return [(int(path.name.removeprefix("step-")), str(path / "adapter")) for path in kept[-count:]]
-
-
 def _logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(

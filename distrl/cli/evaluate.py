@@ -12,9 +12,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distrl.cli.common import EXIT_USAGE, _fail, _say, _unknown_suite, checkpoint_adapters
+from distrl.cli.common import EXIT_USAGE, _fail, _say, _unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
@@ -52,7 +53,7 @@ def _eval(args: argparse.Namespace) -> int:
     adapters: list[tuple[int | None, str]] = [(None, args.adapter)]
     if args.checkpoints:
         try:
-            adapters = [*checkpoint_adapters(args.adapter, args.checkpoints)]
+            adapters = [*_checkpoint_adapters(args.adapter, args.checkpoints)]
         except ValueError as exc:
             return _fail(str(exc), EXIT_USAGE)
     from transformers.utils.logging import disable_progress_bar
@@ -77,6 +78,30 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         _report(args, results, start, played)
     return 0
+
+
+def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
+    """The adapters of the last ``count`` checkpoints of a run up to the one ``adapter`` belongs to (as
+    ``_adapter`` resolved it: ``<checkpoints>/step-NNNNNNNNN/adapter``), oldest first, each with its update
+    step. ``ValueError`` saying why when ``adapter`` is no checkpoint's or fewer are on disk."""
+    from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
+
+    folder = Path(adapter)
+    checkpoint, root = folder.parent, folder.parent.parent
+    found = Checkpoints(root).list() if folder.name == "adapter" else []
+    if checkpoint not in found:
+        raise ValueError(
+            f"--checkpoints needs --adapter to name a run, its checkpoints folder or one of its checkpoints;"
+            f" {adapter} is an adapter of no run's checkpoints"
+        )
+    kept = found[: found.index(checkpoint) + 1]
+    if len(kept) < count:
+        names = ", ".join(path.name for path in kept)
+        raise ValueError(
+            f"{root} holds {len(kept)} checkpoint{'s' if len(kept) != 1 else ''} up to {checkpoint.name}"
+            f" ({names}), not the {count} --checkpoints asks for (a run keeps [run] keep_checkpoints of them)"
+        )
+    return [(int(path.name.removeprefix("step-")), str(path / "adapter")) for path in kept[-count:]]
 
 
 def _play(
