@@ -19,6 +19,7 @@ from distrl.cli.common import EXIT_USAGE, _fail, _say, _unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
+    from distrl.policy import Policy
 
 Results = list[tuple[float, "Evaluation"]]
 """Each decoding's temperature (0: greedy) and its evaluation, on the same tasks and seeds."""
@@ -65,8 +66,15 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         # the adapters first: a wrong path is found before the start's plays
         progress = _Progress()
-        played = [_play(args, folder, step, progress) for step, folder in adapters]
-        start = _play(args, "", None, progress, who="start, ").results if args.against_start else []
+        policy = _load(args, adapters[0][1])
+        played = []
+        for step, folder in adapters:
+            if folder != adapters[0][1]:
+                policy.adapter.load_folder(folder)  # a later checkpoint: the base model stays loaded
+            played.append(_play(args, policy, folder, step, progress))
+        start = []
+        if args.against_start:
+            start = _play(args, _load(args, ""), "", None, progress, who="start, ").results
     except PolicyError as exc:
         return _fail(str(exc), EXIT_USAGE)
     results = [
@@ -104,22 +112,37 @@ def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
     return [(int(path.name.removeprefix("step-")), str(path / "adapter")) for path in kept[-count:]]
 
 
-def _play(
-    args: argparse.Namespace, adapter: str, step: int | None, progress: _Progress, who: str = ""
-) -> _Played:
-    """Every decoding of the policy ``MODEL`` with ``adapter`` (none: ""), on the same tasks and seeds;
-    ``who`` (or the checkpoint's ``step``) names it in the progress lines."""
+def _decodings(args: argparse.Namespace) -> list[tuple[float, int]]:
+    """Each decoding's temperature and plays of each task: greedy once and temperature 1 (the paper's), or
+    ``--temperature`` alone."""
+    if args.temperature is None:
+        return [(0.0, 1), (1.0, args.samples)]
+    return [(args.temperature, args.samples)]
+
+
+def _load(args: argparse.Namespace, adapter: str) -> Policy:
+    """The policy ``MODEL`` with ``adapter`` (none: "")."""
     from distrl.config import PolicySettings
-    from distrl.local.play import evaluate
     from distrl.policy import Policy
 
-    # (temperature, plays of each task): greedy once and temperature 1 (the paper's), or --temperature alone
-    decodings = (
-        [(0.0, 1), (1.0, args.samples)] if args.temperature is None else [(args.temperature, args.samples)]
-    )
+    settings = PolicySettings(model=args.model, adapter=adapter, temperature=_decodings(args)[-1][0])
+    return Policy.load(settings, seed=args.seed)
+
+
+def _play(
+    args: argparse.Namespace,
+    policy: Policy,
+    adapter: str,
+    step: int | None,
+    progress: _Progress,
+    who: str = "",
+) -> _Played:
+    """Every decoding of ``policy`` (``MODEL`` with ``adapter``, none: ""), on the same tasks and seeds;
+    ``who`` (or the checkpoint's ``step``) names it in the progress lines."""
+    from distrl.local.play import evaluate
+
+    decodings = _decodings(args)
     who = who if step is None else f"step {step}, "
-    settings = PolicySettings(model=args.model, adapter=adapter, temperature=decodings[-1][0])
-    policy = Policy.load(settings, seed=args.seed)
     results = []
     for temperature, samples in decodings:
         result = evaluate(

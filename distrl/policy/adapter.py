@@ -84,6 +84,16 @@ class Adapter:
         if self._folded is not None:
             self._folded.refold()
 
+    def load_folder(self, folder: str | Path) -> None:
+        """Set the adapter's weights to those ``save`` wrote to ``folder`` for an adapter of this one's
+        shape (another checkpoint of the same run), as ``load_state`` does: the base model is not loaded
+        again. ``PolicyError`` when the folder cannot be read or its adapter does not fit."""
+        try:
+            state = peft.utils.load_peft_weights(str(folder), device="cpu")
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"cannot read the adapter in {folder} ({exc})", phase="adapter") from exc
+        self.load_state(state)
+
     @property
     def changes_nothing(self) -> bool:
         """Whether the adapter leaves the base model as it is: every LoRA B matrix zero, as peft initialises
