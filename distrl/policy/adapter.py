@@ -19,6 +19,7 @@ from pathlib import Path
 import peft
 import torch
 from peft.tuners.lora import LoraLayer
+from safetensors import SafetensorError
 
 from distrl.config import BUILT_IN_MODELS
 from distrl.errors import PolicyError
@@ -90,7 +91,7 @@ class Adapter:
         again. ``PolicyError`` when the folder cannot be read or its adapter does not fit."""
         try:
             state = peft.utils.load_peft_weights(str(folder), device="cpu")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, SafetensorError) as exc:
             raise PolicyError(f"cannot read the adapter in {folder} ({exc})", phase="adapter") from exc
         self.load_state(state)
 
