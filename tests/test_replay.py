@@ -636,9 +636,9 @@ def test_the_header_line_may_be_exactly_as_long_as_its_limit(
 ) -> None:
     path, data = _saved(tmp_path)
     header = data.index(b"\n")  # bytes before the newline
-    monkeypatch.setattr("distrl.learner.replay.MAX_HEADER_BYTES", header)
+    monkeypatch.setattr("distrl.learner.replay_file.MAX_HEADER_BYTES", header)
     assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
-    monkeypatch.setattr("distrl.learner.replay.MAX_HEADER_BYTES", header - 1)
+    monkeypatch.setattr("distrl.learner.replay_file.MAX_HEADER_BYTES", header - 1)
     assert "its header line is cut short or too long" in _corrupt(path, data)
 
 
@@ -655,9 +655,9 @@ def test_an_entry_exactly_as_long_as_the_frame_limit_is_read(
 ) -> None:
     path, data = _saved(tmp_path)
     longest = max(len(entry) - 28 for _, entry in _entries(data))
-    monkeypatch.setattr("distrl.learner.replay.MAX_FRAME_BYTES", longest)
+    monkeypatch.setattr("distrl.learner.replay_file.MAX_FRAME_BYTES", longest)
     assert ReplayBuffer.load(path).stats() == busy_buffer().stats()
-    monkeypatch.setattr("distrl.learner.replay.MAX_FRAME_BYTES", longest - 1)
+    monkeypatch.setattr("distrl.learner.replay_file.MAX_FRAME_BYTES", longest - 1)
     assert f"bytes, over the limit of {longest - 1}" in _corrupt(path, data)
     # nor is a file written that load would refuse: the save fails whole, the saved file stays
     with pytest.raises(CheckpointError, match=f"over the limit of {longest - 1}") as caught:

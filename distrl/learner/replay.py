@@ -25,57 +25,27 @@ need whole episodes (returns, the critic's V(s_H+1)), so each trajectory has one
   at one ``bytes`` object, counted by reference and released when the last holder leaves.
 
 ``save`` writes the whole buffer to one file, atomically, and ``load`` gives it back exactly, down to
-the random generator, so that a resumed run draws what the interrupted one would have drawn. The
-file, no pickle anywhere::
-
-    JSON header line (settings, counters, β schedule position, max priority, next key, RNG state) b"\\n"
-    per trajectory, oldest first:  key u64 | priority f64 | frame length u64 | CRC-32 u32 | frame
-    frame = distrl.records.forms.pack_trajectory(t): the trajectory's JSON form and its screens;
-    the CRC-32 covers the 24 bytes before it and the frame
-
-Integers are big-endian. Each frame stores its own screenshots; sharing is rebuilt on load. The header
-is read by the one typed reader of ``distrl.records`` and may hold no other field. Version 3 framed each
-trajectory as a wire message (``TrajectoryReport``); ``load`` refuses it, and every other version, by
-name.
-
-Over 450 lines, one module: the buffer's state and the file that saves it whole must change together
-(the format is its state, field by field).
+the random generator, so that a resumed run draws what the interrupted one would have drawn. The file's
+layout (framing, checksums, limits) is ``distrl.learner.replay_file``'s; which state its header holds,
+field by field, is this module's, beside the state itself.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import os
 import random
-import struct
-import tempfile
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from pathlib import Path
-from typing import IO, Any
 
-from distrl.errors import CheckpointError
-from distrl.records import Document, DocumentError, Observation, Trajectory
-from distrl.records.forms import pack_trajectory, unpack_trajectory
+from distrl.learner import replay_file
+from distrl.learner.replay_file import Corrupt
+from distrl.records import Document, Observation, Trajectory
 
 PRIORITY_EPSILON = 1e-6
 """Added to every priority set by ``update_priorities``, so that no trajectory has zero chance."""
-FORMAT = "distrl.replay"
-"""The ``format`` field of a checkpoint's header."""
-FORMAT_VERSION = 4
-"""Bumped on any change to the file layout; ``load`` refuses other versions."""
-MAX_FRAME_BYTES = 1024**3
-"""Limit on one trajectory's frame (its packed form) in a checkpoint, bytes."""
-MAX_HEADER_BYTES = 64 * 1024**2
-"""Limit on the file's header line, bytes."""
-
-_FIELDS = struct.Struct(">QdQ")  # key, priority, frame length
-_CRC = struct.Struct(">I")  # CRC-32 of the fields above and the frame
 _COUNTERS = ("added", "evicted", "dropped_stale", "refused_empty", "sampled")
 
 
@@ -136,10 +106,6 @@ class _Entry:
 class _Screen:
     data: bytes
     refs: int
-
-
-class _Corrupt(Exception):
-    """A checkpoint's content is wrong; the message says what, and ``load`` says where."""
 
 
 class ReplayBuffer:
@@ -366,14 +332,10 @@ class ReplayBuffer:
     def save(self, path: str | Path) -> None:
         """Write the whole buffer to ``path`` atomically: a crash leaves the previous file or the new one.
 
-        The file is written next to ``path`` under a temporary name, flushed to disk, then renamed over
-        it. ``CheckpointError`` (``reason`` ``io``) if it cannot be written, ``corrupt`` if a held
+        ``CheckpointError`` (``reason`` ``io``) if it cannot be written, ``corrupt`` if a held
         trajectory has no JSON form (a non-finite float); either way ``path`` is untouched.
         """
-        path = Path(path)
         header = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
             "capacity": self.capacity,
             "alpha": self.alpha,
             "beta": self.initial_beta,
@@ -384,33 +346,11 @@ class ReplayBuffer:
             "counters": self._counts,
             "max_priority": self._max_priority,
             "next_key": self._next_key,
-            "rng": _rng_to_json(self._random.getstate()),
+            "rng": replay_file.random_state_to_json(self._random.getstate()),
             "trajectories": len(self._entries),
         }
-        try:
-            fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(json.dumps(header, allow_nan=False, separators=(",", ":")).encode() + b"\n")
-                    for key, entry in self._entries.items():
-                        frame = _encode(entry.trajectory, path)
-                        fields = _FIELDS.pack(key, entry.priority, len(frame))
-                        file.write(fields + _CRC.pack(zlib.crc32(frame, zlib.crc32(fields))))
-                        file.write(frame)
-                    file.flush()
-                    os.fsync(file.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            _fsync_folder(path.parent)
-        except OSError as exc:
-            raise CheckpointError(
-                f"cannot write the replay buffer to {path}: {exc.strerror or exc}",
-                path=str(path),
-                reason="io",
-            ) from exc
+        entries = ((key, entry.priority, entry.trajectory) for key, entry in self._entries.items())
+        replay_file.write(Path(path), header, entries)
 
     @classmethod
     def load(cls, path: str | Path) -> ReplayBuffer:
@@ -419,42 +359,21 @@ class ReplayBuffer:
         ``CheckpointError`` with ``reason`` ``missing`` if there is no such file, ``io`` if it cannot be
         read, and ``corrupt`` if it is not a whole, intact replay checkpoint.
         """
-        path = Path(path)
-        try:
-            with path.open("rb") as file:
-                return cls._read(file)
-        except FileNotFoundError as exc:
-            raise CheckpointError(
-                f"replay checkpoint {path} does not exist", path=str(path), reason="missing"
-            ) from exc
-        except OSError as exc:
-            raise CheckpointError(
-                f"cannot read replay checkpoint {path}: {exc.strerror or exc}", path=str(path), reason="io"
-            ) from exc
-        except _Corrupt as exc:
-            raise CheckpointError(
-                f"replay checkpoint {path} is corrupt: {exc}", path=str(path), reason="corrupt"
-            ) from exc
+        with replay_file.read(Path(path)) as file:
+            buffer, count = cls._from_header(file.header)
+            for i, (key, priority, trajectory) in enumerate(file.trajectories(count)):
+                if key >= buffer._next_key:
+                    raise Corrupt(f"trajectory {i} has key {key}, out of order")
+                if not trajectory.steps or not (math.isfinite(priority) and priority > 0):
+                    raise Corrupt(f"trajectory {i} has no steps or a priority of {priority}")
+                buffer._insert(key, trajectory, priority)
+            if buffer._steps > buffer.capacity and len(buffer) > 1:
+                raise Corrupt(f"it holds {buffer._steps} steps, over its capacity of {buffer.capacity}")
+            return buffer
 
     @classmethod
-    def _read(cls, file: IO[bytes]) -> ReplayBuffer:
-        line = file.readline(MAX_HEADER_BYTES + 1)
-        if not line.endswith(b"\n"):
-            raise _Corrupt("its header line is cut short or too long")
-        try:
-            header = json.loads(line)
-        except ValueError as exc:
-            raise _Corrupt(f"its header is not JSON ({exc})") from exc
-        head = Document(header, "", fail=_header_error)
-        if not head.has("format") or head.take("format") != FORMAT:
-            raise _Corrupt(f"its header does not name the format {FORMAT!r}")
-        version = head.take("version") if head.has("version") else None
-        if type(version) is not int or version != FORMAT_VERSION:
-            older = isinstance(version, int) and version < FORMAT_VERSION
-            raise _Corrupt(
-                f"it has format version {version!r}, not {FORMAT_VERSION}"
-                + (": an older distrl wrote it, and this one cannot read it" if older else "")
-            )
+    def _from_header(cls, head: Document) -> tuple[ReplayBuffer, int]:
+        """An empty buffer with the header's settings and state, and how many trajectories follow."""
         try:
             buffer = cls(
                 head.integer("capacity"),
@@ -465,44 +384,22 @@ class ReplayBuffer:
                 seed=head.integer("seed"),
             )
         except ValueError as exc:
-            raise _Corrupt(f"its header holds settings no buffer can have ({exc})") from exc
+            raise Corrupt(f"its header holds settings no buffer can have ({exc})") from exc
         buffer._updates = head.integer("updates", minimum=0)
         counters = head.document("counters")
         buffer._counts = {name: counters.integer(name, minimum=0) for name in _COUNTERS}
         counters.close()
         buffer._max_priority = head.number("max_priority")
         if buffer._max_priority <= 0:
-            raise _Corrupt(f"its header's max_priority is {buffer._max_priority}, not a number > 0")
+            raise Corrupt(f"its header's max_priority is {buffer._max_priority}, not a number > 0")
         buffer._next_key = head.integer("next_key", minimum=0)
         try:
-            buffer._random.setstate(_rng_from_json(head.take("rng")))
+            buffer._random.setstate(replay_file.random_state_from_json(head.take("rng")))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise _Corrupt(f"its header's random generator state is not valid ({exc})") from exc
+            raise Corrupt(f"its header's random generator state is not valid ({exc})") from exc
         count = head.integer("trajectories", minimum=0)
         head.close()
-        for i in range(count):
-            fields = _read_exactly(file, _FIELDS.size, i)
-            key, priority, length = _FIELDS.unpack(fields)
-            (crc,) = _CRC.unpack(_read_exactly(file, _CRC.size, i))
-            if length > MAX_FRAME_BYTES:
-                raise _Corrupt(f"trajectory {i} claims {length} bytes, over the limit of {MAX_FRAME_BYTES}")
-            frame = _read_exactly(file, length, i)
-            if zlib.crc32(frame, zlib.crc32(fields)) != crc:
-                raise _Corrupt(f"the bytes of trajectory {i} fail their CRC-32 check")
-            try:
-                trajectory = unpack_trajectory(frame)
-            except DocumentError as exc:
-                raise _Corrupt(f"trajectory {i} cannot be decoded ({exc})") from exc
-            if (buffer._entries and key <= next(reversed(buffer._entries))) or key >= buffer._next_key:
-                raise _Corrupt(f"trajectory {i} has key {key}, out of order")
-            if not trajectory.steps or not (math.isfinite(priority) and priority > 0):
-                raise _Corrupt(f"trajectory {i} has no steps or a priority of {priority}")
-            buffer._insert(key, trajectory, priority)
-        if file.read(1):
-            raise _Corrupt(f"bytes follow the last of its {count} trajectories")
-        if buffer._steps > buffer.capacity and len(buffer) > 1:
-            raise _Corrupt(f"it holds {buffer._steps} steps, over its capacity of {buffer.capacity}")
-        return buffer
+        return buffer, count
 
 
 def _observations(trajectory: Trajectory) -> Iterator[Observation]:
@@ -510,58 +407,3 @@ def _observations(trajectory: Trajectory) -> Iterator[Observation]:
         yield step.observation
     if trajectory.final_observation is not None:
         yield trajectory.final_observation
-
-
-def _encode(trajectory: Trajectory, path: Path) -> bytes:
-    """``trajectory``'s frame; ``CheckpointError`` where it has none, or one ``load`` would refuse."""
-    try:
-        frame = pack_trajectory(trajectory)
-    except DocumentError as exc:
-        problem = f"has no JSON form ({exc})"
-    else:
-        if len(frame) <= MAX_FRAME_BYTES:
-            return frame
-        problem = f"packs to {len(frame)} bytes, over the limit of {MAX_FRAME_BYTES}"
-    raise CheckpointError(
-        f"cannot save the replay buffer to {path}: trajectory {trajectory.id!r} {problem}",
-        path=str(path),
-        reason="corrupt",
-    )
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename durable; some systems cannot open a folder, and that is not an error."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _read_exactly(file: IO[bytes], size: int, index: int) -> bytes:
-    data = file.read(size)
-    if len(data) != size:
-        raise _Corrupt(f"it ends inside trajectory {index} ({len(data)} of {size} bytes)")
-    return data
-
-
-def _rng_to_json(state: tuple[Any, ...]) -> list[Any]:
-    version, internal, gauss_next = state
-    return [version, list(internal), gauss_next]
-
-
-def _rng_from_json(value: object) -> tuple[Any, ...]:
-    if not (isinstance(value, list) and len(value) == 3 and isinstance(value[1], list)):
-        raise ValueError("it must be [version, [625 integers], gauss_next]")
-    version, internal, gauss_next = value
-    if not all(type(v) is int for v in (version, *internal)):
-        raise TypeError("its version and state must be integers")
-    if not (gauss_next is None or type(gauss_next) is float):
-        raise TypeError("its gauss_next must be null or a number")
-    return (version, tuple(internal), gauss_next)
-
-
-def _header_error(where: str, problem: str) -> _Corrupt:
-    """The error for a header field that is missing or not what it must be (the typed reader's ``fail``)."""
-    return _Corrupt(f"its header's {where} {problem}" if where else f"its header {problem}")
