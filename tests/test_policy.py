@@ -595,6 +595,37 @@ def test_adapter_state_loads_exactly_or_not_at_all() -> None:
         assert _same(policy.adapter.state(), state)  # nothing changed
 
 
+def test_an_adapter_folder_swaps_in_exactly_or_not_at_all(tmp_path: Path) -> None:
+    # what eval --checkpoints does: one base model, each checkpoint's adapter read into it in turn
+    saved = _policy(lora_rank=2)
+    state = _randomised(saved)
+    saved.adapter.save(tmp_path / "later")
+    _policy(lora_rank=4).adapter.save(tmp_path / "wider")
+    garbled = tmp_path / "garbled"
+    saved.adapter.save(garbled)
+    (garbled / "adapter_model.safetensors").write_bytes(b"\x07" * 64)
+    policy = _policy(lora_rank=2)
+    policy.adapter.serve_merged()  # as eval serves it
+    before = policy.adapter.state()
+    for folder, problem in (
+        (tmp_path / "nowhere", "holds no adapter weights"),
+        (garbled, "cannot read the adapter in"),
+        (tmp_path / "wider", "the adapter state's"),
+    ):
+        with pytest.raises(PolicyError) as info:
+            policy.adapter.load_folder(folder)
+        assert problem in _one_sentence(info.value)
+        assert info.value.phase == "adapter"
+        assert _same(policy.adapter.state(), before)  # nothing changed
+    policy.adapter.load_folder(tmp_path / "later")
+    assert _same(policy.adapter.state(), state)
+    fresh = _policy(lora_rank=2, adapter=str(tmp_path / "later"))
+    texts = [HOME] * len(BATCH)
+    with torch.no_grad():  # merged or not, the same answers score the same
+        swapped, loaded = policy.logprobs(BATCH, texts), fresh.logprobs(BATCH, texts)
+    torch.testing.assert_close(swapped, loaded, rtol=0, atol=1e-4)
+
+
 def test_an_adapter_of_a_built_in_base_looks_nothing_up_on_the_hub(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

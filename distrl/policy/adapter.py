@@ -88,9 +88,13 @@ class Adapter:
     def load_folder(self, folder: str | Path) -> None:
         """Set the adapter's weights to those ``save`` wrote to ``folder`` for an adapter of this one's
         shape (another checkpoint of the same run), as ``load_state`` does: the base model is not loaded
-        again. ``PolicyError`` when the folder cannot be read or its adapter does not fit."""
+        again. ``PolicyError`` when the folder holds no adapter weights, they cannot be read or they do not
+        fit; the weights are then unchanged. A folder only: nothing is looked up on the Hugging Face Hub."""
+        weights = Path(folder).expanduser() / peft.utils.SAFETENSORS_WEIGHTS_NAME
+        if not weights.is_file():
+            raise PolicyError(f"{str(folder)!r} holds no adapter weights ({weights.name})", phase="adapter")
         try:
-            state = peft.utils.load_peft_weights(str(folder), device="cpu")
+            state = peft.utils.load_peft_weights(str(weights.parent), device="cpu")
         except (OSError, ValueError, SafetensorError) as exc:
             raise PolicyError(f"cannot read the adapter in {folder} ({exc})", phase="adapter") from exc
         self.load_state(state)
