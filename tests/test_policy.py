@@ -113,6 +113,27 @@ def test_tiny_round_trips_through_from_pretrained(tiny_folder: Path) -> None:
         assert torch.equal(model(**inputs).logits, loaded(**inputs).logits)
 
 
+def test_screens_processed_side_by_side_are_what_the_image_processor_makes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, prompter = build_tiny(0)
+    many = [
+        PolicyInput(goal=f"goal {i}", observation=_screen((40 * i, 90, 200 - 20 * i), (100 + 10 * i, 240)))
+        for i in range(6)
+    ]
+    images = [Image.open(io.BytesIO(item.observation.screenshot)).convert("RGB") for item in many]
+    alone = prompter.image_processor(images=images, return_tensors="pt")
+    garbled = PolicyInput(goal="x", observation=Observation(screenshot=b"not an image", width=1, height=1))
+    for threads in (1, 3):
+        monkeypatch.setattr(torch, "get_num_threads", lambda threads=threads: threads)
+        encoded = prompter.encode(many, history=1)
+        assert torch.equal(torch.cat([item.pixel_values for item in encoded]), alone["pixel_values"])
+        assert torch.equal(torch.stack([item.grid_thw for item in encoded]), alone["image_grid_thw"])
+        with pytest.raises(PolicyError, match="cannot be decoded") as info:  # from a worker thread too
+            prompter.encode([*many[:2], garbled], history=1)
+        assert info.value.phase == "prompt"
+
+
 def test_the_saved_chat_template_renders_the_prompt(tiny_folder: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tiny_folder)
     prompter = Prompter.from_pretrained(tiny_folder)

@@ -28,6 +28,7 @@ import contextlib
 import io
 import math
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,11 +175,7 @@ class Prompter:
             i.observation.screenshot: i.observation for i in inputs if i.observation.screenshot not in screens
         }
         if new:
-            images = [self._image(observation) for observation in new.values()]
-            processed = self.image_processor(images=images, return_tensors="pt")
-            grids: torch.Tensor = processed["image_grid_thw"]
-            pixels = torch.split(processed["pixel_values"], [int(n) for n in grids.prod(dim=-1)])
-            screens.update(zip(new, zip(pixels, grids, strict=True), strict=True))
+            screens.update(zip(new, self._process(list(new.values())), strict=True))
         encoded = []
         for item in inputs:
             pixel_values, grid = screens[item.observation.screenshot]
@@ -244,6 +241,22 @@ class Prompter:
             "pixel_values": torch.cat([item.pixel_values for item in encoded]),
             "image_grid_thw": torch.stack([item.grid_thw for item in encoded]),
         }
+
+    def _process(self, observations: Sequence[Observation]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each screen's patches and patch grid, the screens processed side by side in up to
+        ``torch.get_num_threads()`` threads (decoding, resizing and normalising release the GIL), each
+        exactly as the image processor alone makes it. About 85 ms a screen on one core at a 1,003,520-pixel
+        cap: on the learner's critical path, once per distinct screen of an update."""
+
+        def one(observation: Observation) -> tuple[torch.Tensor, torch.Tensor]:
+            processed = self.image_processor(images=[self._image(observation)], return_tensors="pt")
+            return processed["pixel_values"], processed["image_grid_thw"][0]
+
+        threads = min(len(observations), torch.get_num_threads())
+        if threads <= 1:
+            return [one(observation) for observation in observations]
+        with ThreadPoolExecutor(threads, thread_name_prefix="distrl-screens") as pool:
+            return list(pool.map(one, observations))
 
     def _image(self, observation: Observation) -> PIL.Image.Image:
         """The screenshot as RGB. A JPEG is decoded at the smallest DCT scale (1/2, 1/4, 1/8) that still
