@@ -53,7 +53,12 @@ PLAN = (
     ),
     Program("inference_throughput", ("--model", "tiny-bc", "--quick"), 240, "batch sizes 1 and 4 only"),
     Program("learner_gpu", limit_s=60),
-    Program("screen_preprocessing", limit_s=120),
+    Program(
+        "screen_preprocessing",
+        ("--trajectories", "2", "--repeats", "1"),
+        25,
+        "2 episodes' screens, one timed run",
+    ),
     Program("inference_gpu", limit_s=25),  # without a CUDA GPU it says so and stops
     Program(
         "learner_ranks",
