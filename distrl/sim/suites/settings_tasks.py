@@ -6,6 +6,9 @@ the wording "Make the screen turn off after ...", three wordings of settings pag
 phone. ``UNSEEN`` templates (Bluetooth, location, Battery Saver, volumes, font size, renaming the phone)
 make the ``unseen`` split.
 
+The switches (Wi-Fi, airplane mode, ..., Battery Saver) are ``settings_switch_tasks``'; ``TRAIN`` and
+``UNSEEN`` hold every Settings template, in the order that fixes their tasks' ids.
+
 Success is read from the phone's Android settings (``state["settings"]``), or, for "open" and "check"
 tasks, from the page in front. Setups force only the start state a goal needs (Wi-Fi on before "turn
 off Wi-Fi", brightness low before "set the brightness to max"). The expert reaches About phone through
@@ -17,17 +20,15 @@ add wordings of their own to the brightness, screen timeout and About phone temp
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 
 from distrl.records import Action
 from distrl.sim.app import Json
 from distrl.sim.apps.settings import FONT_SIZES, SCREEN_TIMEOUTS, VOLUME_MAX
-from distrl.sim.suites import HeldOut, Params, Template, held_out
+from distrl.sim.suites import Params, Template, held_out, settings_switch_tasks
 from distrl.sim.suites.system_expert import (
     SETTINGS,
     Screen,
     draw_phrase,
-    expert_for,
     indexed,
     int_setting,
     setting,
@@ -38,186 +39,6 @@ from distrl.sim.suites.system_expert import (
 
 __all__ = ["TRAIN", "UNSEEN"]
 
-
-def _toggle_template(
-    name: str,
-    split: str,
-    *,
-    namespace: str,
-    key: str,
-    page: str,
-    element: str,
-    phrases: dict[str, Sequence[str]],
-    on_value: str = "1",
-    off_value: str = "0",
-    setups: dict[str, list[str]] | None = None,
-    held_out_phrase: int | None = None,
-) -> Template:
-    """A template that turns one setting on or off through a switch on a settings page; wording
-    ``held_out_phrase`` of either state is held out for the ``test`` split."""
-
-    def params() -> list[Params]:
-        return [{"state": state, "phrase": i} for state in ("on", "off") for i in range(len(phrases[state]))]
-
-    def goal(p: Params) -> str:
-        return phrases[str(p["state"])][int(p["phrase"])]
-
-    def setup(p: Params) -> list[str]:
-        if setups is not None:
-            return list(setups[str(p["state"])])
-        value = off_value if p["state"] == "on" else on_value
-        return [f"settings put {namespace} {key} {value}"]
-
-    def check(p: Params, state: Json) -> bool:
-        value = setting(state, namespace, key, "")
-        is_on = value != off_value and value != ""
-        return is_on == (p["state"] == "on")
-
-    def plan(p: Params, screen: Screen) -> Action:
-        return settings_at(screen, page) or screen.tap_or_scroll(element)
-
-    return Template(
-        name=name,
-        split=split,
-        params=params,
-        goal=goal,
-        setup=setup,
-        check=check,
-        expert=expert_for(check, plan),
-        held_out=HeldOut() if held_out_phrase is None else held_out(phrases=(held_out_phrase,)),
-    )
-
-
-_WIFI = _toggle_template(
-    "wifi",
-    "train",
-    namespace="global",
-    key="wifi_on",
-    page="network",
-    element="settings/wifi",
-    held_out_phrase=5,
-    phrases={
-        "on": ("Turn on Wi-Fi", "turn on wifi", "Enable Wi-Fi", "Switch the wifi on", "Turn wifi on",
-               "Can you turn on the Wi-Fi?"),
-        "off": ("Turn off Wi-Fi", "turn off wifi", "Disable Wi-Fi", "Switch the wifi off", "Turn wifi off",
-                "Can you turn off the Wi-Fi?"),
-    },
-)  # fmt: skip
-
-_AIRPLANE = _toggle_template(
-    "airplane_mode",
-    "train",
-    namespace="global",
-    key="airplane_mode_on",
-    page="network",
-    element="settings/airplane",
-    held_out_phrase=5,
-    phrases={
-        "on": ("Turn on airplane mode", "turn on airplane mode", "Enable airplane mode",
-               "Put the phone in airplane mode", "Switch airplane mode on", "turn airplane mode on"),
-        "off": ("Turn off airplane mode", "turn off airplane mode", "Disable airplane mode",
-                "Take the phone out of airplane mode", "Switch airplane mode off", "turn airplane mode off"),
-    },
-    setups={
-        "on": ["settings put global airplane_mode_on 0"],
-        "off": [
-            "settings put global airplane_mode_on 1",
-            "settings put global wifi_on 0",
-            "settings put global bluetooth_on 0",
-        ],
-    },
-)  # fmt: skip
-
-_MOBILE_DATA = _toggle_template(
-    "mobile_data",
-    "train",
-    namespace="global",
-    key="mobile_data",
-    page="network",
-    element="settings/mobile_data",
-    held_out_phrase=3,
-    phrases={
-        "on": ("Turn on mobile data", "turn on cellular data", "Enable mobile data", "Switch mobile data on"),
-        "off": ("Turn off mobile data", "turn off cellular data", "Disable mobile data",
-                "Switch mobile data off"),
-    },
-)  # fmt: skip
-
-_DARK = _toggle_template(
-    "dark_theme",
-    "train",
-    namespace="secure",
-    key="dark_mode",
-    page="display",
-    element="settings/dark_theme",
-    held_out_phrase=4,
-    phrases={
-        "on": ("Turn on dark mode", "Enable dark theme", "turn on dark theme",
-               "Switch the phone to dark mode", "Make the screen dark themed"),
-        "off": ("Turn off dark mode", "Disable dark theme", "turn off dark theme",
-                "Switch the phone to light mode", "Go back to the light theme"),
-    },
-)  # fmt: skip
-
-_DND = _toggle_template(
-    "do_not_disturb",
-    "train",
-    namespace="global",
-    key="zen_mode",
-    page="sound",
-    element="settings/dnd",
-    held_out_phrase=3,
-    phrases={
-        "on": ("Turn on Do Not Disturb", "turn on do not disturb", "Enable Do Not Disturb mode",
-               "Silence notifications with Do Not Disturb"),
-        "off": ("Turn off Do Not Disturb", "turn off do not disturb", "Disable Do Not Disturb mode",
-                "Switch Do Not Disturb off"),
-    },
-)  # fmt: skip
-
-_BLUETOOTH = _toggle_template(
-    "bluetooth",
-    "unseen",
-    namespace="global",
-    key="bluetooth_on",
-    page="connected",
-    element="settings/bluetooth",
-    phrases={
-        "on": ("Turn on Bluetooth", "turn bluetooth on", "Enable Bluetooth", "Switch on bluetooth",
-               "Turn Bluetooth on", "Can you turn on bluetooth?"),
-        "off": ("Turn off Bluetooth", "turn bluetooth off", "Disable Bluetooth", "Switch off bluetooth",
-                "Turn Bluetooth off", "Can you turn off bluetooth?"),
-    },
-)  # fmt: skip
-
-_LOCATION = _toggle_template(
-    "location",
-    "unseen",
-    namespace="secure",
-    key="location_mode",
-    page="location",
-    element="settings/location",
-    on_value="3",
-    phrases={
-        "on": ("Turn on location", "turn on location services", "Enable GPS", "Turn location on"),
-        "off": ("Turn off location", "turn off location services", "Disable GPS", "Turn location off"),
-    },
-)  # fmt: skip
-
-_BATTERY_SAVER = _toggle_template(
-    "battery_saver",
-    "unseen",
-    namespace="global",
-    key="low_power",
-    page="battery",
-    element="settings/battery_saver",
-    phrases={
-        "on": ("Turn on Battery Saver", "turn on battery saver", "Enable battery saver mode",
-               "Save battery by turning on Battery Saver"),
-        "off": ("Turn off Battery Saver", "turn off battery saver", "Disable battery saver mode",
-                "Switch Battery Saver off"),
-    },
-)  # fmt: skip
 
 _BRIGHTNESS_GOALS: tuple[tuple[str, str], ...] = (
     ("max", "Set the brightness to max"), ("max", "Turn the brightness all the way up"),
@@ -500,11 +321,7 @@ def _rename_plan(p: Params, screen: Screen) -> Action:
 
 
 TRAIN: tuple[Template, ...] = (
-    _WIFI,
-    _AIRPLANE,
-    _MOBILE_DATA,
-    _DARK,
-    _DND,
+    *settings_switch_tasks.TRAIN,
     template(
         "brightness",
         "train",
@@ -549,9 +366,7 @@ TRAIN: tuple[Template, ...] = (
 """Settings templates of the ``train`` split, their held-out values and wordings the ``test`` split."""
 
 UNSEEN: tuple[Template, ...] = (
-    _BLUETOOTH,
-    _LOCATION,
-    _BATTERY_SAVER,
+    *settings_switch_tasks.UNSEEN,
     template(
         "volume", "unseen", _volume_params, indexed(_VOLUME_GOALS), _volume_check, _volume_plan, _volume_setup
     ),
