@@ -24,15 +24,8 @@ from collections.abc import Callable
 
 from distrl.sim.app import BaseApp, Context, Json
 from distrl.sim.apps.settings_display import FONT_SIZES, SCREEN_TIMEOUTS, SLIDER_PAGES, VOLUME_MAX
-from distrl.sim.apps.settings_pages import (
-    PAGES,
-    STUBS,
-    Rows,
-    int_setting,
-    is_on,
-    push,
-    set_airplane,
-)
+from distrl.sim.apps.settings_kit import STUBS, Rows, int_setting, is_on, push, set_airplane
+from distrl.sim.apps.settings_pages import PAGES
 from distrl.sim.apps.widgets import BAR_H, W, app_bar, launch_nuisance, list_row, slug, spacer, text_block
 from distrl.sim.ui import Box, Colour, Element
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 
 from distrl.sim.app import Context
-from distrl.sim.apps.settings_pages import STUBS, Rows, int_setting, is_on, page, push, put_flag
+from distrl.sim.apps.settings_kit import STUBS, Rows, int_setting, is_on, page, push, put_flag
 from distrl.sim.apps.widgets import (
     W,
     list_row,

@@ -1,10 +1,9 @@
-"""The pages under Settings' main list: Network & internet, Connected devices, Apps (with app info),
-Battery, Location, About phone (with the device name), and the simple pages with nothing to change
-(Display and Sound are in ``settings_display``).
+"""The pages under Settings' main list: Network & internet, Connected devices, Battery, Location, About
+phone (with the device name), and the simple pages with nothing to change (Apps are in ``settings_apps``,
+Display and Sound in ``settings_display``, what they all build with in ``settings_kit``).
 
 Each page is built from the phone's Android settings; switches write them back with
-``ctx.put_setting``. ``PAGES`` maps screen names to builders; the helpers (``is_on``, ``int_setting``,
-``put_flag``, ``push``, ``page``) serve the other settings modules too.
+``ctx.put_setting``. ``PAGES`` maps screen names to builders, every page's.
 """
 
 from __future__ import annotations
@@ -12,6 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from distrl.sim.app import Context
+from distrl.sim.apps.settings_apps import APPS_PAGES
+from distrl.sim.apps.settings_kit import (
+    STUBS,
+    Rows,
+    is_on,
+    page,
+    push,
+    put_flag,
+    set_airplane,
+    stub_page,
+)
 from distrl.sim.apps.widgets import (
     ACCENT_BG,
     BAR_H,
@@ -20,7 +30,6 @@ from distrl.sim.apps.widgets import (
     app_bar,
     list_row,
     main_switch,
-    page_title,
     section_header,
     slug,
     spacer,
@@ -29,136 +38,11 @@ from distrl.sim.apps.widgets import (
 )
 from distrl.sim.ui import Box, Element, Palette
 
-__all__ = [
-    "BUILD",
-    "PAGES",
-    "PHONE_NUMBER",
-    "STUBS",
-    "Rows",
-    "is_on",
-    "page",
-    "int_setting",
-    "push",
-    "put_flag",
-    "set_airplane",
-]
-
-Rows = list[Element]
-
+__all__ = ["BUILD", "PAGES", "PHONE_NUMBER"]
 
 BUILD = "TQ3A.230805.001"
 
 PHONE_NUMBER = "(650) 555-1212"
-
-STUBS: dict[str, tuple[str, ...]] = {
-    "Notifications": (
-        "App notifications",
-        "Notification history",
-        "Conversations",
-        "Bubbles",
-        "Do Not Disturb",
-    ),
-    "Storage": (
-        "34% used - 84.21 GB free",
-        "Apps - 12.4 GB",
-        "Images - 3.1 GB",
-        "Videos - 1.8 GB",
-        "System - 14.2 GB",
-    ),
-    "Wallpaper & style": ("Wallpaper colors", "Themed icons", "App grid"),
-    "Accessibility": (
-        "Display size and text",
-        "Color and motion",
-        "TalkBack",
-        "Select to Speak",
-        "Live Caption",
-    ),
-    "Security & privacy": (
-        "App security - No problems found",
-        "Device unlock - Screen lock",
-        "Privacy dashboard",
-        "Permission manager",
-    ),
-    "Safety & emergency": ("Emergency SOS", "Medical information", "Crisis alerts", "Earthquake alerts"),
-    "Passwords & accounts": ("Passwords - 14 saved", "Autofill service - Google", "Google - you@gmail.com"),
-    "Digital Wellbeing & parental controls": (
-        "Dashboard - 2 hr 14 min today",
-        "Bedtime mode",
-        "Focus mode",
-        "Parental controls",
-    ),
-    "Google": ("Manage your Google Account", "Backup", "Devices & sharing", "Find My Device"),
-    "System": ("Languages & input", "Gestures", "Date & time", "Backup", "Reset options", "System update"),
-    "Tips & support": ("Help articles", "Contact support", "Send feedback"),
-    "SIMs": ("T-Mobile - Active", "Roaming - Off", "Preferred network type - 5G"),
-    "Hotspot & tethering": ("Wi-Fi hotspot - Off", "USB tethering - Off", "Bluetooth tethering - Off"),
-    "Data Saver": ("Use Data Saver - Off", "Unrestricted data - 0 apps"),
-    "VPN": ("No VPNs added",),
-    "Private DNS": ("Automatic",),
-    "Pair new device": ("Make sure the device you want to pair is in pairing mode.",),
-    "Connection preferences": ("Bluetooth", "NFC - On", "Android Auto", "Printing - 1 print service on"),
-    "Default apps": ("Browser app - Chrome", "Phone app - Phone", "SMS app - Messages", "Home app - Pixel"),
-    "Battery usage": ("Screen - 38%", "Chrome - 12%", "YouTube - 9%", "Android System - 6%"),
-    "App location permissions": (
-        "Allowed all the time - 1 app",
-        "Allowed only while in use - 5 apps",
-        "Not allowed - 6 apps",
-    ),
-    "Legal information": ("Third-party licenses", "Google legal", "System WebView licenses"),
-    "Phone ringtone": ("Pixel Sounds - Copycat",),
-    "Default notification sound": ("Chime",),
-    "Default alarm sound": ("Fresh start",),
-}
-
-
-def is_on(ctx: Context, namespace: str, key: str, default: str = "0") -> bool:
-    value = ctx.setting(namespace, key)
-    return (value if value is not None else default) not in ("0", "")
-
-
-def int_setting(ctx: Context, namespace: str, key: str, default: int) -> int:
-    value = ctx.setting(namespace, key)
-    try:
-        return int(float(value)) if value is not None else default
-    except ValueError:
-        return default
-
-
-def put_flag(ctx: Context, namespace: str, key: str, on: bool) -> None:
-    ctx.put_setting(namespace, key, "1" if on else "0")
-
-
-def set_airplane(ctx: Context, on: bool) -> None:
-    """Airplane mode as Android does it: on turns the radios off, off brings them back as they were."""
-    if on == is_on(ctx, "global", "airplane_mode_on"):
-        return
-    if on:
-        ctx.data["before_airplane"] = {
-            "wifi_on": "1" if is_on(ctx, "global", "wifi_on") else "0",
-            "bluetooth_on": "1" if is_on(ctx, "global", "bluetooth_on") else "0",
-        }
-        ctx.put_setting("global", "airplane_mode_on", "1")
-        ctx.put_setting("global", "wifi_on", "0")
-        ctx.put_setting("global", "bluetooth_on", "0")
-    else:
-        saved = ctx.data.pop("before_airplane", None) or {"wifi_on": "1", "bluetooth_on": "0"}
-        ctx.put_setting("global", "airplane_mode_on", "0")
-        ctx.put_setting("global", "wifi_on", str(saved.get("wifi_on", "1")))
-        ctx.put_setting("global", "bluetooth_on", str(saved.get("bluetooth_on", "0")))
-
-
-def push(ctx: Context, screen: str, **args: object) -> Callable[[], None]:
-    def go() -> None:
-        ctx.push(screen, **args)
-
-    return go
-
-
-def page(ctx: Context, title: str) -> tuple[Rows, float]:
-    """An app bar with the back arrow and the large title; the page's rows go from the returned y."""
-    out = app_bar(ctx, "settings", "")
-    rows, y = page_title("settings", title)
-    return out + rows, y
 
 
 def _network(ctx: Context) -> Rows:
@@ -269,150 +153,6 @@ def _connected(ctx: Context) -> Rows:
         lines=1,
     )
     out.extend(rows)
-    return out
-
-
-def _apps(ctx: Context) -> Rows:
-    out, y = page(ctx, "Apps")
-    phone = ctx.phone
-    rows, y = section_header("settings/apps/recent", y, "Recently opened apps")
-    out.extend(rows)
-    recent = [
-        pkg
-        for pkg in reversed(phone.data["recents"])
-        if pkg in phone.apps and pkg not in (ctx.app.package, "com.google.android.apps.nexuslauncher")
-    ][:3]
-    if not recent:
-        rows, y = text_block("settings/apps/none", y, "No recently opened apps", lines=1)
-        out.extend(rows)
-    for pkg in recent:
-        app = phone.apps[pkg]
-        rows, y = list_row(
-            f"settings/apps/app/{pkg}",
-            y,
-            app.label,
-            "Running",
-            icon=app.icon,
-            icon_fill=app.colour,
-            on_tap=push(ctx, "app_info", package=pkg),
-        )
-        out.extend(rows)
-    count = len(phone.apps) - 1
-    rows, y = list_row("settings/apps/all", y, f"See all {count} apps", on_tap=push(ctx, "apps_all"))
-    out.extend(rows)
-    rows, y = section_header("settings/apps/general", y, "General")
-    out.extend(rows)
-    rows, y = list_row(
-        "settings/apps/default",
-        y,
-        "Default apps",
-        "Chrome, Phone and Messages",
-        on_tap=push(ctx, "page", title="Default apps", rows=list(STUBS["Default apps"])),
-    )
-    out.extend(rows)
-    return out
-
-
-def _apps_all(ctx: Context) -> Rows:
-    out, y = page(ctx, "All apps")
-    phone = ctx.phone
-    apps = sorted(
-        (app for pkg, app in phone.apps.items() if pkg != "com.google.android.apps.nexuslauncher"),
-        key=lambda app: app.label.lower(),
-    )
-    for app in apps:
-        rows, y = list_row(
-            f"settings/apps/app/{app.package}",
-            y,
-            app.label,
-            on_tap=push(ctx, "app_info", package=app.package),
-            icon=app.icon,
-            icon_fill=app.colour,
-        )
-        out.extend(rows)
-    out.append(spacer("settings", y + 8))
-    return out
-
-
-def _app_info(ctx: Context) -> Rows:
-    phone = ctx.phone
-    pkg = str(ctx.args.get("package", ""))
-    app = phone.apps.get(pkg)
-    out = app_bar(ctx, "settings", "App info")
-    if app is None:
-        return out
-    out.append(
-        Element(
-            id="settings/app_info/icon",
-            box=Box(W / 2 - 36, 80, W / 2 + 36, 152),
-            kind="icon",
-            icon=app.icon,
-            fill=app.colour,
-            colour=Palette.ON_PRIMARY,
-            radius=36,
-        )
-    )
-    out.append(
-        Element(
-            id="settings/app_info/name",
-            box=Box(24, 160, W - 24, 196),
-            text=app.label,
-            size=24,
-            align="centre",
-        )
-    )
-    out.append(
-        Element(
-            id="settings/app_info/package",
-            box=Box(24, 196, W - 24, 220),
-            text=pkg,
-            size=13,
-            colour=Palette.MUTED,
-            align="centre",
-        )
-    )
-    running = pkg in phone.data["tasks"]
-    can_stop = running and pkg != ctx.app.package
-
-    def force_stop() -> None:
-        if can_stop:
-            phone.force_stop(pkg)
-            ctx.toast(f"{app.label} stopped")
-
-    out.append(
-        Element(
-            id="settings/app_info/open",
-            box=Box(40, 240, W / 2 - 8, 288),
-            kind="button",
-            colour=Palette.ON_PRIMARY,
-            text="Open",
-            align="centre",
-            size=16,
-            on_tap=lambda: ctx.launch(pkg),
-        )
-    )
-    out.append(
-        Element(
-            id="settings/app_info/force_stop",
-            box=Box(W / 2 + 8, 240, W - 40, 288),
-            kind="button",
-            text="Force stop",
-            align="centre",
-            size=16,
-            fill=Palette.PRIMARY if can_stop else Palette.CARD,
-            colour=Palette.ON_PRIMARY if can_stop else Palette.OFF,
-            on_tap=force_stop,
-        )
-    )
-    y = 308.0
-    for title, subtitle in (
-        ("Notifications", "On"),
-        ("Permissions", "No permissions requested"),
-        ("Storage & cache", "48.2 MB used in internal storage"),
-        ("Mobile data & Wi-Fi", "No data used"),
-    ):
-        rows, y = list_row(f"settings/app_info/{slug(title)}", y, title, subtitle, on_tap=None)
-        out.extend(rows)
     return out
 
 
@@ -570,27 +310,14 @@ def _open_device_name(ctx: Context) -> None:
     ctx.phone.top_frame["focus"] = "settings/device_name/field"
 
 
-def _stub_page(ctx: Context) -> Rows:
-    title = str(ctx.args.get("title", ""))
-    out, y = page(ctx, title)
-    for i, row in enumerate(ctx.args.get("rows", [])):
-        head, _, tail = str(row).partition(" - ")
-        rows, y = list_row(f"settings/page/row{i}", y, head, tail, on_tap=None)
-        out.extend(rows)
-    out.append(spacer("settings", y + 8))
-    return out
-
-
 PAGES: dict[str, Callable[[Context], Rows]] = {
     "network": _network,
     "connected": _connected,
-    "apps": _apps,
-    "apps_all": _apps_all,
-    "app_info": _app_info,
+    **APPS_PAGES,
     "battery": _battery,
     "location": _location,
     "about": _about,
     "device_name": _device_name,
-    "page": _stub_page,
+    "page": stub_page,
 }
 """Screen name -> the builder of that page."""
