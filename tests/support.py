@@ -20,8 +20,8 @@ def gone(pid: int) -> bool:
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True  # reaped between the two looks
+    except (FileNotFoundError, ProcessLookupError):
+        return True  # reaped between the two looks (before the open, or between the open and the read)
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
