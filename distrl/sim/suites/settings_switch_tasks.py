@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from distrl.records import Action
 from distrl.sim.app import Json
-from distrl.sim.suites import HeldOut, Params, Template, held_out
-from distrl.sim.suites.system_expert import Screen, expert_for, setting, settings_at
+from distrl.sim.suites import Params, Template, held_out
+from distrl.sim.suites.system_expert import Screen, setting, settings_at, template
 
 __all__ = ["TRAIN", "UNSEEN"]
 
@@ -55,16 +55,8 @@ def _toggle_template(
     def plan(p: Params, screen: Screen) -> Action:
         return settings_at(screen, page) or screen.tap_or_scroll(element)
 
-    return Template(
-        name=name,
-        split=split,
-        params=params,
-        goal=goal,
-        setup=setup,
-        check=check,
-        expert=expert_for(check, plan),
-        held_out=HeldOut() if held_out_phrase is None else held_out(phrases=(held_out_phrase,)),
-    )
+    phrases_held_out = () if held_out_phrase is None else (held_out_phrase,)
+    return template(name, split, params, goal, check, plan, setup, held_out(phrases=phrases_held_out))
 
 
 _WIFI = _toggle_template(
