@@ -57,10 +57,10 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     action.set_defaults(command=_action)
 
+    # internal: no help, so that --help's list of commands leaves it out (the docs' reference keeps it)
     worker = commands.add_parser(
         "worker",
         parents=[common],
-        help="the worker agent (started by the learner on each host)",
         description="Speak the worker protocol on stdin/stdout until shutdown or end of input. The learner "
         "starts this on every host; running it by hand is for debugging.",
     )

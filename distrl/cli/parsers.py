@@ -82,8 +82,8 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "SSH host of the inventory, in parallel: pushed by SFTP into ~/.distrl, installed into the "
         "virtualenv ~/.distrl/venv (uv where the host has it, else python3 -m venv), which hosts that leave "
         "python empty then run. A host whose installed wheel is this one is skipped. Per-host choices "
-        "(torch build, index, wheelhouse) are DISTRL_* variables in its env table (README: 'Remote hosts "
-        "from scratch'). Exits 1 if any host failed.",
+        "(torch build, index, wheelhouse) are DISTRL_* variables in its env table (docs: guides, 'Remote "
+        "hosts and deploy'). Exits 1 if any host failed.",
     )
     deploy.add_argument("inventory", help="the hosts file")
     deploy.add_argument(

@@ -122,7 +122,7 @@ class Task:
     apps: tuple[str, ...] = ()
     """Packages the task uses: force-stopped and cleared when a phone without a console is reset."""
     evaluator: str = ""
-    """One of ``EVALUATORS``; empty until the run resolves it (``distrl.tasks.resolve``)."""
+    """One of ``EVALUATORS``; empty until the run resolves it (``distrl.tasks.evaluators.resolve_evaluators``)."""
     checks: tuple[Check, ...] = ()
     """The ``adb`` evaluator's checks: the episode succeeded when every one passes."""
 

@@ -1,7 +1,7 @@
 """The worker's inference: the policy replica behind one batcher, and the expert that needs none.
 
-Inference runs in one thread for all devices (``distrl.policy.Batcher``): requests from the device
-coroutines are gathered into batches of at most ``policy.max_batch``. A ``Weights`` message is applied
+Inference runs in one thread for all devices (``distrl.policy.batching.Batcher``): requests from the
+device coroutines are gathered into batches of at most ``policy.max_batch``. A ``Weights`` message is applied
 between inference batches (``Batcher.exclusive``), verified against the learner's checksum; a diff that
 does not apply changes nothing and raises its ``WeightsError``. With ``model = "expert"`` there is no
 replica: the simulated phone's scripted expert chooses each step (sim devices only).
