@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from distrl.config import PolicySettings
+from distrl.errors import PolicyError
 from distrl.learner.checkpoint import Checkpoints
 from distrl.local.evaluation import Evaluation, Outcome
 from distrl.policy import Policy
@@ -194,3 +197,44 @@ def test_eval_checkpoints_refuses_what_it_cannot_do_in_one_sentence(run: Path, t
     zero = _distrl("eval", "tiny-bc", "--adapter", str(run), "--checkpoints", "0", cwd=tmp_path)
     assert zero.returncode == 2
     assert "argument --checkpoints: must be at least 1, got 0" in zero.stderr
+
+
+def test_eval_refuses_a_checkpoint_that_fails_its_manifest_as_resume_does(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    weights = copy / "checkpoints" / "step-000000100" / "adapter" / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # one bit of one weight: still a readable file, no longer the one the run wrote
+    weights.write_bytes(bytes(data))
+    damaged = _distrl("eval", "tiny-bc", "--adapter", str(copy), "--episodes", "1", cwd=tmp_path)
+    assert damaged.returncode == 1, damaged
+    lines = damaged.stderr.strip().splitlines()
+    assert lines == [
+        f"distrl: error: cannot evaluate the checkpoint {weights.parent.parent}: {weights} does not match"
+        " its SHA-256"
+    ], damaged.stderr
+    assert "success" not in damaged.stdout  # nothing was played
+    # --checkpoints verifies each checkpoint it plays, not only the first
+    pooled = _distrl(
+        "eval", "tiny-bc", "--adapter", str(copy), "--checkpoints", "2", "--episodes", "1", cwd=tmp_path
+    )
+    assert pooled.returncode == 1, pooled
+    assert "does not match its SHA-256" in pooled.stderr
+
+
+def test_eval_refuses_an_adapter_without_tensors(tmp_path: Path) -> None:
+    Policy.load(PolicySettings(model="tiny-bc"), seed=0).adapter.save(tmp_path / "empty")
+    save_file({}, str(tmp_path / "empty" / "adapter_model.safetensors"))
+    with pytest.raises(PolicyError, match="holds no tensors"):
+        Policy.load(PolicySettings(model="tiny-bc", adapter=str(tmp_path / "empty")), seed=0)
+    _error(
+        _distrl("eval", "tiny-bc", "--adapter", "empty", "--episodes", "1", cwd=tmp_path),
+        "the adapter in",
+        "holds no tensors",
+    )
+    Policy.load(PolicySettings(model="tiny-bc"), seed=0).adapter.save(tmp_path / "half")
+    weights = tmp_path / "half" / "adapter_model.safetensors"
+    half = load_file(str(weights))
+    save_file(dict(sorted(half.items())[: len(half) // 2]), str(weights))
+    with pytest.raises(PolicyError, match=f"lacks {len(half) - len(half) // 2} of the model's {len(half)}"):
+        Policy.load(PolicySettings(model="tiny-bc", adapter=str(tmp_path / "half")), seed=0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distrl.cli.common import EXIT_USAGE, _fail, _say, _unknown_suite
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
@@ -57,6 +57,8 @@ def _eval(args: argparse.Namespace) -> int:
             adapters = [*_checkpoint_adapters(args.adapter, args.checkpoints)]
         except ValueError as exc:
             return _fail(str(exc), EXIT_USAGE)
+    if problem := _damaged_checkpoint([folder for _, folder in adapters]):
+        return _fail(problem, EXIT_FAILED)
     from transformers.utils.logging import disable_progress_bar
 
     from distrl.errors import PolicyError
@@ -110,6 +112,24 @@ def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
             f" ({names}), not the {count} --checkpoints asks for (a run keeps [run] keep_checkpoints of them)"
         )
     return [(int(path.name.removeprefix("step-")), str(path / "adapter")) for path in kept[-count:]]
+
+
+def _damaged_checkpoint(adapters: list[str]) -> str:
+    """Why the first of ``adapters`` that is a checkpoint's (``<checkpoints>/step-NNNNNNNNN/adapter``)
+    cannot be trusted: its checkpoint fails its manifest (``Checkpoints.verify``, as ``run --resume``
+    checks it); "" when none does. An adapter folder of no checkpoint has no manifest to check."""
+    from distrl.errors import CheckpointError
+    from distrl.learner.checkpoint import MANIFEST, Checkpoints  # torch: only where it is asked for
+
+    for adapter in adapters:
+        checkpoint = Path(adapter).parent
+        if not adapter or Path(adapter).name != "adapter" or not (checkpoint / MANIFEST).is_file():
+            continue
+        try:
+            Checkpoints(checkpoint.parent).verify(checkpoint)
+        except CheckpointError as exc:
+            return f"cannot evaluate the checkpoint {checkpoint}: {exc.message}"
+    return ""
 
 
 def _decodings(args: argparse.Namespace) -> list[tuple[float, int]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import peft
@@ -121,13 +121,17 @@ def attach_adapter(base: PreTrainedModel, settings: PolicySettings) -> peft.Peft
             )
         try:
             with _peft_quietly():
-                return peft.PeftModel.from_pretrained(base, str(folder), is_trainable=True)
+                loaded = peft.PeftModel.from_pretrained(base, str(folder), is_trainable=True)
+                stored = peft.utils.load_peft_weights(str(folder), device="cpu")
         except SafetensorError as exc:  # a truncated or garbled weights file
             problem = f"the adapter weights in {where} are damaged ({exc})"
             raise PolicyError(problem, model=settings.model, phase="adapter") from exc
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             problem = f"the adapter in {where} does not fit the model ({exc})"
             raise PolicyError(problem, model=settings.model, phase="adapter") from exc
+        if problem := _incomplete(loaded, stored.keys()):
+            raise PolicyError(f"the adapter in {where} {problem}", model=settings.model, phase="adapter")
+        return loaded
     targets: str | list[str] = (
         "all-linear" if settings.lora_targets == ("all-linear",) else list(settings.lora_targets)
     )
@@ -149,9 +153,24 @@ def attach_adapter(base: PreTrainedModel, settings: PolicySettings) -> peft.Peft
     return model
 
 
+def _incomplete(model: peft.PeftModel, stored: Iterable[str]) -> str:
+    """What the adapter file's tensor names ``stored`` lack of ``model``'s adapter, in words ("": nothing).
+    peft loads what is there and leaves the rest as initialised, so a file of no tensors would pass for an
+    adapter that changes nothing."""
+    wanted = set(peft.get_peft_model_state_dict(model, save_embedding_layers=False))
+    names = set(stored)
+    if not names:
+        return "holds no tensors (its weights file is empty)"
+    if missing := sorted(wanted - names):
+        return f"lacks {len(missing)} of the model's {len(wanted)} adapter tensors, such as {missing[0]!r}"
+    return ""
+
+
 @contextlib.contextmanager
 def _peft_quietly() -> Iterator[None]:
-    """peft reads ``is_gradient_checkpointing``, which transformers 5 deprecates with a FutureWarning."""
+    """peft reads ``is_gradient_checkpointing``, which transformers 5 deprecates with a FutureWarning; and
+    it warns of an adapter file's missing keys, which ``_incomplete`` turns into a refusal."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        warnings.filterwarnings("ignore", "Found missing adapter keys", UserWarning)
         yield
