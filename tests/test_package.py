@@ -1,0 +1,57 @@
+"""What distrl's distributions carry: the license that ``pyproject.toml`` names, its text in the wheel and
+in the sdist."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+from distrl.deploy import build_wheel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_and_the_sdist_carry_the_license_text(tmp_path: Path) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+
+    wheel = build_wheel(tmp_path / "wheel", project=ROOT)
+    info = f"distrl-{wheel.version}.dist-info"
+    with zipfile.ZipFile(wheel.path) as archive:
+        assert archive.read(f"{info}/licenses/LICENSE").decode() == text
+        metadata = archive.read(f"{info}/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
+
+    source = tmp_path / "source"  # a copy: the sdist's build writes its egg-info beside the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "distrl", source / "distrl", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "sdist"
+    out.mkdir()
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    name = built.stdout.strip().splitlines()[-1]
+    with tarfile.open(out / name) as archive:
+        member = archive.extractfile(f"distrl-{wheel.version}/LICENSE")
+        assert member is not None
+        assert member.read().decode() == text
