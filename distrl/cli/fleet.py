@@ -30,12 +30,15 @@ from distrl.cli.common import (
     stop_name,
     stop_status,
 )
+from distrl.cli.placement import placement_problem
 
 
 def _run(args: argparse.Namespace) -> int:
     from distrl.fleet import RunStats, train
 
     inventory = load_inventory(args.inventory)
+    if problem := placement_problem(inventory):
+        return _fail(problem, EXIT_USAGE)
     if _serves_as_rank(inventory):
         return 0
     _say(_headline(inventory))
@@ -200,7 +203,7 @@ def _deploy(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     _say(_headline(inventory))
-    problem = _missing_local_path(inventory)
+    problem = _missing_local_path(inventory) or placement_problem(inventory)
     if problem:
         return _fail(problem, EXIT_USAGE)
     for host in inventory.hosts:
