@@ -5,16 +5,21 @@ from distrl.errors import (
     BadScreenshot,
     CheckpointError,
     ConfigError,
+    DeployError,
     DeviceCrashed,
     DeviceError,
     DeviceOffline,
     DeviceTimeout,
     DistrlError,
+    EmulatorError,
     FrameTooLarge,
+    JudgeError,
+    LearnerError,
     PolicyError,
     ProtocolMismatch,
+    RankError,
     RemoteError,
-    TooManyRestarts,
+    TaskFileError,
     TransportError,
     TransportTimeout,
     TruncatedFrame,
@@ -24,11 +29,9 @@ from distrl.errors import (
 from distrl.records import (
     Action,
     ActionType,
-    CollectionStats,
     EndReason,
     InvalidAction,
     Observation,
-    PolicyVersion,
     Step,
     Task,
     Trajectory,
@@ -63,6 +66,11 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
+def __dir__() -> list[str]:
+    # the lazy names too, for tab completion and ``help``
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "__version__",
     # inventory
@@ -72,11 +80,9 @@ __all__ = [
     # records
     "Action",
     "ActionType",
-    "CollectionStats",
     "EndReason",
     "InvalidAction",
     "Observation",
-    "PolicyVersion",
     "Step",
     "Task",
     "Trajectory",
@@ -97,8 +103,8 @@ __all__ = [
     "Learner",
     # errors
     "DistrlError",
-    "CheckpointError",
     "ConfigError",
+    "TaskFileError",
     "TransportError",
     "TransportTimeout",
     "DeviceError",
@@ -106,12 +112,17 @@ __all__ = [
     "DeviceOffline",
     "DeviceCrashed",
     "BadScreenshot",
+    "EmulatorError",
     "WireError",
     "FrameTooLarge",
     "TruncatedFrame",
     "ProtocolMismatch",
     "PolicyError",
     "WeightsError",
-    "TooManyRestarts",
+    "JudgeError",
+    "CheckpointError",
+    "LearnerError",
+    "RankError",
+    "DeployError",
     "RemoteError",
 ]

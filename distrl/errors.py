@@ -29,8 +29,6 @@ The tree::
     │                                   ``reason``
     ├── DeployError (RuntimeError)      installing distrl on a host failed: ``host``, ``stage``,
     │                                   ``exit_status``, ``output`` (the last lines of its stderr)
-    ├── TooManyRestarts (RuntimeError)  a supervised loop gave up: ``subject``, ``restarts``, ``budget``,
-    │                                   ``last_error``
     └── RemoteError                     from the other side, of a type unknown here: ``remote_type``
 
 Each class also subclasses the builtin a caller already catches, so ``except TimeoutError`` sees a
@@ -193,16 +191,6 @@ class PolicyError(DistrlError):
     fields: ClassVar[tuple[str, ...]] = ("model", "phase")
     model: str | None
     phase: str | None
-
-
-class TooManyRestarts(DistrlError, RuntimeError):
-    """A supervised loop (host link, device session) failed more often than its budget allows."""
-
-    fields: ClassVar[tuple[str, ...]] = ("subject", "restarts", "budget", "last_error")
-    subject: str | None
-    restarts: int | None
-    budget: int | None
-    last_error: str | None
 
 
 class RemoteError(DistrlError):

@@ -1,5 +1,6 @@
-"""What distrl's distributions carry: the license that ``pyproject.toml`` names, its text in the wheel and
-in the sdist."""
+"""distrl as a user receives it: the license that ``pyproject.toml`` names, its text in the wheel and the
+sdist; and its public names, every one listed by ``dir`` (tab completion), every error among them, no
+name that nothing uses."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import distrl
+from distrl import errors
 from distrl.deploy import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +58,19 @@ def test_the_wheel_and_the_sdist_carry_the_license_text(tmp_path: Path) -> None:
         member = archive.extractfile(f"distrl-{wheel.version}/LICENSE")
         assert member is not None
         assert member.read().decode() == text
+
+
+def test_every_public_name_is_listed_and_every_error_is_public() -> None:
+    listed = dir(distrl)
+    assert set(distrl.__all__) <= set(listed)  # the lazy ones too (collect, train, Policy...)
+    assert {"collect", "train", "CollectResult", "SimDevice", "Learner"} <= set(listed)
+    assert len(distrl.__all__) == len(set(distrl.__all__))
+    public_errors = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, errors.DistrlError)
+    }
+    assert public_errors <= set(distrl.__all__)
+    assert {"LearnerError", "JudgeError", "TaskFileError"} <= public_errors
+    assert not hasattr(errors, "TooManyRestarts")  # nothing raised it
+    assert not {"TooManyRestarts", "CollectionStats", "PolicyVersion"} & set(distrl.__all__)
