@@ -94,6 +94,18 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     assert scalars["collect/failed"][-1][1] == 1  # the stopped episodes are not failures
 
 
+def test_the_final_numbers_rate_the_whole_run() -> None:
+    """The board's ticks rate the steps since the last tick; its last (``close``, what ``train`` and
+    ``collect`` return) rates the whole run, however many ticks there were (none, without on_progress)."""
+    stats = RunStats(steps_streamed=120)
+    stats.started = stats.taken - 60  # 120 steps in 60 s
+    board = Board(lambda: dataclasses.replace(stats))
+    assert board.close().steps_per_s == pytest.approx(2.0)
+    ticked = Board(lambda: dataclasses.replace(stats))
+    ticked.tick()
+    assert ticked.close().steps_per_s == pytest.approx(2.0)  # not 0: no step since the last tick
+
+
 def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
     stats = RunStats(
         hosts=2,

@@ -89,6 +89,11 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
     accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     assert result.stats.in_flight == 0
+    # without on_progress, no progress period ever ran: the rate is the whole run's, the hosts as they were
+    stats = result.stats
+    assert stats.steps_per_s > 0
+    assert stats.steps_per_s == pytest.approx(stats.steps_streamed / stats.elapsed_s)
+    assert stats.hosts_up == stats.hosts == 1
     assert {t.task.id for t in result.trajectories} <= {t.id for t in chosen}
     for trajectory in result.trajectories:
         assert trajectory.host == "local"

@@ -5,9 +5,9 @@ out and failed, the ledger's arrivals, the hosts' restarts, the sessions' retire
 queue, the publisher's pushes and the trainer's updates. ``Curves`` is the run's TensorBoard: ``update``
 writes the ``learner/`` and ``replay/`` scalars of each update, ``sample`` one episode in ``SAMPLE_EVERY``
 under ``episodes/`` (its final screen, its steps as text). ``Board.tick`` takes a fresh snapshot, derives
-the step rate since the last tick, logs the progress line, hands the snapshot to the caller's
-``on_progress`` and writes the ``collect/``, ``fleet/``, ``weights/`` and (with a judge) ``judge/``
-scalars (verdicts, requests, retries, latency, tokens).
+the step rate since the last tick (the last, ``close``'s: over the whole run), logs the progress line,
+hands the snapshot to the caller's ``on_progress`` and writes the ``collect/``, ``fleet/``, ``weights/``
+and (with a judge) ``judge/`` scalars (verdicts, requests, retries, latency, tokens).
 
 The curves take what the ledger and the trainer hand them and the board reads the parts, so every part is
 built before the board, and the board last.
@@ -146,7 +146,8 @@ class Gauges:
             policy_version=publisher.version if publisher else 0,
             lag_p50=lag_p50,
             host_lag_p50=host_lag_p50,
-            hosts_up=len(hosts.up),
+            # once stopped, the hosts are being shut down: the count of the run is the most up at once
+            hosts_up=hosts.most_up if self.stop.is_set() else len(hosts.up),
             hosts=self.host_count,
             given_up=dict(hosts.given_up),
             retired=self.sessions.retired,
@@ -298,7 +299,10 @@ class Board:
         the counts of episodes)."""
         stats = self._snapshot()
         now = time.monotonic()
-        stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
+        if final:  # what the run returns: its rate over the whole run
+            stats.steps_per_s = stats.steps_streamed / max(1e-9, stats.elapsed_s)
+        else:
+            stats.steps_per_s = (stats.steps_streamed - self._last_steps) / max(1e-9, now - self._last_time)
         self._last_steps, self._last_time = stats.steps_streamed, now
         log.info("%s", stats.line())
         if self._on_progress is not None:

@@ -64,6 +64,8 @@ class HostSupervisor:
         self._publisher = publisher
         self._on_step = on_step
         self.up: set[str] = set()
+        self.most_up = 0
+        """The most hosts that were up at once."""
         self.restarts = 0
         self.given_up: dict[str, str] = {}
         """Hosts past their restart budget, with their last error."""
@@ -135,6 +137,7 @@ class HostSupervisor:
             await self._publisher.catch_up(link)
             tg.start_soon(self._publisher.serve, link)
         self.up.add(link.name)
+        self.most_up = max(self.most_up, len(self.up))
         log.info("host %s: up, %d device(s)", link.name, len(link.devices))
         try:
             await self._play(link)

@@ -70,13 +70,16 @@ class RunStats:
     taken: float = dataclasses.field(default_factory=time.monotonic)
     """When these numbers were read (``time.monotonic()``, as ``started``)."""
     steps_per_s: float = 0.0
-    """Steps the devices took per second over the last progress period (counted as they are streamed)."""
+    """Steps the devices took per second (counted as they are streamed): over the last progress period
+    while the run goes, over the whole run in its final numbers (what ``train`` and ``collect`` return)."""
     policy_version: int = 0
     lag_p50: int = 0
     """Median staleness (versions) of recent steps when they reached the learner."""
     host_lag_p50: dict[str, int] = dataclasses.field(default_factory=dict)
     """``lag_p50`` per host: a host whose weights arrive late shows here."""
     hosts_up: int = 0
+    """Hosts up while the run goes; once it has stopped (its final numbers), the most that were up at once
+    (they are shut down by then)."""
     hosts: int = 0
     given_up: dict[str, str] = dataclasses.field(default_factory=dict)
     """Hosts the run went on without, each with its last error."""
