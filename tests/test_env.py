@@ -9,7 +9,10 @@ the sim's 1080 × 2400 and 540 × 1200.
 from __future__ import annotations
 
 import contextlib
+import copy
+import pickle
 import random
+import re
 import select
 import signal
 import subprocess
@@ -32,6 +35,7 @@ from distrl.config import Timeouts
 from distrl.device import AdbDevice, open_device
 from distrl.env import ENV_ID, PhoneEnv
 from distrl.env.spaces import ACTION_TYPES, to_action
+from distrl.errors import DeviceOffline, DistrlError
 from distrl.records import Action, ActionType, InvalidAction
 from distrl.sim.device import SimDevice
 from distrl.sim.phone import PhoneConfig
@@ -139,6 +143,61 @@ def test_structured_actions_are_the_text_actions_fields() -> None:
     assert isinstance(to_action(b"\xff", "text"), InvalidAction)
 
 
+def test_an_action_type_member_means_itself_and_dual_point_is_never_press_enter() -> None:
+    fields = {"touch_point": [0.25, 0.5], "lift_point": [0.75, 0.5], "typed_text": "hi"}
+    for kind in ActionType:
+        assert to_action({**fields, "action_type": kind}, "structured").type is kind  # type: ignore[union-attr]
+    assert ACTION_TYPES.index(ActionType.PRESS_ENTER) == ActionType.DUAL_POINT  # the trap, as integers
+    env = PhoneEnv(action_mode="structured", **SMALL)
+    try:
+        env.reset(seed=0, options={"task_id": "general/airplane_mode/0000"})
+        _, _, _, _, info = env.step({**fields, "action_type": ActionType.DUAL_POINT})
+        assert info["invalid"] is False
+        assert '"action_type": "DUAL_POINT"' in info["action"]
+        assert "PRESS_ENTER" not in info["action"]
+        _, _, _, _, info = env.step({**fields, "action_type": np.int64(4)})  # an index, as sampled
+        assert '"action_type": "PRESS_ENTER"' in info["action"]
+    finally:
+        env.close()
+
+
+def test_text_spaces_hold_no_control_characters() -> None:
+    env = PhoneEnv(action_mode="structured", **SMALL)
+    text = PhoneEnv(**SMALL)
+    try:
+        spaces = [env.observation_space["goal"], env.action_space["typed_text"], text.action_space]  # type: ignore[index]
+        env.action_space.seed(0)
+        typed = [env.action_space.sample()["typed_text"] for _ in range(50)]
+        for space in spaces:
+            assert not set(space.character_set) & set("\t\n\r\x0b\x0c"), space
+            space.seed(0)
+            typed += [space.sample() for _ in range(20)]
+        assert all(sample.isprintable() for sample in typed)
+        assert " " in env.observation_space["goal"].character_set  # type: ignore[index]
+    finally:
+        env.close()
+        text.close()
+
+
+def test_typed_text_past_its_space_is_an_invalid_step() -> None:
+    env = PhoneEnv(action_mode="structured", **SMALL)
+    typed = {"action_type": ActionType.TYPE, "touch_point": [0, 0], "lift_point": [0, 0]}
+    try:
+        env.reset(seed=0, options={"task_id": "general/airplane_mode/0000"})
+        longest = "a" * env.action_space["typed_text"].max_length  # type: ignore[index]
+        for text, reason in (
+            (longest + "a", f"typed_text has {len(longest) + 1} characters, more than {len(longest)}"),
+            ("line\nbreak", r"typed_text holds the control character '\\n'"),
+        ):
+            _, reward, _, _, info = env.step({**typed, "typed_text": text})
+            assert (info["invalid"], reward) == (True, -1.0)
+            assert re.fullmatch(reason, info["reason"]), info["reason"]
+        _, _, _, _, info = env.step({**typed, "typed_text": longest})
+        assert info["invalid"] is False
+    finally:
+        env.close()
+
+
 # -- seeds -----------------------------------------------------------------------------------------------
 
 
@@ -234,12 +293,119 @@ def test_bad_settings_are_one_clear_error() -> None:
         PhoneEnv(action_mode="voice")
     with pytest.raises(ValueError, match="cannot score the tasks on this device"):
         PhoneEnv(device="emulator-5554")  # sim tasks on adb: the sim evaluator must be asked for
-    env = PhoneEnv(sim={"colour": "red"})
-    with pytest.raises(ValueError, match="sim: unknown setting 'colour'"):
-        env.reset()
+    env = PhoneEnv()
     with pytest.raises(ValueError, match="not one of this env's"):
         env.reset(options={"task_id": "general/none/0"})
     env.close()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message", "error"),
+    [
+        ({"screen_width": 0}, "screen_width: must be at least 1 and at most 4096, got 0", ValueError),
+        ({"screen_height": 100_000}, "screen_height: must be at least 1 and at most 4096", ValueError),
+        ({"screen_width": "wide"}, "screen_width: expected an integer, got str 'wide'", TypeError),
+        ({"screen_height": 30.5}, "screen_height: expected an integer, got float", TypeError),
+        ({"max_steps": 0}, "max_steps: must be at least 1", ValueError),
+        ({"max_steps": True}, "max_steps: expected an integer, got bool", TypeError),
+        ({"timeouts": {"device_act_s": -1}}, "timeouts.device_act_s: must be greater than 0", ValueError),
+        ({"timeouts": {"device_act_s": "soon"}}, "timeouts.device_act_s: expected a number", ValueError),
+        ({"timeouts": {"device_act_s": float("inf")}}, "timeouts.device_act_s: must be finite", ValueError),
+        (
+            {"timeouts": {"devce_act_s": 1.0}},
+            r"timeouts.devce_act_s: unknown key \(did you mean 'device_act_s'",
+            ValueError,
+        ),
+        ({"timeouts": 30}, "timeouts: expected a dict of settings by name, got int", TypeError),
+        ({"sim": {"colour": "red"}}, "sim.colour: unknown key", ValueError),
+        ({"sim": {"width": 10}}, "sim.width: must be at least", ValueError),
+        (
+            {"sim": {"latency": object()}},
+            "sim.latency: expected a number, a string or a boolean, got object",
+            ValueError,
+        ),
+        (
+            {"invalid_penalty": float("nan")},
+            "invalid_penalty: must be a finite number at least 0, got nan",
+            ValueError,
+        ),
+        ({"invalid_penalty": -1}, "invalid_penalty: must be a finite number at least 0", ValueError),
+        ({"invalid_penalty": "1"}, "invalid_penalty: expected a number, got str", TypeError),
+        ({"score_every_step": "no"}, "score_every_step: expected True or False", TypeError),
+        (
+            {"tasks": ["general/airplane_mode/0000"]},
+            r"tasks\[0\]: expected a distrl.Task, got str",
+            TypeError,
+        ),
+        ({"tasks": []}, "tasks: the list is empty", ValueError),
+        ({"tasks": "general"}, "tasks: expected a list of distrl.Task", TypeError),
+        ({"suite": 3}, "suite: expected a task source's name or a list of task files, got int", TypeError),
+        ({"split": 0}, "split: expected a string or None, got int", TypeError),
+        ({"evaluator": None}, "evaluator: expected a string", TypeError),
+        ({"render_mode": "human"}, "render_mode: 'human' is not one of", ValueError),
+        ({"device": True}, "device: expected an adb serial, a console port or None, got bool", TypeError),
+        ({"device": 1.5}, "device: expected an adb serial, a console port or None, got float", TypeError),
+        ({"device": 70000}, "device: an emulator console port is between 1 and 65535", ValueError),
+        ({"device": "emulator 5554"}, "device: an adb serial is one word", ValueError),
+        (
+            {"device": 5554, "adb": {"adb_port": "5037"}},
+            "adb.adb_port: expected int or None, got str",
+            TypeError,
+        ),
+        (
+            {"device": 5554, "adb": {"adb_port": 0}},
+            "adb.adb_port: must be at least 1 and at most 65535",
+            ValueError,
+        ),
+        ({"device": 5554, "adb": {"reboot": 1}}, "adb.reboot: expected bool, got int", TypeError),
+        ({"device": 5554, "adb": {"speed": 2}}, r"adb.speed: unknown setting \(known: adb_host", ValueError),
+        (
+            {"device": 5554, "adb": {"image_format": "gif"}},
+            "adb: image_format 'gif' is not one of png",
+            ValueError,
+        ),
+    ],
+)
+def test_a_wrong_argument_is_refused_at_construction_in_one_sentence(
+    arguments: dict[str, Any], message: str, error: type[Exception]
+) -> None:
+    if "device" in arguments:
+        arguments = {"evaluator": "sim", **arguments}
+    with pytest.raises(error, match=f"^PhoneEnv {message}") as caught:
+        PhoneEnv(**{**SMALL, **arguments})
+    assert type(caught.value) is error or isinstance(caught.value, DistrlError)
+    assert "\n" not in str(caught.value)
+
+
+def test_numpy_numbers_are_arguments_like_any_other() -> None:
+    env = PhoneEnv(
+        screen_width=np.int64(135),  # type: ignore[arg-type]
+        screen_height=300,
+        timeouts={"device_act_s": np.float32(2.5)},  # type: ignore[dict-item]
+        invalid_penalty=np.float64(0.5),
+        sim=SMALL["sim"],
+    )
+    try:
+        observation, _ = env.reset(seed=0)
+        assert observation["screen"].shape == (300, 135, 3)
+        _, reward, _, _, _ = env.step("no action here")
+        assert type(reward) is float
+        assert reward == -0.5
+    finally:
+        env.close()
+
+
+def test_an_env_pickles_until_its_first_reset_then_refuses_in_one_sentence(env: PhoneEnv) -> None:
+    copied = pickle.loads(pickle.dumps(env))
+    assert isinstance(copied, PhoneEnv)
+    assert [task.id for task in copied.tasks] == [task.id for task in env.tasks]
+    copy.deepcopy(env).close()
+    env.reset(seed=0)
+    for attempt in (lambda: pickle.dumps(env), lambda: copy.deepcopy(env)):
+        with pytest.raises(TypeError, match=r"^phone-\d+: a PhoneEnv that has been reset holds a live phone"):
+            attempt()
+    _, reward, *_ = env.step(HOME)  # the refusal left the env as it was
+    assert reward == 0.0
 
 
 def test_the_registries_find_the_sims_parts_by_name() -> None:
@@ -383,3 +549,31 @@ def test_the_env_plays_an_adb_device_through_the_real_adb_server(
             assert (total, terminated, info["success"]) == (1.0, True, True)
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("device", ["emulator-5998", 5998, "R58M12ABCDE"])
+def test_an_adb_device_with_nothing_behind_it_fails_fast_with_adbs_answer(
+    adb_server: AdbServer, device: str | int
+) -> None:
+    """Without the check, ``reset`` waits ``device_boot_s`` for a reboot of a device that is not there."""
+    env = PhoneEnv(
+        tasks=tasks("general", "train")[:1],
+        device=device,
+        evaluator="sim",
+        adb={"adb_port": adb_server.port},
+        timeouts={"device_boot_s": 30.0},
+        **{k: v for k, v in SMALL.items() if k != "sim"},
+    )
+    serial = f"emulator-{device}" if isinstance(device, int) else device
+    try:
+        started = time.monotonic()
+        with pytest.raises(DeviceOffline) as caught:
+            env.reset(seed=0)
+        assert time.monotonic() - started < 10
+        message = str(caught.value)
+        assert message.startswith(f"{serial}: no device behind this ")
+        assert f"adb says \"device '{serial}' not found\"" in message
+        assert "\n" not in message
+        assert (caught.value.device, caught.value.operation) == (serial, "reset")
+    finally:
+        env.close()

@@ -8,28 +8,28 @@ phone registers as an entry point (``pyproject.toml``) so that nothing here impo
     [project.entry-points."distrl.devices"]
     sim = "distrl.sim.device:sim_device"   # (name, SimSettings, Timeouts, *, seed, host) -> Device
 
-Settings come as mappings of ``config`` field names (``SimSettings``, ``Timeouts``); an unknown name is
-a ValueError that names it.
+Settings come as mappings of ``config`` field names (``SimSettings``, ``Timeouts``), checked by
+``device_settings`` as an inventory's ``[sim]`` and ``[timeouts]`` tables are: an unknown name, a wrong
+type or a value out of bounds is a ``ConfigError`` (a ValueError) that names it (``sim.width``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.metadata
+import json
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
-from distrl.config import SimSettings, Timeouts
+from distrl.config import SimSettings, Timeouts, parse_worker_settings
 from distrl.device.adb import AdbDevice
 from distrl.device.protocol import Device
+from distrl.errors import ConfigError
 
-__all__ = ["DEVICE_KINDS", "DeviceFactory", "device_kind", "open_device"]
+__all__ = ["DEVICE_KINDS", "DeviceFactory", "device_kind", "device_settings", "open_device"]
 
 DEVICE_KINDS = "distrl.devices"
 """The entry-point group of device kinds."""
-
-_T = TypeVar("_T")
 
 
 class DeviceFactory(Protocol):
@@ -62,9 +62,9 @@ def open_device(
     its seed, ``name`` its name), a string an adb serial, an integer an emulator's console port (for
     both, ``adb``: ``AdbDevice`` keywords such as ``adb_port``, ``image_format``, ``snapshot``). Every
     operation runs under ``timeouts`` (``Timeouts`` fields; the defaults for the rest)."""
-    limits = _settings(Timeouts, timeouts, "timeouts")
+    phone, limits = device_settings(sim, timeouts)
     if target is None:
-        return device_kind("sim")(name, _settings(SimSettings, sim, "sim"), limits, seed=seed)
+        return device_kind("sim")(name, phone, limits, seed=seed)
     if isinstance(target, bool) or not isinstance(target, str | int):
         raise TypeError(f"device {target!r} is neither an adb serial nor an emulator console port")
     options = dict(adb or {})
@@ -79,13 +79,37 @@ def open_device(
         raise ValueError(f"adb options: {exc}") from None
 
 
-def _settings(cls: type[_T], values: Mapping[str, Any] | None, where: str) -> _T:
-    """``cls`` made from ``values``; ValueError naming ``where`` and the unknown field."""
-    known = {field.name for field in dataclasses.fields(cast(Any, cls))}
-    unknown = sorted(set(values or {}) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(known))})")
-    return cls(**dict(values or {}))
+def device_settings(
+    sim: Mapping[str, Any] | None = None, timeouts: Mapping[str, Any] | None = None
+) -> tuple[SimSettings, Timeouts]:
+    """``sim`` and ``timeouts`` (field names to values; numpy scalars as their numbers) as settings,
+    checked by the inventory's reader: a ``ConfigError`` naming the field (``timeouts.device_act_s``)."""
+    tables: dict[str, dict[str, Any]] = {}
+    for where, values in (("sim", sim), ("timeouts", timeouts)):
+        if values is not None and not isinstance(values, Mapping):
+            raise ConfigError.at(
+                where, f"expected a mapping of settings by name, not {type(values).__name__}"
+            )
+        tables[where] = {}
+        for key, value in (values or {}).items():
+            plain = _plain(value)
+            if not isinstance(plain, bool | int | float | str):
+                kind = type(value).__name__
+                raise ConfigError.at(
+                    f"{where}.{key}", f"expected a number, a string or a boolean, got {kind}"
+                )
+            tables[where][str(key)] = plain
+    try:
+        settings = parse_worker_settings(json.dumps(tables, allow_nan=True))
+    except ConfigError as exc:
+        raise ConfigError.at(exc.path or "", exc.problem or exc.message) from None
+    return settings.sim, settings.timeouts
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as its Python number; anything else as it is."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and type(value).__module__ == "numpy" else value
 
 
 @functools.cache

@@ -17,10 +17,16 @@ observed again; an invalid answer is a step that does nothing.
   next ``reset`` brings the phone back (a simulated phone reboots). A reset that fails raises the
   device's error (``distrl.device.DeviceError``).
 - After ``close``, every call raises ``gymnasium.error.ClosedEnvironmentError``.
+- Arguments are checked when the env is made (``distrl.env.arguments``): a wrong type is a TypeError, an
+  impossible value a ValueError, each one sentence naming the argument.
+- An env pickles and copies until its first ``reset``; after it, it holds a phone and an event loop's
+  thread, and ``pickle``/``copy.deepcopy`` raise a TypeError that says so.
 
 The device: None for a simulated phone (``sim``: ``config.SimSettings`` fields, default 1080 × 2400 and
-no latency), an adb serial (``"emulator-5554"``) or an emulator console port (``5554``); its operations
-run under ``timeouts`` (``config.Timeouts`` fields). The screen is scaled to ``screen_width`` ×
+no latency), an adb serial (``"emulator-5554"``) or an emulator console port (``5554``), which each ``reset``
+first asks adb about: a device adb does not know fails at once with adb's own answer
+(``DeviceOffline``), rather than after ``device_boot_s``. Its operations run under ``timeouts``
+(``config.Timeouts`` fields). The screen is scaled to ``screen_width`` ×
 ``screen_height``.
 """
 
@@ -37,6 +43,19 @@ from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 from distrl.actions import format_action
 from distrl.device import Device, DeviceError
 from distrl.device.registry import open_device
+from distrl.env.arguments import (
+    MAX_SCREEN,
+    check_adb,
+    check_count,
+    check_device,
+    check_flag,
+    check_penalty,
+    check_settings,
+    check_source,
+    check_tasks,
+    check_text,
+    refuse,
+)
 from distrl.env.loop import EventLoop
 from distrl.env.spaces import action_space, observation_space, screen_array, to_action
 from distrl.records import Action, InvalidAction, Observation, Task
@@ -83,12 +102,28 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         end of the episode only (for costly checks). ``invalid_penalty``: what an invalid answer costs
         (the paper's code takes 1 off)."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
-        if screen_width < 1 or screen_height < 1:
-            raise ValueError(f"the screen must be at least 1 × 1, got {screen_width} × {screen_height}")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be ≥ 1, got {max_steps}")
-        pool = list(tasks) if tasks is not None else registry.task_source(suite).tasks(split)
+            raise refuse("render_mode", f"{render_mode!r} is not one of {self.metadata['render_modes']}")
+        screen_width = check_count("screen_width", screen_width, high=MAX_SCREEN)
+        screen_height = check_count("screen_height", screen_height, high=MAX_SCREEN)
+        if max_steps is not None:
+            max_steps = check_count("max_steps", max_steps)
+        device = check_device(device)
+        evaluator = str(check_text("evaluator", evaluator))
+        check_text("action_mode", action_mode)
+        score_every_step = check_flag("score_every_step", score_every_step)
+        invalid_penalty = check_penalty(invalid_penalty)
+        sim_settings, limits = check_settings(sim, timeouts, SIM_DEFAULTS)
+        adb_options = check_adb(adb)
+        if device is not None:
+            try:  # what AdbDevice itself refuses (an unknown image format, a snapshot name of two words)
+                open_device(device, timeouts=limits, adb=adb_options)
+            except ValueError as exc:
+                raise refuse("adb", str(exc)) from None
+        if tasks is not None:
+            pool = check_tasks(tasks)
+        else:
+            source, split = check_source(suite, split)
+            pool = registry.task_source(source).tasks(split)
         if not pool:
             raise ValueError(f"no tasks in split {split!r} of {suite!r}")
         if evaluator == "judge":
@@ -115,11 +150,7 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         self._max_steps = max_steps
         self._score_every_step = score_every_step
         self._invalid_reward = -float(invalid_penalty)
-        self._options = {
-            "sim": {**SIM_DEFAULTS, **(sim or {})},
-            "timeouts": dict(timeouts or {}),
-            "adb": dict(adb or {}),
-        }
+        self._options = {"sim": sim_settings, "timeouts": limits, "adb": adb_options}
         self._name = f"phone-{next(_names)}"
         limit = max_steps if max_steps is not None else max(task.max_steps for task in self._pool)
         self.action_space = action_space(action_mode)
@@ -166,7 +197,7 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
                 self._device = None
             self._device = loop.call(self._open, phone_seed)
         self._task, self._over = None, True  # until the device is back
-        observation = loop.call(self._device.reset, task)
+        observation = loop.call(self._reset, self._device, task)
         self._show(observation)
         self._task, self._index, self._over = task, 0, False
         return self._observation(), {"task_id": task.id, "evaluator": task.evaluator}
@@ -248,6 +279,41 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
     async def _open(self, seed: int) -> Device:
         """The env's device, opened in its event loop's thread."""
         return open_device(self._target, name=self._name, seed=seed, **self._options)
+
+    async def _reset(self, device: Device, task: Task) -> Observation:
+        """``device.reset(task)``; first, on an adb device, whether adb knows it at all: a device that is
+        not there fails now with adb's own answer (``DeviceOffline``), not after ``device_boot_s``."""
+        if self._target is not None:
+            await self._attached(device)
+        return await device.reset(task)
+
+    async def _attached(self, device: Device) -> None:
+        """Ask the device's shell a trivial command; ``DeviceOffline`` when adb answers "not found".
+        Any other failure is left to ``reset``, which reboots a device that does not answer."""
+        try:
+            await device.shell("true")
+        except DeviceError as exc:
+            answer = str(exc.__cause__ or exc)
+            if not isinstance(exc, ConnectionError) or "not found" not in answer:
+                raise
+            where = f"console port {self._target}" if isinstance(self._target, int) else "adb serial"
+            raise type(exc)(
+                f"{device.name}: no device behind this {where}: adb says {answer!r} (is it started?"
+                " `adb devices` lists the ones adb knows)",
+                host=exc.host,
+                device=device.name,
+                operation="reset",
+            ) from exc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The env's state to pickle or copy, until its first ``reset``: after that it holds a phone and an
+        event loop's thread, which neither pickling nor copying can take along."""
+        if self._loop is not None or self._device is not None:
+            raise TypeError(
+                f"{self._name}: a PhoneEnv that has been reset holds a live phone and cannot be pickled or"
+                " copied; make another with the same arguments (gymnasium.make) instead"
+            )
+        return self.__dict__.copy()
 
     async def _advance(
         self, device: Device, task: Task, action: Action | None, score: bool

@@ -4,8 +4,12 @@
 - Text actions: AutoUI's action text (``distrl.actions``), ``Action Decision: "action_type": ...``.
 - Structured actions: ``{"action_type": Discrete(7), "touch_point": Box([0, 1]², float32),
   "lift_point": Box([0, 1]², float32), "typed_text": Text}``, the type an index into ``ACTION_TYPES``
-  and the points normalised ``[y, x]`` as AutoUI writes them. Points matter to DUAL_POINT only and the
-  text to TYPE only: the others ignore them.
+  (or an ``ActionType`` member, which means itself: ``ActionType.DUAL_POINT`` is a swipe, never the
+  fifth type) and the points normalised ``[y, x]`` as AutoUI writes them. Points matter to DUAL_POINT
+  only and the text to TYPE only: the others ignore them. A ``typed_text`` longer than
+  ``MAX_TYPED_CHARS`` or with a control character is invalid.
+- Text spaces hold printable characters only (``PRINTABLE``: no tab, newline or other control
+  character), plus whatever characters the goals themselves hold.
 
 Whatever an agent sends becomes an ``Action`` or an ``InvalidAction`` saying why it is none: an agent's
 output never raises.
@@ -40,6 +44,7 @@ __all__ = [
     "Goals",
     "MAX_ACTION_CHARS",
     "MAX_TYPED_CHARS",
+    "PRINTABLE",
     "action_space",
     "observation_space",
     "screen_array",
@@ -56,7 +61,11 @@ MAX_ACTION_CHARS = 1024
 MAX_TYPED_CHARS = 256
 """Longest ``typed_text`` the structured action space describes."""
 
-_PRINTABLE = frozenset(string.printable)
+PRINTABLE = "".join(c for c in string.printable if c.isprintable())
+"""The characters of the text spaces: ASCII letters, digits, punctuation and the space (``string.printable``
+without its tab, newline, carriage return, vertical tab and form feed)."""
+
+_PRINTABLE = frozenset(PRINTABLE)
 
 
 class GoalText(spaces.Text):
@@ -119,7 +128,7 @@ def observation_space(width: int, height: int, goals: Iterable[str], limit: int)
 def action_space(mode: str) -> spaces.Space[Any]:
     """The action space of ``mode`` (``ACTION_MODES``)."""
     if mode == "text":
-        return spaces.Text(MAX_ACTION_CHARS, charset=_PRINTABLE)
+        return spaces.Text(MAX_ACTION_CHARS, charset=PRINTABLE)
     if mode == "structured":
         point = spaces.Box(0.0, 1.0, (2,), np.float32)
         return spaces.Dict(
@@ -127,7 +136,7 @@ def action_space(mode: str) -> spaces.Space[Any]:
                 "action_type": spaces.Discrete(len(ACTION_TYPES)),
                 "touch_point": point,
                 "lift_point": point,
-                "typed_text": spaces.Text(MAX_TYPED_CHARS, min_length=0, charset=_PRINTABLE),
+                "typed_text": spaces.Text(MAX_TYPED_CHARS, min_length=0, charset=PRINTABLE),
             }
         )
     raise ValueError(f"action_mode {mode!r} is not one of {', '.join(ACTION_MODES)}")
@@ -153,22 +162,35 @@ def to_action(value: object, mode: str) -> Action | InvalidAction:
 
 
 def _structured(value: Mapping[str, Any]) -> Action:
-    index = value["action_type"]
-    if (
-        isinstance(index, bool)
-        or not isinstance(index, int | np.integer)
-        or not 0 <= index < len(ACTION_TYPES)
-    ):
-        raise ValueError(f"action_type {index!r} is not an index below {len(ACTION_TYPES)}")
-    kind = ACTION_TYPES[int(index)]
+    kind = _action_type(value["action_type"])
     if kind is ActionType.DUAL_POINT:
         return Action(type=kind, touch=_point(value["touch_point"]), lift=_point(value["lift_point"]))
     if kind is ActionType.TYPE:
         text = value["typed_text"]
         if not isinstance(text, str):
             raise TypeError(f"typed_text is {_kind(text)}, not a str")
+        if len(text) > MAX_TYPED_CHARS:
+            raise ValueError(f"typed_text has {len(text)} characters, more than {MAX_TYPED_CHARS}")
+        control = next((c for c in text if not c.isprintable()), None)
+        if control is not None:
+            raise ValueError(f"typed_text holds the control character {control!r}")
         return Action(type=kind, text=text)  # ValueError for empty text
     return Action(type=kind)
+
+
+def _action_type(value: object) -> ActionType:
+    """An ``ActionType`` member as itself; an integer as an index into ``ACTION_TYPES``."""
+    if isinstance(value, ActionType):
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not 0 <= value < len(ACTION_TYPES)
+    ):
+        raise ValueError(
+            f"action_type {value!r} is neither an ActionType nor an index below {len(ACTION_TYPES)}"
+        )
+    return ACTION_TYPES[int(value)]
 
 
 def _point(raw: object) -> tuple[float, float]:
