@@ -46,7 +46,7 @@ from fake_emulator import install, make_avd  # noqa: E402  (the tests' fake, put
 FIGURE = ROOT / "benchmarks" / "figures" / "emulator_reset.png"
 AVD = "Bench_Pixel"
 BOOT_S = 15.0
-"""A cold boot of the fake at time scale 1 (real emulators with KVM: 12.6-28 s, reference/android.md)."""
+"""A cold boot of the fake at time scale 1 (real emulators with KVM: 12.6-28 s, docs/reference/android.md)."""
 TASK = Task(id="bench", suite="file", goal="nothing", max_steps=1, evaluator="adb")
 
 

@@ -1,6 +1,6 @@
-"""The package's imports follow the dependency direction of DESIGN.md.
+"""The package's imports follow the dependency direction of ``docs/concepts/architecture.md``.
 
-``TABLE`` is DESIGN.md's table of the parts, row for row; ``BEYOND_TABLE`` names, with its reason, each
+``TABLE`` is that page's table of the parts, row for row; ``BEYOND_TABLE`` names, with its reason, each
 import the code makes today that the table does not allow. Every module of ``distrl`` must belong to a
 part of the table; a new module fails this test until its place is decided. Imports are read from the
 source (ast), so imports inside functions count too.
@@ -20,7 +20,7 @@ import distrl
 
 PACKAGE = Path(distrl.__file__).resolve().parent
 
-# DESIGN.md's table ("The parts"), row for row: part -> the parts it may import. A part may also import
+# The architecture's table ("The parts"), row for row: part -> the parts it may import. A part may also import
 # what those may import, down the table (the direction of imports); "below" is every part above it in
 # the table. ``*``: everything.
 TABLE: dict[str, set[str]] = {
@@ -140,7 +140,7 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 
 def test_every_module_has_a_layer() -> None:
     parts = {_part(m) for m in MODULES}
-    assert parts <= set(LAYERS), f"add {sorted(parts - set(LAYERS))} to LAYERS (DESIGN.md's table)"
+    assert parts <= set(LAYERS), f"add {sorted(parts - set(LAYERS))} to LAYERS (the architecture's table)"
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[str(m.relative_to(PACKAGE)) for m in MODULES])

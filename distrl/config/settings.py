@@ -55,7 +55,8 @@ class RunSettings:
     and later from the replay buffer (Retrace corrects for what stays). The learner updates every
     ``learner.min_new_trajectories`` arrivals, so an episode as long as D arrivals is about
     D / min_new_trajectories versions old when it arrives: 32 devices and 4 give 8. With 4, the old
-    default, 32 sim phones had 90% of their trajectories refused, and success fell (README)."""
+    default, 32 sim phones had 90% of their trajectories refused, and success fell
+    (docs/results/learning.md)."""
     publish_every: int = num_field(1, gt=0)
     """Publish new weights to the workers every this many learner updates."""
     publish_dtype: Literal["float32", "bfloat16"] = "bfloat16"

@@ -3,7 +3,7 @@
 The console greets with a few lines and ``OK``; if the greeting says ``Authentication required``,
 the client sends ``auth <token>`` (the token is the contents of ``~/.emulator_console_auth_token``).
 Every command answers with lines of output, then ``OK``, or with a line starting ``KO``
-(``reference/android.md`` §4). The caller bounds every wait with its own timeout.
+(``docs/reference/android.md``). The caller bounds every wait with its own timeout.
 """
 
 from __future__ import annotations

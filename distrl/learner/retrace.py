@@ -1,6 +1,6 @@
 """The numbers A-RIDE and DigiRL compute over one trajectory, as plain functions of tensors.
 
-Notation (``reference/paper.md`` §3): a trajectory has steps t = 0 … T−1 with rewards r_t, behaviour
+Notation (``docs/concepts/algorithms.md``): a trajectory has steps t = 0 … T−1 with rewards r_t, behaviour
 log-probs log μ(a_t|s_t) stored at collection and current log-probs log π(a_t|s_t); V(s_t) is the step
 critic. An episode's end is terminal, so V(s_T) = 0 unless a ``bootstrap`` value is given.
 
@@ -85,7 +85,7 @@ def retrace(
 def digirl_step_advantages(
     rewards: torch.Tensor, values: torch.Tensor, final_reward: float, lam: float
 ) -> torch.Tensor:
-    """DigiRL's doubly robust step advantage (``reference/paper.md`` §5), ``(T,)``:
+    """DigiRL's doubly robust step advantage (``docs/concepts/algorithms.md``), ``(T,)``:
 
     A_h = λ^{H−h}·r_H + (1 − λ^{H−h}·r_H)·(V(s_{h+1}) + r_h − V(s_h)), with h = 1 … H the step's position,
     r_H the episode's final reward and V(s_{H+1}) = 0.

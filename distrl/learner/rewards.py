@@ -1,4 +1,4 @@
-"""The reward, decided here once (``reference/paper.md`` §3 and §8).
+"""The reward, decided here once (``docs/concepts/algorithms.md``, "Rewards").
 
 - ``outcome_rewards``: the outcome as a reward per step, 1 on the last step of a successful episode and
   0 elsewhere (DigiRL's, and what runs record with each episode through ``rewarded``).

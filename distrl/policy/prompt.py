@@ -1,6 +1,6 @@
 """What the policy reads and writes, as token ids: the prompt for one observation, and an action's tokens.
 
-The prompt is AutoUI's text (DigiRL and DistRL, ``reference/paper.md`` §7) in Qwen2-VL's chat format, one
+The prompt is AutoUI's text (DigiRL and DistRL, ``docs/reference/actions.md``) in Qwen2-VL's chat format, one
 user turn holding the screen and then the text, with no system message::
 
     <|im_start|>user

@@ -1,7 +1,7 @@
 """The device side of the adb transport protocol: a simulated phone's ``adbd`` on a TCP port.
 
 The real adb server dials it (``adb connect``, its emulator scan, or ``host:emulator:<port>``) and
-speaks the transport protocol of ``reference/android.md`` §3: 24-byte headers of six little-endian u32
+speaks the transport protocol of ``docs/reference/android.md``: 24-byte headers of six little-endian u32
 (``command, arg0, arg1, length, byte sum, command ^ 0xffffffff``), then the payload. The server sends
 ``CNXN`` first; we answer with our own (version ``0x01000001``, 1 MiB payloads, a ``device::`` banner
 with ``features=shell_v2,cmd``) and never ask for ``AUTH``. Streams are ``OPEN`` → ``OKAY`` →

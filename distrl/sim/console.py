@@ -1,6 +1,6 @@
 """The emulator console of a simulated phone: the telnet-style text protocol on its console port.
 
-What ``adb emu ...`` and emulator harnesses talk to (``reference/android.md`` §4). A connection is
+What ``adb emu ...`` and emulator harnesses talk to (``docs/reference/android.md``). A connection is
 greeted with ``Android Console: Authentication required``, where to find the token, and ``OK``; the
 client sends ``auth <token>``, the contents of the token file (default
 ``~/.emulator_console_auth_token``, created with a random token when missing; an empty file turns

@@ -2,7 +2,7 @@
 
 A ``LatencyProfile`` gives every device operation (``Op``) a heavy-tailed duration: the sum of one or
 more ``Spread`` parts, each a log-normal body with an optional, rare, capped Pareto tail.
-``LatencyProfile.calibrated()`` follows the calibration table of ``reference/android.md`` §8 (each
+``LatencyProfile.calibrated()`` follows the calibration table of ``docs/reference/android.md`` (each
 field's docstring names its rows); ``LatencyProfile.off()`` takes no time at all. A ``LatencyModel``
 draws from a profile with its own seeded random stream per operation, so a device's draws for taps do
 not depend on how many screenshots it took in between, and ``wall`` scales the simulated seconds by
@@ -166,7 +166,7 @@ class LatencyProfile:
 
     @classmethod
     def calibrated(cls) -> LatencyProfile:
-        """Durations of a real emulator, from ``reference/android.md`` §8.
+        """Durations of a real emulator, from ``docs/reference/android.md``.
 
         - tap, key, text: 30–150 ms for the gesture (the adbutils floor of ≈21 ms per shell action,
           row "adbutils client floor", plus ``input`` itself) and 0.3–1.0 s for the UI to settle

@@ -10,7 +10,7 @@ p̂(1 − p̂), its estimated success p̂ over its last ``window`` scored episod
 solves, or never, teaches little: every episode's advantage is about zero where every episode ends the
 same. One it solves now and then is where its successes and failures differ, and what RL can learn
 from (the "learnability" of Rutherford et al. 2024, "No Regrets"; DigiRL's instruction-level curriculum
-favours such tasks too, ``reference/paper.md`` §5). p̂ = (successes + ½)/(episodes + 1) keeps every task
+favours such tasks too, ``docs/concepts/algorithms.md``). p̂ = (successes + ½)/(episodes + 1) keeps every task
 in the draw: a task failed 8 times in a row is still drawn a fifth as often as one solved half the time.
 
 A run may also play a share of its episodes greedily (``[policy] greedy_share``): ``greedy_turn`` says
