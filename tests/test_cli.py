@@ -365,3 +365,50 @@ def test_adapter_names_an_adapter_a_checkpoint_or_a_runs_latest_checkpoint(tmp_p
     # anything else goes to the loader as a full path, for it to say what is wrong
     assert given(str(run / "checkpoints" / "latest" / "adapter")) == str(run / "checkpoints/latest/adapter")
     assert given("") == ""
+
+
+_SLOW_START = """
+import sys
+
+import anyio
+
+import distrl.fleet.run
+from distrl.cli import main
+
+
+async def loading(*args, **kwargs):
+    print("loading the learner", flush=True)
+    await anyio.sleep_forever()
+
+
+distrl.fleet.run._learner = loading
+raise SystemExit(main(["run", sys.argv[1]]))
+"""
+
+
+def test_a_run_stopped_in_its_start_up_says_there_is_nothing_to_resume(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[run]\nname = "t"\noutput_dir = "{tmp_path / "runs"}"\n'
+        '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", _SLOW_START, str(inventory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as run:
+        assert run.stdout is not None
+        while (line := run.stdout.readline()) and line != "loading the learner\n":
+            pass
+        assert line, "the run never reached its start-up"
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stdout.strip().splitlines() == [
+        f"stopped (Ctrl-C) before the run's first checkpoint: nothing to resume; to start it again:"
+        f" python -m distrl run {inventory}"
+    ]
+    assert not (tmp_path / "runs" / "t" / "checkpoints").exists()

@@ -59,10 +59,7 @@ def _run(args: argparse.Namespace) -> int:
         # the run wrote its checkpoint on the way out: a stop, not a failure
         if live:
             print(file=sys.stderr)
-        _say(
-            f"stopped ({stop_name(stop)}); checkpoints in {output / 'checkpoints'}; to go on: "
-            f"python -m distrl run {args.inventory} --resume"
-        )
+        _say(_stopped(stop, inventory, args.inventory))
         if hint := _eval_hint(inventory):
             _say(hint)
         return stop_status(stop)
@@ -94,6 +91,23 @@ def _run(args: argparse.Namespace) -> int:
     if stats.updates and (hint := _eval_hint(inventory)):
         _say(hint)
     return 0
+
+
+def _stopped(stop: KeyboardInterrupt, inventory: Inventory, path: str) -> str:
+    """What a stopped run says: where its checkpoints are and how to go on from them, or, stopped before
+    its first checkpoint (in its start-up), that there is nothing to resume."""
+    from distrl.learner.checkpoint import Checkpoints
+
+    checkpoints = inventory.output_dir / "checkpoints"
+    if Checkpoints(checkpoints).latest() is None:
+        return (
+            f"stopped ({stop_name(stop)}) before the run's first checkpoint: nothing to resume; to start it"
+            f" again: python -m distrl run {path}"
+        )
+    return (
+        f"stopped ({stop_name(stop)}); checkpoints in {checkpoints}; to go on: python -m distrl run {path}"
+        " --resume"
+    )
 
 
 def _eval_hint(inventory: Inventory) -> str:
