@@ -24,7 +24,7 @@ from fake_emulator import install, make_avd
 from distrl.cli import main
 from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
 from distrl.device.adb import AdbDevice
-from distrl.device.emulator import Launcher
+from distrl.device.emulator import Launcher, state_folder
 from distrl.device.host import screen_options
 from distrl.device.sdk import preflight
 from distrl.errors import DeviceError, DeviceOffline, EmulatorError
@@ -124,8 +124,9 @@ async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None
 
 @asynccontextmanager
 async def _running(devices: Devices, sdk: Sdk) -> AsyncIterator[Launcher]:
-    """``devices``' launcher running as a worker runs it; cancelled (every emulator stopped) at the end."""
-    launcher = Launcher(devices, TIMEOUTS, env=os.environ, workdir=sdk.home)
+    """``devices``' launcher running as a worker with no run folder runs it (its logs in the user's state
+    directory); cancelled (every emulator stopped) at the end."""
+    launcher = Launcher(devices, TIMEOUTS, env=os.environ)
     async with anyio.create_task_group() as tg:
         await tg.start(launcher.run)
         yield launcher
@@ -185,6 +186,7 @@ async def test_an_emulator_counts_as_booted_once_its_system_is_up(
     sdk: Sdk, adb_server: AdbServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DISTRL_FAKE_BOOT_S", "3")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     devices = _devices(snapshot="clean")
     (serial,) = devices.launched
     async with _running(devices, sdk) as launcher:
@@ -205,9 +207,18 @@ async def test_an_emulator_counts_as_booted_once_its_system_is_up(
     assert shared[4:9] == ["-read-only", "-no-snapshot-save", "-snapshot", "clean", "-no-window"]
     assert (sdk.avd_home / f"{AVD}.avd" / "snapshots" / "clean" / "phone.snapshot").is_file()
     assert not any(_alive(pid) for pid in sdk.pids())  # stopped with the launcher
-    assert (
-        (sdk.home / "distrl-emulators" / f"{serial}.log").read_text().startswith("INFO    | Android emulator")
-    )
+    state = sdk.home / ".local" / "state" / "distrl"  # no run folder: the user's state directory
+    assert (state / "emulators" / f"{serial}.log").read_text().startswith("INFO    | Android emulator")
+
+
+def test_without_a_run_folder_the_logs_go_to_the_users_state_directory() -> None:
+    assert state_folder({"XDG_STATE_HOME": "/var/state", "HOME": "/home/u"}) == Path("/var/state/distrl")
+    assert state_folder({"HOME": "/home/u"}) == Path("/home/u/.local/state/distrl")
+    # the XDG specification: a relative path is ignored, as an empty one is
+    for ignored in ("", "state"):
+        assert state_folder({"XDG_STATE_HOME": ignored, "HOME": "/home/u"}) == Path(
+            "/home/u/.local/state/distrl"
+        )
 
 
 async def test_resets_load_the_saved_snapshot_and_a_second_launch_saves_none(sdk: Sdk) -> None:
@@ -274,7 +285,7 @@ def test_no_emulator_outlives_a_killed_worker(sdk: Sdk, tmp_path: Path) -> None:
         async def main():
             devices = Devices(avd={AVD!r}, count=2, first_port={devices.first_port})
             timeouts = Timeouts(device_boot_s=60)
-            launcher = Launcher(devices, timeouts, env=os.environ, workdir=pathlib.Path({str(tmp_path)!r}))
+            launcher = Launcher(devices, timeouts, env=os.environ, run_folder=pathlib.Path({str(tmp_path)!r}))
             async with anyio.create_task_group() as tg:
                 await tg.start(launcher.run)
                 for instance in launcher.instances.values():
@@ -352,6 +363,10 @@ devices = {{ avd = "{AVD}", count = 2, first_port = {first} }}
     out, err = capfd.readouterr()
     assert "6 episodes (" in out, out + err
     assert any((tmp_path / "runs" / "avd").rglob("*.safetensors"))  # trained and checkpointed
+    # the emulators' logs are the run's, beside its checkpoints, not in the worker's working folder
+    logs = sorted(path.name for path in (tmp_path / "runs" / "avd" / "emulators").iterdir())
+    assert logs == [f"emulator-{first}.log", f"emulator-{first + 2}.log"]
+    assert not any(tmp_path.rglob("distrl-emulators"))
     launched = sdk.calls()
     ports = [call[call.index("-port") + 1] for call in launched]
     assert ports[0] == str(first)  # the snapshot's boot

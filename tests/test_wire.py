@@ -587,6 +587,7 @@ def test_the_hand_built_frames_below_are_valid() -> None:
                     "devices": [],
                     "compute": {},
                     "device_settings": "",
+                    "run_folder": "",
                 }
             ),
             "role",

@@ -9,9 +9,10 @@
    (``avd snapshot save``) and is stopped: once per AVD, ever.
 2. Instance k runs ``emulator -avd NAME -port <first_port + 2k> -read-only -no-snapshot-save -snapshot
    NAME [-memory M] [-cores C] <emulator_flags>``: ``-read-only`` lets every instance share the one
-   AVD. Each runs in its own process group, its output in ``distrl-emulators/emulator-<port>.log`` of
-   the working folder. It is booted when adb lists it, ``sys.boot_completed`` is 1 and the package
-   manager answers (``AdbDevice.booted``).
+   AVD. Each runs in its own process group, its output in ``emulators/emulator-<port>.log`` of the run's
+   folder where the worker shares the learner's machine, else of the user's state directory
+   (``$XDG_STATE_HOME/distrl``, by default ``~/.local/state/distrl``). It is booted when adb lists it,
+   ``sys.boot_completed`` is 1 and the package manager answers (``AdbDevice.booted``).
 3. An instance whose process exits, or whose reset fails (it stopped answering), is stopped and launched
    again after a backoff (1, 2, 4 … 60 s). After ``max_relaunches`` launches in a row that fail (no
    boot within ``device_boot_s``, or a failure before its next good reset) it is given up: its
@@ -49,12 +50,12 @@ from distrl.device.sdk import avd_folder, preflight
 from distrl.errors import DeviceError, DeviceOffline, EmulatorError
 from distrl.records import Action, Observation, Task
 
-__all__ = ["LaunchedEmulator", "Launcher"]
+__all__ = ["LaunchedEmulator", "Launcher", "state_folder"]
 
 log = logging.getLogger(__name__)
 
-LOG_FOLDER = "distrl-emulators"
-"""Where the emulators' output goes, in the worker's working folder."""
+LOG_FOLDER = "emulators"
+"""Where the emulators' output goes, in the run's folder or the user's state directory (``state_folder``)."""
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 60.0)
 """Waits before the first, second … relaunch in a row (the last repeats)."""
 BOOT_POLL_S = 0.5
@@ -63,6 +64,15 @@ STOP_GRACE_S = 5.0
 """How long an emulator has to exit after SIGTERM before its process group is killed."""
 LOG_LINES = 12
 """Lines of an emulator's output quoted when it fails."""
+
+
+def state_folder(env: Mapping[str, str]) -> Path:
+    """distrl's folder in the user's state directory: ``$XDG_STATE_HOME/distrl``, by default
+    ``~/.local/state/distrl`` (the XDG Base Directory specification), ``env`` the environment."""
+    state = env.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):  # unset, empty or relative: the specification says to ignore it
+        state = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "distrl"
 
 
 # -- one instance --------------------------------------------------------------------------------------
@@ -188,19 +198,21 @@ class Launcher:
         *,
         host: str = "local",
         env: Mapping[str, str] | None = None,
-        workdir: Path | None = None,
+        run_folder: Path | None = None,
         device_options: Mapping[str, Any] | None = None,
         binary: Path | None = None,
     ) -> None:
-        """``binary``: the ``emulator`` program when ``preflight`` has just found it (the worker's checks
-        at the hello), so that ``run`` does not check again."""
+        """``run_folder``: the run's, when it is on this machine: the emulators' logs go to its
+        ``emulators/``, else to that of the user's state directory (``state_folder``). ``binary``: the
+        ``emulator`` program when ``preflight`` has just found it (the worker's checks at the hello), so that
+        ``run`` does not check again."""
         if not devices.avd:
             raise ValueError("no AVD to launch")
         self.devices = devices
         self.timeouts = timeouts
         self.host = host
         self.env = dict(os.environ if env is None else env)
-        folder = (workdir or Path.cwd()) / LOG_FOLDER
+        folder = (run_folder or state_folder(self.env)) / LOG_FOLDER
         self.instances = {
             serial: _Instance(int(serial.removeprefix("emulator-")), folder / f"{serial}.log")
             for serial in devices.launched

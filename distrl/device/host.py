@@ -51,9 +51,13 @@ def screen_options(sim: SimSettings) -> dict[str, Any]:
 class HostDevices:
     """The adb devices (attached and launched) of one worker's host."""
 
-    def __init__(self, names: Sequence[str], settings: Devices, *, host: str) -> None:
+    def __init__(
+        self, names: Sequence[str], settings: Devices, *, host: str, run_folder: Path | None = None
+    ) -> None:
+        """``run_folder``: the run's, when it is on this machine (where the launched emulators log)."""
         self.settings = settings
         self.host = host
+        self.run_folder = run_folder
         launched = set(settings.launched)
         self.attached = tuple(name for name in names if not name.startswith("sim-") and name not in launched)
         """Serials of the devices already running, which the worker only attaches to."""
@@ -101,7 +105,7 @@ class HostDevices:
                 self.settings,
                 timeouts,
                 host=self.host,
-                workdir=Path.cwd(),
+                run_folder=self.run_folder,
                 device_options=options,
                 binary=self._emulator,
             )

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 
@@ -51,6 +52,7 @@ class HostSupervisor:
         timeouts: Timeouts,
         max_restarts: int,
         settings_json: str,
+        run_folder: Path | None = None,
         stop: Stop,
         play: Callable[[Link], Awaitable[None]],
         publisher: Publisher | None,
@@ -59,6 +61,8 @@ class HostSupervisor:
         self._timeouts = timeouts
         self._max_restarts = max_restarts
         self._settings_json = settings_json
+        self._run_folder = run_folder
+        """The run's folder: a local host's worker writes its emulators' logs under it."""
         self._stop = stop
         self._play = play
         self._publisher = publisher
@@ -103,7 +107,7 @@ class HostSupervisor:
         given (its sessions ended with the link up; the worker's exit after ``Shutdown`` then closes the
         link, and that is no loss)."""
         async with open_host(host, self._timeouts) as raw:
-            hello = await handshake(raw, self._timeouts)
+            hello = await handshake(raw, self._timeouts, run_folder=self._run_folder)
             missing = hello.compute.get("devices_not_ready")
             if missing and hello.compute.get("devices_working") == 0:
                 raise DeviceError(f"host {host.name!r} has no working device: {missing}", host=host.name)

@@ -12,6 +12,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -75,8 +76,9 @@ async def probe_fleet(
     return [reports[host.name] for host in inventory.hosts]
 
 
-async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
-    """Send the learner's hello to a freshly started worker and return its own (``worker_start_s``).
+async def handshake(link: HostLink, timeouts: Timeouts, *, run_folder: Path | None = None) -> Hello:
+    """Send the learner's hello to a freshly started worker and return its own (``worker_start_s``). A
+    local host's worker is told ``run_folder`` (absolute), the run's, where its emulators write their logs.
 
     Raises ``ProtocolMismatch`` when the worker speaks another protocol version, the worker's own error
     when it refuses, and ``TransportError`` / ``TransportTimeout`` when it exits or stays silent."""
@@ -90,6 +92,7 @@ async def handshake(link: HostLink, timeouts: Timeouts) -> Hello:
         devices=host.devices.serials,
         compute={},
         device_settings=devices_json(host.devices),
+        run_folder=str(run_folder) if run_folder is not None and host.is_local else "",
     )
     await _send(link, hello, phase="hello")
     try:

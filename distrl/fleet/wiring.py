@@ -104,6 +104,7 @@ class Fleet:
             timeouts=inventory.timeouts,
             max_restarts=run.max_restarts,
             settings_json=worker_settings_json(inventory),
+            run_folder=inventory.output_dir.absolute(),
             stop=stop,
             play=rounds.play if rounds else sessions.play,
             publisher=publisher,

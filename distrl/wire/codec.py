@@ -141,6 +141,7 @@ def message_to_wire(message: Message, outbox: Outbox) -> dict[str, object]:
                 "devices": [_str(device, f"{where}.devices[{i}]") for i, device in enumerate(devices)],
                 "compute": _scalars(message.compute, f"{where}.compute"),
                 "device_settings": _str(message.device_settings, f"{where}.device_settings"),
+                "run_folder": _str(message.run_folder, f"{where}.run_folder"),
             }
         case Heartbeat():
             return {
@@ -210,6 +211,7 @@ def message_from_wire(obj: Document, name: str, message_id: int, inbox: Inbox) -
                 devices=tuple(_str(device, f"{obj.at('devices')}[{i}]") for i, device in enumerate(devices)),
                 compute=scalars_from_json(obj.take("compute"), obj.at("compute")),
                 device_settings=obj.string("device_settings"),
+                run_folder=obj.string("run_folder"),
                 id=message_id,
             )
         except (WireError, DocumentError):

@@ -33,6 +33,9 @@ class Hello:
     device_settings: str = ""
     """The learner's: the host's ``[hosts.devices]`` table as JSON (``config.devices_json``), so that the
     worker launches and checks its devices before ``Setup``; empty from a worker."""
+    run_folder: str = ""
+    """The learner's, to a worker on its own machine (a local host): the run's folder, where the worker's
+    emulators write their logs; empty otherwise (they go to the user's state directory there)."""
     id: int = 0
 
     def __post_init__(self) -> None:

@@ -38,6 +38,7 @@ import platform
 import time
 import zlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -373,7 +374,8 @@ def _host_devices(hello: Hello, host: str) -> HostDevices:
     from distrl.device.host import HostDevices
 
     settings = parse_devices(hello.device_settings) if hello.device_settings else Devices()
-    return HostDevices(hello.devices, settings, host=host)
+    run_folder = Path(hello.run_folder) if hello.run_folder else None
+    return HostDevices(hello.devices, settings, host=host, run_folder=run_folder)
 
 
 def _on_host(exc: DistrlError, host: str) -> DistrlError:
