@@ -33,7 +33,8 @@ from gymnasium.utils.env_checker import check_env
 from distrl.actions import format_action, to_gesture
 from distrl.config import Timeouts
 from distrl.device import AdbDevice, open_device
-from distrl.env import ENV_ID, PhoneEnv
+from distrl.env import ENV_ID, FLAT_ENV_ID, PhoneEnv
+from distrl.env.flat import GESTURES, typing_words
 from distrl.env.spaces import ACTION_TYPES, to_action
 from distrl.errors import DeviceOffline, DistrlError
 from distrl.records import Action, ActionType, InvalidAction
@@ -472,6 +473,91 @@ def test_async_and_sync_vector_envs_play_the_same_episodes() -> None:
                 assert np.array_equal(mine[1], theirs[1])
             else:
                 assert mine == theirs
+
+
+# -- PhoneFlat-v0: the spaces every RL library takes ---------------------------------------------------
+
+FLAT: dict[str, Any] = {"screen_width": 48, "screen_height": 96, "sim": SMALL["sim"]}
+
+
+def test_stable_baselines3_check_env_passes_on_the_flat_variant_without_a_warning() -> None:
+    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+    env = gymnasium.make(FLAT_ENV_ID, **FLAT)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sb3_checker.check_env(env)
+        assert [str(w.message) for w in caught] == []
+        assert isinstance(env.action_space, gymnasium.spaces.MultiDiscrete)
+        assert env.action_space.nvec.tolist() == [len(ACTION_TYPES), 8, 4, len(GESTURES), 8]
+    finally:
+        env.close()
+
+
+def test_a_flat_action_is_the_structured_action_it_names() -> None:
+    env = gymnasium.make(FLAT_ENV_ID, suite="web_shopping", grid=(4, 2), **FLAT)
+    try:
+        env.reset(seed=0)
+        goal = env.unwrapped.task.goal  # type: ignore[attr-defined]
+        phrase = re.search(r'"([^"]+)"', goal)
+        assert phrase is not None, goal  # every web_shopping goal quotes what to search for
+        grid = env.get_wrapper_attr("action")
+        swipe = grid([ACTION_TYPES.index(ActionType.DUAL_POINT), 3, 1, GESTURES.index("up"), 0])
+        assert swipe["touch_point"].tolist() == pytest.approx([0.875, 0.75])
+        assert swipe["lift_point"].tolist() == pytest.approx([0.475, 0.75])
+        tap = grid([ACTION_TYPES.index(ActionType.DUAL_POINT), 0, 0, GESTURES.index("tap"), 0])
+        assert tap["lift_point"].tolist() == tap["touch_point"].tolist() == [0.125, 0.25]
+        assert grid([0, 0, 0, 0, 0])["typed_text"] == phrase[1]  # the quoted phrase comes first
+        assert grid([0, 0, 0, 0, 1])["typed_text"] == typing_words(goal)[1]
+        _, _, _, _, info = env.step(np.array([ACTION_TYPES.index(ActionType.TYPE), 0, 0, 0, 0]))
+        assert info["action"].endswith(f'"typed_text": "{phrase[1]}"')
+    finally:
+        env.close()
+
+
+def test_the_flat_goal_is_the_same_token_ids_in_every_env() -> None:
+    first = gymnasium.make(FLAT_ENV_ID, goal_tokens=6, **FLAT)
+    second = gymnasium.make(FLAT_ENV_ID, goal_tokens=6, **FLAT)
+    try:
+        one, _ = first.reset(seed=4)
+        two, _ = second.reset(seed=4)
+        assert one["goal"].dtype == np.int64
+        assert one["goal"].shape == (6,)
+        assert np.array_equal(one["goal"], two["goal"])
+        assert one in first.observation_space
+        encode = first.get_wrapper_attr("encode")
+        assert encode("open zzzunknownzzz").tolist() == [
+            first.get_wrapper_attr("vocabulary")["open"],
+            1,
+            0,
+            0,
+            0,
+            0,
+        ]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_stable_baselines3_ppo_trains_on_the_flat_variant() -> None:
+    """CleanRL-style smoke test: a few hundred steps of SB3's PPO with its MultiInputPolicy."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    torch = pytest.importorskip("torch")
+    env = gymnasium.make(FLAT_ENV_ID, grid=4, max_steps=8, **FLAT)
+    try:
+        model = sb3.PPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=2, seed=0, device="cpu")
+        before = [p.detach().clone() for p in model.policy.parameters()]
+        model.learn(total_timesteps=384)
+        assert model.num_timesteps == 384
+        assert len(model.ep_info_buffer) >= 384 // 8  # episodes ended, each at most 8 steps
+        assert all(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+        observation, _ = env.reset(seed=1)
+        action, _ = model.predict(observation, deterministic=True)
+        assert action in env.action_space
+        _, _, _, _, info = env.step(action)
+        assert info["task_id"] == env.unwrapped.task.id  # type: ignore[attr-defined]
+    finally:
+        env.close()
 
 
 # -- over adb, against python -m distrl sim ------------------------------------------------------------
