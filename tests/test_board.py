@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -106,37 +108,86 @@ def test_the_final_numbers_rate_the_whole_run() -> None:
     assert ticked.close().steps_per_s == pytest.approx(2.0)  # not 0: no step since the last tick
 
 
-def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
+def _training(**changes: Any) -> RunStats:
+    """A training run's numbers after 100 s: 50 episodes of a budget of 150, within an hour."""
     stats = RunStats(
         hosts=2,
         hosts_up=2,
         handed_out=60,
         completed=50,
         successes=10,
+        training=True,
         updates=12,
         actor_loss=0.0421,
         entropy=1.73,
         goal_episodes=150,
         deadline_s=3600,
         steps_per_s=8.5,
+        policy_version=12,
+        lag_p50=1,
+        failed=collections.Counter(timeout=1),
+        recent=collections.deque([True, False, True, True] * 5),
     )
-    stats.taken = stats.started + 100  # 50 episodes in 100 s: 100 more take 200 s, before the deadline
-    assert stats.time_left_s == 200
-    full = stats.line()
-    assert "3:20 left" in full
-    assert "loss 0.0421" in full
-    assert "entropy 1.73" in full
-    for width in (40, 60, 80, 120):
+    stats = dataclasses.replace(stats, **changes)
+    stats.taken = stats.started + 100
+    return stats
+
+
+def _skeleton(line: str) -> list[str]:
+    """The line's fields with their numbers taken out: what it shows, not how much."""
+    return [re.sub(r"-?[\d.]+(e[-+]?\d+)?%?|(?<= )-$", "#", part) for part in line.split("  ")]
+
+
+def test_the_progress_line_fits_its_width_and_says_what_is_left() -> None:
+    stats = _training()
+    assert stats.time_left_s == 200  # 50 episodes in 100 s: 100 more take 200 s, before the deadline
+    full = stats.line()  # a log's line: every field, in full
+    assert full == (
+        "1:40  episodes 50 (20% success)  8.5 steps/s  3:20 left  updates 12  loss 0.0421  entropy 1.73"
+        "  last 20: 75% success  hosts 2/2 up  9 running, 1 failed  policy v12 lag p50 1"
+    )
+    # a terminal's line at 80 and 120 columns: the fields shortened, in the same order; those left out
+    # are the least telling
+    assert stats.line(80) == "1:40  50 ep 20%  8.5/s  last 75%  hosts 2/2  9 run 1 fail  v12 lag 1"
+    assert stats.line(120) == (
+        "1:40  50 ep 20%  8.5/s  3:20 left  upd 12  loss 0.0421  last 75%  hosts 2/2  9 run 1 fail  v12 lag 1"
+    )
+    for width in (20, 40, 60, 80, 100, 120, 160, 200):
         line = stats.line(width)
         assert len(line) <= width
-        assert line.startswith("100 s  episodes 50 (20% success")  # what matters most comes first
-    assert "left" in stats.line(80)
+        assert line.startswith("1:40  ")  # what matters most comes first
     assert RunStats().time_left_s is None  # no budget, no estimate
     stopped = RunStats(handed_out=34, failed=collections.Counter(stopped=32, timeout=2))
     assert "0 running, 2 failed, 32 stopped" in stopped.line()  # a stop's cut-short episodes are no failures
     assert "greedy" not in full  # no greedy episode, no greedy figure
-    greedy = dataclasses.replace(stats, recent_greedy=collections.deque([True, False, False, False]))
-    assert "last 0: 0% success  greedy 25% of 4  hosts" in greedy.line()
+    greedy = _training(
+        recent=collections.deque(), recent_greedy=collections.deque([True, False, False, False])
+    )
+    assert "last 0: - success  greedy 25% of 4  hosts 2/2 up" in greedy.line()
+    collecting = RunStats(hosts=1, hosts_up=1, handed_out=3, completed=2, steps_per_s=2.0)
+    assert collecting.line() == (
+        "0:00  episodes 2 (0% success)  2.0 steps/s  last 0: - success  hosts 1/1 up  1 running, 0 failed"
+    )  # no training: no updates, loss or policy lag
+
+
+def test_the_progress_line_shows_the_same_fields_whatever_the_numbers() -> None:
+    """As the numbers grow and shrink, a width shows the same fields, in the same order: no field gives
+    way to another because a number grew a digit."""
+    early = _training(actor_loss=None, entropy=None, updates=0, policy_version=0, completed=9, successes=1)
+    later = [
+        _training(actor_loss=0.03),
+        _training(actor_loss=-0.0119, completed=1234, handed_out=1300, hosts_up=1, lag_p50=12),
+        _training(entropy=0.5, steps_per_s=123.4, updates=4321, policy_version=4321, successes=49),
+    ]
+    wider: list[str] = []
+    for width in (140, 120, 100, 80, 60):
+        shown = _skeleton(early.line(width))
+        assert all(_skeleton(stats.line(width)) == shown for stats in later), width
+        if wider:  # a narrower line: some of the wider one's fields left out, none moved
+            assert shown == [field for field in wider if field in shown]
+            assert len(shown) < len(wider)
+        wider = shown
+    assert {"hosts #/#", "# run # fail", "v# lag #"} <= set(_skeleton(early.line(80)))
 
 
 def test_sample_episodes_go_to_tensorboard_as_a_screen_and_text(tmp_path: Path) -> None:

@@ -139,6 +139,7 @@ class Gauges:
             deadline_s=self.deadline_s,
             restarts=hosts.restarts,
             stale=trainer.stale if trainer else 0,
+            training=trainer is not None,
             updates=trainer.updates if trainer else 0,
             weight_bytes=publisher.bytes if publisher else 0,
             weight_pushes=publisher.pushes if publisher else 0,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from distrl.fleet.progress import progress_line
 from distrl.fleet.stop import Stop
 from distrl.learner.rewards import rewarded
 from distrl.records import Trajectory
@@ -63,6 +64,8 @@ class RunStats:
     stale: int = 0
     """Trajectories the learner refused on arrival: begun by a policy more than ``run.max_policy_lag``
     versions old (counted in ``completed``, not trained on)."""
+    training: bool = False
+    """The run trains (``train``): its updates, loss, policy version and lag are on the progress line."""
     updates: int = 0
     weight_bytes: int = 0
     weight_pushes: int = 0
@@ -170,49 +173,10 @@ class RunStats:
         """Episodes that failed, not counting those the run's stop cut short (``stopped``)."""
         return sum(n for why, n in self.failed.items() if why != "stopped")
 
-    def line(self, width: int = 160) -> str:
-        """One line of progress, as ``python -m distrl run`` prints it: the most telling parts first,
-        each only if it still fits in ``width`` characters."""
-        parts = [
-            f"{self.elapsed_s:.0f} s",
-            f"episodes {self.completed} ({self.success_rate:.0%} success)",
-            f"{self.steps_per_s:.1f} steps/s",
-        ]
-        left = self.time_left_s
-        if left is not None:
-            parts.append(f"{_clock(left)} left")
-        parts.append(f"updates {self.updates}")
-        if self.actor_loss is not None:
-            parts.append(f"loss {self.actor_loss:.3g}")
-        if self.entropy is not None:
-            parts.append(f"entropy {self.entropy:.2f}")
-        parts += [
-            f"last {len(self.recent)}: {self.recent_success_rate:.0%} success",
-        ]
-        if self.recent_greedy:
-            parts.append(f"greedy {self.recent_greedy_success_rate:.0%} of {len(self.recent_greedy)}")
-        parts += [
-            f"hosts {self.hosts_up}/{self.hosts} up",
-            f"{self.in_flight} running, {self.failures} failed"
-            + (f", {self.failed['stopped']} stopped" if self.failed.get("stopped") else ""),
-            f"policy v{self.policy_version} lag p50 {self.lag_p50}",
-        ]
-        if self.judge:
-            parts.append(f"judge: {self.judging} waiting")
-        if self.unscored:
-            parts.append(f"{self.unscored} unscored")
-        line = ""
-        for part in parts:
-            joined = f"{line}  {part}" if line else part
-            if len(joined) <= width:
-                line = joined
-        return line
-
-
-def _clock(seconds: float) -> str:
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+    def line(self, width: int | None = None) -> str:
+        """One line of progress, as ``python -m distrl run`` prints it, in at most ``width`` characters
+        (None: every field in full); ``distrl.fleet.progress`` says which fields a width shows."""
+        return progress_line(self, width)
 
 
 class Ledger:
