@@ -213,7 +213,7 @@ def _algorithm_tables() -> list[Table]:
     return found
 
 
-def keys() -> list[Key]:
+def inventory_keys() -> list[Key]:
     """Every key of the inventory."""
     return [key for table in tables() for key in table.keys]
 
