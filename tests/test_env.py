@@ -89,6 +89,22 @@ def test_check_env_passes_without_a_warning(mode: str) -> None:
         env.close()
 
 
+def test_gymnasiums_own_wrappers_count_and_cut_episodes() -> None:
+    env = gymnasium.wrappers.RecordEpisodeStatistics(
+        gymnasium.wrappers.TimeLimit(gymnasium.make(ENV_ID, **SMALL), max_episode_steps=2)
+    )
+    try:
+        env.reset(seed=0)
+        _, _, terminated, truncated, info = env.step(HOME)
+        assert (terminated, truncated) == (False, False)
+        _, _, terminated, truncated, info = env.step(HOME)
+        assert (terminated, truncated) == (False, True)  # the TimeLimit's cut, before the task's own limit
+        assert info["episode"]["l"] == 2
+        assert info["episode"]["r"] == 0.0
+    finally:
+        env.close()
+
+
 def test_make_gives_the_spaces_the_options_ask_for() -> None:
     env = gymnasium.make(ENV_ID, suite="web_shopping", split="test", render_mode="rgb_array", **SMALL)
     try:
@@ -537,6 +553,24 @@ def test_the_flat_goal_is_the_same_token_ids_in_every_env() -> None:
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message", "error"),
+    [
+        ({"grid": 0}, r"grid\[0\]: must be at least 1 and at most 256, got 0", ValueError),
+        ({"grid": (4, 2, 1)}, "grid: expected rows and columns, or one number", TypeError),
+        ({"grid": "4x4"}, "grid: expected rows and columns, or one number, got str", TypeError),
+        ({"goal_tokens": 0}, "goal_tokens: must be at least 1", ValueError),
+        ({"typing_choices": 2.0}, "typing_choices: expected an integer, got float", TypeError),
+        ({"action_mode": "text"}, "action_mode: PhoneFlat-v0 sets it", TypeError),
+    ],
+)
+def test_a_wrong_flat_argument_is_one_sentence(
+    arguments: dict[str, Any], message: str, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=f"^PhoneEnv {message}"):
+        gymnasium.make(FLAT_ENV_ID, **{**FLAT, **arguments})
 
 
 def test_stable_baselines3_ppo_trains_on_the_flat_variant() -> None:
