@@ -325,6 +325,7 @@ def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"3 episodes written to {out}" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith(f"look at them in a browser: python -m distrl view {out}")
     episodes = list(read_episodes(out))
     assert len(episodes) == 3
     assert all(e.task.split == "test" for e in episodes)

@@ -339,7 +339,7 @@ def test_judge_eval_fails_and_says_why_when_no_episode_was_judged(
         status = main([*command, str(hosts)])
     assert status == 1
     err = capsys.readouterr().err
-    assert "gave no verdict for any of the 4 episode(s)" in err
+    assert "gave no verdict for any of the 4 episodes" in err
     assert said in err
     assert "Traceback" not in err
 

@@ -513,7 +513,7 @@ def test_cli_pretrain_then_eval(tmp_path: Path) -> None:
     assert result.stdout.startswith("general train, 1 tasks"), result.stdout
     assert re.search(r"^greedy +success \d+\.\d% ± 0\.0% \(\d/1\) in", result.stdout, re.M), result.stdout
     assert "temperature" not in result.stdout  # --temperature: that decoding alone
-    assert re.search(r"eval: 1/1 episodes, \d successes so far \(greedy\)", result.stderr), result.stderr
+    assert re.search(r"eval: 1/1 episodes, \d success(es)? so far \(greedy\)", result.stderr), result.stderr
 
 
 def _percent(text: str) -> float:
@@ -550,8 +550,8 @@ def test_cli_eval_reports_greedy_and_temperature_1_with_errors_and_pass_at_k(tmp
     failures = re.search(r"^greedy fails (\d) of 4 tasks; sampling at temperature 1 solves (\d)", out, re.M)
     assert failures, out
     assert int(failures[2]) <= int(failures[1]) == 4 - int(greedy[3])
-    assert re.search(r"eval: 4/4 episodes, \d successes so far \(greedy\)", result.stderr), result.stderr
-    assert f"eval: 8/8 episodes, {won} successes so far (temperature 1)" in result.stderr
+    assert re.search(r"eval: 4/4 episodes, \d success(es)? so far \(greedy\)", result.stderr), result.stderr
+    assert f"eval: 8/8 episodes, {won} success{'es' * (won != 1)} so far (temperature 1)" in result.stderr
 
 
 def test_the_greedy_failures_that_sampling_solves_are_counted_task_by_task() -> None:

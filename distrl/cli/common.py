@@ -92,8 +92,10 @@ def _headline(inventory: Inventory) -> str:
     )
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' * (number != 1)}"
+def _count(number: int, noun: str, plural: str = "") -> str:
+    """``number`` with ``noun`` in its number: ``1 episode``, ``2 episodes``, ``0 successes`` (``plural``
+    where it is not the noun and an s)."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def _integer(text: str) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _say, _unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
@@ -196,7 +196,7 @@ class _Progress:
             if done < total and now - self._shown < (1.0 if self._live else 15.0):
                 return
             self._shown = now
-            line = f"eval: {done}/{total} episodes, {won} successes so far ({name})"
+            line = f"eval: {done}/{total} episodes, {_count(won, 'success', 'successes')} so far ({name})"
             end = "" if self._live else "\n"
             print(f"\r\x1b[2K{line}" if self._live else line, end=end, file=sys.stderr, flush=True)
 

@@ -67,23 +67,25 @@ def _run(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"
     _say(
-        f"{stats.completed} episodes ({stats.success_rate:.0%} success) in {stats.elapsed_s:.0f} s; "
-        f"{stats.updates} updates; failed episodes: {failed} (all re-queued); "
-        f"{stats.device_errors} cut short by a device; {stats.retired} device(s) retired; "
-        f"{stats.weight_pushes} weight pushes, {stats.weight_bytes / 1e6:.1f} MB."
+        f"{_count(stats.completed, 'episode')} ({stats.success_rate:.0%} success)"
+        f" in {stats.elapsed_s:.0f} s; "
+        f"{_count(stats.updates, 'update')}; failed episodes: {failed} (all re-queued); "
+        f"{stats.device_errors} cut short by a device; {_count(stats.retired, 'device')} retired; "
+        f"{_count(stats.weight_pushes, 'weight push', 'weight pushes')}, {stats.weight_bytes / 1e6:.1f} MB."
     )
     if stats.judge:
         judge = stats.judge
         _say(
-            f"judge: {judge['verdicts']:.0f} verdicts ({judge['cache_hits']:.0f} cached),"
-            f" {judge['requests']:.0f} requests, p50 {judge['latency_p50_s']:.1f} s to a verdict,"
+            f"judge: {_count(round(judge['verdicts']), 'verdict')} ({judge['cache_hits']:.0f} cached),"
+            f" {_count(round(judge['requests']), 'request')},"
+            f" p50 {judge['latency_p50_s']:.1f} s to a verdict,"
             f" {judge['prompt_tokens']:.0f} +"
             f" {judge['completion_tokens']:.0f} tokens."
         )
     if stats.unscored:
         _say(
-            f"{stats.unscored} episode(s) came back with no score (or still waited for the judge at the"
-            " stop) and were not trained on (see the log)."
+            f"not trained on: {_count(stats.unscored, 'episode')} with no score (it came back without one,"
+            " or still waited for the judge at the stop; see the log)."
         )
     problem = stats.achieved_nothing
     if problem:
@@ -225,7 +227,7 @@ def _check(args: argparse.Namespace) -> int:
             "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
         )
         python = host.python or "~/.distrl/venv/bin/python (deploy's), else python3"
-        _say(f"  {host.name:<16} {where}; python {python}; {host.max_episodes} episode(s) at once")
+        _say(f"  {host.name:<16} {where}; python {python}; {_count(host.max_episodes, 'episode')} at once")
         _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
         if host.devices.avd:
             problem = _emulator_problem(host)
@@ -339,17 +341,17 @@ def _collect(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt as stop:
         _say(
-            f"stopped ({stop_name(stop)}): {writer.written} episodes written to {args.out} ({writer.unscored}"
-            " unscored); read them with distrl.episodes.read_episodes"
+            f"stopped ({stop_name(stop)}): {_count(writer.written, 'episode')} written to {args.out}"
+            f" ({writer.unscored} unscored); {_look_at(args.out)}"
         )
         return stop_status(stop)
     stats = result.stats
     scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
     _say(
-        f"{writer.written} episodes written to {args.out} ({scored}, {stats.unscored} unscored,"
-        f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s; read them with"
-        " distrl.episodes.read_episodes"
+        f"{_count(writer.written, 'episode')} written to {args.out} ({scored}, {stats.unscored} unscored,"
+        f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s"
     )
+    _say(_look_at(args.out))
     if stats.ended == "judge":
         return _fail(f"collect stopped: {stats.achieved_nothing}", EXIT_FAILED)
     if stats.completed < args.episodes:
@@ -357,6 +359,24 @@ def _collect(args: argparse.Namespace) -> int:
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
         )
     return 0
+
+
+def _look_at(folder: Path) -> str:
+    """How to look at the episodes ``collect`` wrote to ``folder``."""
+    return (
+        f"look at them in a browser: python -m distrl view {shlex.quote(str(folder))}"
+        " (in Python: distrl.episodes.read_episodes)"
+    )
+
+
+def _made_by_init(example: str, target: Path) -> str:
+    """The documented inventory (``hosts.example.toml``) with its header told to the file ``init`` wrote:
+    not a copy to make, but the file itself."""
+    return example.replace(
+        "# Copy this file to hosts.toml and edit it. As it is,",
+        "# Made by `python -m distrl init`; edit it. As it is,",
+        1,
+    ).replace("`python -m distrl check hosts.toml`", f"`python -m distrl check {target}`", 1)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -367,7 +387,7 @@ def _init(args: argparse.Namespace) -> int:
         return _fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
     example = files("distrl").joinpath("hosts.example.toml").read_text(encoding="utf-8")
     try:
-        target.write_text(example, encoding="utf-8")
+        target.write_text(_made_by_init(example, target), encoding="utf-8")
     except OSError as exc:
         return _fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
     _say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")

@@ -16,7 +16,7 @@ from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from distrl.local.judge_eval import Calibration
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _fail, _say, _unknown_suite, run_async
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _say, _unknown_suite, run_async
 from distrl.records import InvalidAction
 
 
@@ -147,7 +147,8 @@ def _pretrain(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
     _say(
-        f"saved {report.out} after {report.steps} steps on {report.demonstrations} demonstration steps "
+        f"saved {report.out} after {_count(report.steps, 'step')} on"
+        f" {_count(report.demonstrations, 'demonstration step')} "
         f"({report.wall_s:.0f} s, final loss {report.final_loss:.4f})"
     )
     return 0
@@ -169,7 +170,7 @@ def _judge_eval(args: argparse.Namespace) -> int:
         )
     judge = build_judge(inventory)
     policy = None if inventory.policy.model == EXPERT else Policy.load(inventory.policy, seed=args.seed)
-    _say(f"playing {args.episodes} episodes of {suite} {args.split} on simulated phones ...")
+    _say(f"playing {_count(args.episodes, 'episode')} of {suite} {args.split} on simulated phones ...")
     episodes = calibration_episodes(
         policy, suite=suite, split=args.split, episodes=args.episodes, seed=args.seed
     )
@@ -186,8 +187,8 @@ def _judge_eval(args: argparse.Namespace) -> int:
         _say(result.report())
     if not result.judged:
         return _fail(
-            f"the judge at {inventory.judge.base_url} gave no verdict for any of the {result.unscored}"
-            f" episode(s): {result.why_unscored or 'no reason given'}",
+            f"the judge at {inventory.judge.base_url} gave no verdict for any of the"
+            f" {_count(result.unscored, 'episode')}: {result.why_unscored or 'no reason given'}",
             EXIT_FAILED,
         )
     return 0
@@ -211,7 +212,7 @@ def _export(args: argparse.Namespace) -> int:
         target, rows = write_metadata(args.folder, strict=args.strict)
     except (OSError, ValueError) as exc:
         return _fail(str(exc), EXIT_USAGE)
-    _say(f"wrote {target}: {rows} steps; load them with")
+    _say(f"wrote {target}: {_count(rows, 'step')}; load them with")
     _say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
     return 0
 
