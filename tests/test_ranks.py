@@ -280,3 +280,39 @@ def test_distrl_run_under_torchrun_on_two_nodes_trains_with_both(tmp_path: Path)
     updates = re.search(r"8 episodes .* (\d+) updates", said)
     assert updates is not None, said
     assert int(updates.group(1)) >= 1, said
+
+
+@pytest.mark.parametrize(
+    ("rank", "waited"),
+    [
+        (1, "for rank 0 at 127.0.0.1:{port}, which never answered"),
+        (0, "at 127.0.0.1:{port} for rank 1, which"),
+    ],
+)
+def test_a_torchrun_rank_whose_peers_never_come_names_them_in_one_line(
+    tmp_path: Path, rank: int, waited: str
+) -> None:
+    """``distrl run`` as ``torchrun`` starts it, for a world of two whose other rank never comes."""
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[run]\noutput_dir = "{tmp_path / "runs"}"\n[learner]\ncollective_timeout_s = 2\n'
+        '[[hosts]]\nname = "here"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "distrl", "run", str(inventory)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **environment, "MASTER_PORT": str(port)},
+        timeout=120,
+    )
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        f"distrl: error: learner rank {rank} of 2 (torchrun) waited 2 s (learner.collective_timeout_s) "
+        + waited.format(port=port)
+    ), lines[0]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,7 +52,7 @@ def start_ranks(policy: Policy, settings: LearnerSettings, *, seed: int) -> Rank
     launched = torchrun_rank()
     if launched is not None:
         rank, world = launched
-        dist.init_process_group(backend, init_method="env://", timeout=timeout)
+        _join_torchrun(backend, rank, world, settings.collective_timeout_s)
         return Ranks(rank=rank, world=world, device=policy.device, timeout_s=settings.collective_timeout_s)
     world = settings.ranks
     threads = before = torch.get_num_threads()
@@ -139,6 +141,43 @@ class Child:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+
+
+def _join_torchrun(backend: str, rank: int, world: int, timeout_s: float) -> None:
+    """Join ``torchrun``'s group from its environment (``MASTER_ADDR``, ``MASTER_PORT``), or raise
+    ``RankError`` (``timeout``) naming the peers this rank waited for: rank 0 for the others, the others
+    for rank 0. Another rank first waits here until rank 0's store answers, since torch's own client logs
+    each refused connection with its C++ stack."""
+    address, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), os.environ.get("MASTER_PORT", "")
+    others = f"ranks 1 to {world - 1}, which never all came" if world > 2 else "rank 1, which never came"
+    waited = (
+        f"for rank 0 at {address}:{port}, which never answered"
+        if rank
+        else f"at {address}:{port} for {others}"
+    )
+    problem = (
+        f"learner rank {rank} of {world} (torchrun) waited {timeout_s:g} s (learner.collective_timeout_s)"
+        f" {waited}: start `python -m distrl run` under torchrun on every node"
+    )
+    deadline = time.monotonic() + timeout_s
+    while rank and port.isdigit() and not _answers(address, int(port)):
+        if time.monotonic() > deadline:
+            raise RankError(problem, rank=0, reason="timeout")
+        time.sleep(_JOIN_POLL_S)
+    try:
+        timeout = datetime.timedelta(seconds=timeout_s)  # also every exchange's, for the whole run
+        dist.init_process_group(backend, init_method="env://", timeout=timeout)
+    except dist.DistError as exc:
+        raise RankError(f"{problem} ({exc})", rank=None if rank == 0 else 0, reason="timeout") from exc
+
+
+def _answers(address: str, port: int) -> bool:
+    """Whether something listens at ``address``:``port``."""
+    try:
+        with socket.create_connection((address, port), timeout=_JOIN_POLL_S):
+            return True
+    except OSError:
+        return False
 
 
 def _wait_until_joined(store: TCPStore, children: Sequence[Child], timeout_s: float) -> None:
