@@ -80,6 +80,7 @@ from typing import Any
 import peft
 import torch
 import transformers
+from plotting import saved_figure
 from transformers import PreTrainedTokenizerBase, Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
 from distrl.actions import format_action, parse_action
@@ -405,14 +406,15 @@ def measure(
 def _plot(runs: Sequence[Run], title: str, path: Path) -> bool:
     """Steps/s (bars, peak GiB written on them) against micro-batch; False without matplotlib."""
     try:
-        import matplotlib
+        with saved_figure(path, size=(6, 4)) as axes:
+            _draw(axes, runs, title)
     except ImportError:
         return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    return True
 
+
+def _draw(axes: Any, runs: Sequence[Run], title: str) -> None:
     measured = [r for r in runs if not r.skipped]
-    figure, axes = plt.subplots(figsize=(6, 4))
     labels = [str(r.micro_batch) for r in runs]
     rates = [r.steps_per_s for r in runs]
     bars = axes.bar(labels, rates, color=["C0" if not r.skipped else "lightgrey" for r in runs])
@@ -433,11 +435,6 @@ def _plot(runs: Sequence[Run], title: str, path: Path) -> bool:
     axes.set_title(title, fontsize=9)
     if measured:
         axes.set_ylim(0, max(rates) * 1.2)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return True
 
 
 @contextlib.contextmanager
