@@ -342,7 +342,7 @@ def _chromium() -> str:
     return found
 
 
-def _rendered(page: Path, tmp_path: Path) -> Image.Image:
+def _rendered(page: Path, tmp_path: Path, address: str = "") -> Image.Image:
     shot = tmp_path / "shot.png"
     subprocess.run(
         [
@@ -353,7 +353,7 @@ def _rendered(page: Path, tmp_path: Path) -> Image.Image:
             "--hide-scrollbars",
             "--window-size=900,1000",
             f"--screenshot={shot}",
-            page.as_uri(),
+            page.as_uri() + address,
         ],
         capture_output=True,
         timeout=60,
@@ -379,7 +379,7 @@ def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) 
     writer.write(_trajectory("2", success=False))
     page = write_viewer(folder)
     text = page.read_text()
-    assert "2 episodes, 1 successes" in text
+    assert "2 episodes, 1 success<" in text
     assert text.count("<details id=") == 2  # one per episode (and one for the table by task)
     assert "judge: the final screen shows Wi-Fi on" in text
     shown = _rendered(page, tmp_path)
@@ -394,6 +394,56 @@ def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) 
     )  # the files are what showed
     with pytest.raises(ValueError, match="holds no episodes"):
         write_viewer(tmp_path / "empty")
+
+
+def _red_widths(image: Image.Image) -> list[int]:
+    """The widths of the red screens side by side in the first row of screens, pixels."""
+    import numpy
+
+    pixels = numpy.asarray(image, dtype=numpy.int16)
+    red = (numpy.abs(pixels - numpy.array((200, 10, 10), dtype=numpy.int16)) <= 40).all(axis=-1)
+    row = red[numpy.flatnonzero(red.sum(axis=1) >= 100)[0] + 20].astype(numpy.int8)  # not a red word
+    edges = numpy.flatnonzero(numpy.diff(numpy.concatenate(([0], row, [0]))))
+    return [int(end - start) for start, end in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def test_the_viewer_tells_the_outcome_from_the_end_and_shows_the_phones_resolution(tmp_path: Path) -> None:
+    """An episode the policy called complete that failed reads as a failure that ended by the policy's
+    word; the screens show small, large, or at the phone's resolution (the size control, or a click on
+    one screen)."""
+    import dataclasses
+
+    from distrl.episodes.view import _ENDED, write_viewer
+
+    assert set(_ENDED) == {reason.value for reason in EndReason}  # every end in words
+    folder = tmp_path / "episodes"
+    EpisodeWriter(folder).write(
+        dataclasses.replace(_trajectory("1", success=False), end_reason=EndReason.COMPLETE)
+    )
+    for screen in folder.rglob("*.jpg"):
+        Image.new("RGB", (400, 880), (200, 10, 10)).save(screen, "JPEG")  # a phone 400 pixels wide
+    page = write_viewer(folder)
+    (summary,) = re.findall(r"<details id='run~abc~1'[^>]*><summary>(.*?)</summary>", page.read_text())
+    assert re.sub(r"<[^>]+>", "", summary).startswith(
+        "Turn on Wi-Fi failure · 2 steps · ended: the policy said the task was complete · "
+    )
+    small, large, full = (
+        _red_widths(_rendered(page, tmp_path, address)) for address in ("", "#size=large", "#size=full")
+    )
+    assert len(small) == 3  # two steps and the final screen
+    assert all(abs(width - 178) <= 2 for width in small)  # 180 px with their border
+    assert all(abs(width - 358) <= 2 for width in large[:2])
+    assert full[0] == 400  # pixel for pixel
+    clicked = folder / "clicked.html"  # the page, its first screen clicked
+    clicked.write_text(
+        page.read_text().replace(
+            "</body>", "<script>document.querySelector('.screen').click()</script></body>"
+        )
+    )
+    first, *others = _red_widths(_rendered(clicked, tmp_path))
+    assert first == 400
+    assert others
+    assert all(abs(width - 178) <= 2 for width in others)
 
 
 def test_export_is_a_dataset_that_datasets_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,10 +2,12 @@
 policy did, with nothing but a browser.
 
 One ``index.html`` beside the episode folders: a summary (episodes, successes, by task), then each
-episode (goal, outcome, the judge's verdict, end reason) with its steps in order: the screen the step
+episode (goal, outcome, the judge's verdict, why it ended) with its steps in order: the screen the step
 saw, where a tap or swipe went (a mark over the screen), the model's answer and the reward. Screens are
 linked, not copied: the page and the folder travel together; no server, no network. Filters (outcome,
-task, policy version; a few lines of script) narrow the list, and the page's address keeps them. The
+task, policy version; a few lines of script) narrow the list, a size control shows the screens small,
+large or at the phone's own resolution (pixel for pixel, its text as legible as on the phone), and the
+page's address keeps them; a click on a screen shows that one at full resolution, or small again. The
 first episode shown is open; the others open with a click.
 """
 
@@ -26,6 +28,8 @@ _SCRIPT = """
 const keys = ["outcome", "task", "version"];
 function apply() {
   const want = Object.fromEntries(keys.map(k => [k, document.getElementById(k).value]));
+  const size = document.getElementById("size").value;
+  document.body.dataset.size = size;
   let shown = 0, opened = false;
   for (const episode of document.querySelectorAll("details[data-outcome]")) {
     const ok = (!want.outcome || episode.dataset.outcome === want.outcome)
@@ -36,13 +40,18 @@ function apply() {
     shown += ok;
   }
   document.getElementById("shown").textContent = shown + " shown";
-  location.hash = new URLSearchParams(Object.entries(want).filter(([, v]) => v)).toString();
+  const kept = Object.entries(want).filter(([, v]) => v);
+  if (size !== "small") kept.push(["size", size]);
+  location.hash = new URLSearchParams(kept).toString();
 }
 const asked = new URLSearchParams(location.hash.slice(1));
-for (const k of keys) {
+for (const k of [...keys, "size"]) {
   const select = document.getElementById(k);
   if (asked.get(k)) select.value = asked.get(k);
   select.addEventListener("change", apply);
+}
+for (const screen of document.querySelectorAll(".screen")) {
+  screen.addEventListener("click", () => screen.closest("figure").classList.toggle("full"));
 }
 apply();
 """
@@ -52,14 +61,37 @@ body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; }
 details { border-top: 1px solid #ddd; padding: 6px 0; } summary { cursor: pointer; }
 .success { color: #197a3c; } .failure { color: #b3261e; } .unscored { color: #777; }
-.steps { display: flex; flex-wrap: wrap; gap: 12px; margin-top: 8px; }
-figure { margin: 0; width: 180px; } figcaption { font-size: 12px; overflow-wrap: anywhere; }
-.screen { position: relative; width: 180px; }
-.screen img { width: 180px; display: block; border: 1px solid #ccc; }
-.mark { position: absolute; width: 12px; height: 12px; margin: -6px 0 0 -6px; border-radius: 6px;
+.ended { color: #555; }
+.steps { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 12px; margin-top: 8px; }
+body { --screen: 180px; } body[data-size=large] { --screen: 360px; }
+figure { margin: 0; width: var(--screen); }
+figcaption { font-size: 12px; overflow-wrap: anywhere; width: 0; min-width: 100%; }
+.screen { position: relative; width: var(--screen); cursor: zoom-in; }
+.screen img { width: 100%; display: block; box-sizing: border-box; border: 1px solid #ccc; }
+body[data-size=full] figure, body[data-size=full] .screen { width: max-content; }
+figure.full, figure.full .screen { width: max-content; }
+body[data-size=full] .screen img, figure.full .screen img { width: auto; }
+figure.full .screen { cursor: zoom-out; }
+body[data-size=full] .mark, figure.full .mark { width: 36px; height: 36px; margin: -22px 0 0 -22px;
+  border-width: 4px; }
+.mark { position: absolute; width: 12px; height: 12px; margin: -8px 0 0 -8px; border-radius: 50%;
         background: rgba(255, 0, 80, 0.7); border: 2px solid white; }
 .lift { background: rgba(0, 120, 255, 0.7); }
 """
+
+
+_SCREEN = "<div class='screen' title=\"a click: the phone's resolution, or small again\">"
+"""A screen's frame (its image and marks inside)."""
+
+_ENDED = {
+    "complete": "the policy said the task was complete",
+    "impossible": "the policy said the task was impossible",
+    "step_limit": "the step limit was reached",
+    "device_error": "the device failed",
+    "policy_error": "the policy failed or did not answer in time",
+    "cancelled": "the run stopped",
+}
+"""Why an episode ended (``EndReason``), in words: what the policy said is not the outcome."""
 
 
 def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
@@ -77,7 +109,7 @@ def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>distrl episodes</title>",
         f"<style>{_STYLE}</style></head><body>",
-        f"<h1>{len(episodes)} episodes, {total_won} successes</h1>",
+        f"<h1>{_count(len(episodes), 'episode')}, {_count(total_won, 'success', 'successes')}</h1>",
         f"<details class='tasks'><summary>by task ({len(by_task)})</summary>",
         "<table><tr><th>goal</th><th>episodes</th><th>successes</th></tr>",
         *(
@@ -110,13 +142,16 @@ def _filters(episodes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]) -
         + select("outcome", "outcome", ["success", "failure", "unscored"])
         + select("task", "task", goals)
         + select("version", "policy version", [str(v) for v in versions])
-        + "<span id='shown'></span></p>"
+        + "<label>screens <select id='size'><option value='small'>small</option>"
+        "<option value='large'>large</option><option value='full'>the phone's resolution</option>"
+        "</select></label> <span id='shown'></span></p>"
     )
 
 
 def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]], *, first: bool) -> str:
     success = head["success"]
     outcome = {True: "success", False: "failure", None: "unscored"}[success]  # type: ignore[index]
+    end = str(head["end_reason"])
     task = head["task"]
     assert isinstance(task, dict)
     verdict = f" · judge: {html.escape(str(head['verdict']))}" if head.get("verdict") else ""
@@ -129,17 +164,21 @@ def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]],
     if head.get("final_screen"):
         source = html.escape(f"{name}/{head['final_screen']}", quote=True)
         figures.append(
-            f"<figure><div class='screen'><img src='{source}' alt='final screen'></div>"
+            f"<figure>{_SCREEN}<img src='{source}' alt='final screen'></div>"
             "<figcaption>the final screen</figcaption></figure>"
         )
     return (
         f"<details id='{html.escape(name, quote=True)}'{data}{' open' if first else ''}>"
         f"<summary><b>{html.escape(str(task['goal']))}</b> "
-        f"<span class='{outcome}'>{outcome}</span> · {len(steps)} steps"
-        f" · {html.escape(str(head['end_reason']))}"
+        f"<span class='{outcome}'>{outcome}</span> · {_count(len(steps), 'step')}"
+        f" · <span class='ended'>ended: {html.escape(_ENDED.get(end, end))}</span>"
         f" · {html.escape(str(head['device']))} on {html.escape(str(head['host']))}{verdict}</summary>"
         f"<div class='steps'>{''.join(figures)}</div></details>"
     )
+
+
+def _count(number: int, noun: str, plural: str = "") -> str:
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def _step(name: str, step: dict[str, object]) -> str:
@@ -156,7 +195,7 @@ def _step(name: str, step: dict[str, object]) -> str:
         what += f" “{action['text']}”"
     source = html.escape(f"{name}/{step['screen']}", quote=True)
     return (
-        f"<figure><div class='screen'><img src='{source}' alt='step {step['index']}'>{marks}</div>"
+        f"<figure>{_SCREEN}<img src='{source}' alt='step {step['index']}'>{marks}</div>"
         f"<figcaption>{step['index']}. {html.escape(what)} · reward {step['reward']}<br>"
         f"<code>{html.escape(str(step['output'])[:300])}</code></figcaption></figure>"
     )
