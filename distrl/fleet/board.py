@@ -147,8 +147,7 @@ class Gauges:
             policy_version=publisher.version if publisher else 0,
             lag_p50=lag_p50,
             host_lag_p50=host_lag_p50,
-            # once stopped, the hosts are being shut down: the count of the run is the most up at once
-            hosts_up=hosts.most_up if self.stop.is_set() else len(hosts.up),
+            hosts_up=len(hosts.up_until_stop),  # the stop's shutdown does not count
             hosts=self.host_count,
             given_up=dict(hosts.given_up),
             retired=self.sessions.retired,

@@ -68,8 +68,8 @@ class HostSupervisor:
         self._publisher = publisher
         self._on_step = on_step
         self.up: set[str] = set()
-        self.most_up = 0
-        """The most hosts that were up at once."""
+        self.up_until_stop: set[str] = set()
+        """The hosts up, and those the run's stop shut down: what a run's final numbers count as up."""
         self.restarts = 0
         self.given_up: dict[str, str] = {}
         """Hosts past their restart budget, with their last error."""
@@ -141,12 +141,14 @@ class HostSupervisor:
             await self._publisher.catch_up(link)
             tg.start_soon(self._publisher.serve, link)
         self.up.add(link.name)
-        self.most_up = max(self.most_up, len(self.up))
+        self.up_until_stop.add(link.name)
         log.info("host %s: up, %d device(s)", link.name, len(link.devices))
         try:
             await self._play(link)
         finally:
             self.up.discard(link.name)
+            if not self._stop.is_set():  # lost or done while the run goes
+                self.up_until_stop.discard(link.name)
         if link.lost:
             return False
         with anyio.move_on_after(timeouts.cleanup_s), contextlib.suppress(*LINK_ERRORS):

@@ -81,8 +81,7 @@ class RunStats:
     host_lag_p50: dict[str, int] = dataclasses.field(default_factory=dict)
     """``lag_p50`` per host: a host whose weights arrive late shows here."""
     hosts_up: int = 0
-    """Hosts up while the run goes; once it has stopped (its final numbers), the most that were up at once
-    (they are shut down by then)."""
+    """Hosts up; in a run's final numbers (after its hosts are shut down), those up when it stopped."""
     hosts: int = 0
     given_up: dict[str, str] = dataclasses.field(default_factory=dict)
     """Hosts the run went on without, each with its last error."""
