@@ -401,8 +401,9 @@ def _red_widths(image: Image.Image) -> list[int]:
     import numpy
 
     pixels = numpy.asarray(image, dtype=numpy.int16)
-    red = (numpy.abs(pixels - numpy.array((200, 10, 10), dtype=numpy.int16)) <= 40).all(axis=-1)
-    row = red[numpy.flatnonzero(red.sum(axis=1) >= 100)[0] + 20].astype(numpy.int8)  # not a red word
+    near = numpy.abs(pixels - numpy.array((200, 10, 10), dtype=numpy.int16)) <= 40
+    red = numpy.asarray(near.all(axis=-1), dtype=numpy.int8)
+    row = red[numpy.flatnonzero(red.sum(axis=1) >= 100)[0] + 20]  # a row of screens, not a red word
     edges = numpy.flatnonzero(numpy.diff(numpy.concatenate(([0], row, [0]))))
     return [int(end - start) for start, end in zip(edges[::2], edges[1::2], strict=True)]
 
