@@ -257,7 +257,7 @@ def test_a_malformed_episode_is_refused_with_its_file_and_skipped_by_view_and_ex
     with caplog.at_level(logging.WARNING):
         page = write_viewer(folder)
         _, rows = write_metadata(folder)
-    assert "1 episodes, 1 successes" in page.read_text()
+    assert "<h1>1 episode, 1 success</h1>" in page.read_text()
     assert "run/abc/2" not in page.read_text()
     assert rows == 2  # the good episode's two steps; nothing of the bad one
     assert "run/abc/2" not in (folder / "metadata.jsonl").read_text()
