@@ -35,6 +35,8 @@ def _report(update: int, trained_steps: int) -> UpdateReport:
         staleness=(0, 1),
         wall_s=0.1,
         kl=0.02 * update,
+        losses={"surrogate": 0.5} if trained_steps else {},
+        stats={"uniform_groups": 0.25 * update},
     )
 
 
@@ -92,6 +94,8 @@ def test_the_board_writes_only_what_is_true(tmp_path: Path) -> None:
     assert [step for step, _ in scalars["learner/critic_loss"]] == [1, 2]
     assert [step for step, _ in scalars["learner/kl"]] == [1, 2]  # the anchor's distance to the start
     assert [value for _, value in scalars["learner/kl"]] == pytest.approx([0.02, 0.04])
+    assert scalars["learner/loss/surrogate"] == [(2, 0.5)]  # the algorithm's own named losses
+    assert scalars["learner/uniform_groups"] == [(1, 0.25), (2, 0.5)]  # and what else it reports
     assert [value for _, value in scalars["fleet/hosts_up"]] == [2, 2]  # the shutdown's 0 is not written
     assert scalars["collect/failed"][-1][1] == 1  # the stopped episodes are not failures
 

@@ -11,7 +11,17 @@ import math
 import pytest
 import torch
 
-from distrl.learner.losses import a_ride_weights, actor_loss, digirl_keep, filtered_bc_keep, top_trajectories
+from distrl.learner.losses import (
+    a_ride_weights,
+    clipped_surrogate,
+    digirl_keep,
+    filtered_bc_keep,
+    group_advantages,
+    kl_anchor,
+    kl_to_reference,
+    top_trajectories,
+    weighted_likelihood,
+)
 from distrl.learner.retrace import actor_advantages
 from distrl.learner.rewards import outcome_rewards, rewarded, shaped_rewards
 from distrl.records import Action, ActionType, EndReason, InvalidAction, Step, Task, Trajectory
@@ -30,27 +40,17 @@ def a_ride_actor_loss(
     entropy_coef: float,
     steps: int,
 ) -> torch.Tensor:
-    """Eq. 1's loss with one weight on the whole answer: ``actor_loss`` with all of log π as the decision."""
+    """Eq. 1's loss with one weight on the whole answer: ``weighted_likelihood`` with all of log π as the
+    decision."""
     zeros = torch.zeros_like(logprob)
-    return actor_loss(
-        logprob,
-        zeros,
-        entropy,
-        None,
-        weights,
-        zeros,
-        sample_weights,
-        entropy_coef=entropy_coef,
-        kl_coef=0.0,
-        steps=steps,
+    return weighted_likelihood(
+        logprob, zeros, entropy, weights, zeros, sample_weights, entropy_coef=entropy_coef, steps=steps
     )
 
 
 def imitation_loss(logprob: torch.Tensor, *, steps: int) -> torch.Tensor:
     ones, zeros = torch.ones_like(logprob), torch.zeros_like(logprob)
-    return actor_loss(
-        logprob, zeros, zeros, None, ones, ones, ones, entropy_coef=0.0, kl_coef=0.0, steps=steps
-    )
+    return weighted_likelihood(logprob, zeros, zeros, ones, ones, ones, entropy_coef=0.0, steps=steps)
 
 
 def test_the_rho_clip_caps_each_steps_ratio() -> None:
@@ -134,16 +134,14 @@ def test_the_decision_and_the_shared_format_take_their_own_weights() -> None:
     decision = _t(-2.0, -1.0).requires_grad_()  # Σ log π over each answer's decision tokens
     shared = _t(-0.5, -0.25).requires_grad_()  # … and over its format tokens
     advantages = _t(-0.5, 1.0)
-    loss = actor_loss(
+    loss = weighted_likelihood(
         decision,
         shared,
         _t(0.0, 0.0),
-        None,
         advantages,
         advantages.clamp(min=0.0),
         _t(1.0, 1.0),
         entropy_coef=0.0,
-        kl_coef=0.0,
         steps=2,
     )
     # L = −((−0.5·(−2) + 0·(−0.5)) + (1·(−1) + 1·(−0.25))) / 2 = −(1 − 1.25) / 2
@@ -159,17 +157,85 @@ def test_the_anchor_adds_kappa_times_the_mean_kl_and_pulls_it_down() -> None:
     logprob, entropy = _t(-1.0, -1.0), _t(0.0, 0.0)
     kl = _t(0.2, 0.6).requires_grad_()
     ones, zeros = _t(1.0, 1.0), _t(0.0, 0.0)
-    anchored = actor_loss(
-        logprob, zeros, entropy, kl, ones, ones, _t(1.0, 0.5), entropy_coef=0.0, kl_coef=2.0, steps=2
-    )
-    free = actor_loss(
-        logprob, zeros, entropy, kl, ones, ones, _t(1.0, 0.5), entropy_coef=0.0, kl_coef=0.0, steps=2
-    )
+    free = weighted_likelihood(logprob, zeros, entropy, ones, ones, _t(1.0, 0.5), entropy_coef=0.0, steps=2)
+    anchored = free + kl_anchor(kl, _t(1.0, 0.5), kl_coef=2.0, steps=2)
     # L = −(1·(−1) + 0.5·(−1)) / 2 + 2·(1·0.2 + 0.5·0.6) / 2 = 0.75 + 0.5
     assert (anchored.item(), free.item()) == pytest.approx((1.25, 0.75))
     anchored.backward()  # type: ignore[no-untyped-call]
     assert kl.grad is not None
     torch.testing.assert_close(kl.grad, _t(1.0, 0.5))  # ∂L/∂KL = κ·w / N > 0: descent lowers the KL
+
+
+def test_the_kl_to_the_reference_sums_each_answer_tokens_kl_and_skips_tokens_both_forbid() -> None:
+    # one answer of two tokens over a vocabulary of three, the third token forbidden in both
+    inf = math.inf
+    policy = torch.log(torch.tensor([[[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]]]))
+    reference = torch.log(torch.tensor([[[0.25, 0.75, 0.0], [0.25, 0.75, 0.0]]]))
+    assert bool(torch.isneginf(policy[..., 2]).all())
+    answer = torch.tensor([[True, True]])
+    kl = kl_to_reference(policy, reference, answer)
+    # token 1: 0.5·ln(0.5/0.25) + 0.5·ln(0.5/0.75); token 2: the same distribution, 0
+    expected = 0.5 * math.log(2) + 0.5 * math.log(0.5 / 0.75)
+    assert kl.tolist() == pytest.approx([expected])
+    # a position outside the answer adds nothing
+    assert kl_to_reference(policy, reference, torch.tensor([[False, True]])).tolist() == pytest.approx([0.0])
+    with pytest.raises(ValueError, match="the reference is"):
+        kl_to_reference(policy, reference[:, :1], answer)
+    assert -inf < float(kl) < inf
+
+
+def test_the_clipped_surrogate_clips_the_ratio_on_the_side_the_advantage_pushes() -> None:
+    # classic form (ratio to μ): ρ = e^(log π − log μ) = 2, 0.5 and 1.1; ε = 0.2
+    logprob = torch.log(_t(0.4, 0.1, 0.22)).requires_grad_()
+    behaviour = torch.log(_t(0.2, 0.2, 0.2))
+    advantages = _t(1.0, -1.0, 1.0)
+    loss, clipped = clipped_surrogate(
+        logprob,
+        logprob.detach(),
+        behaviour,
+        advantages,
+        clip=0.2,
+        behaviour_cap=5.0,
+        decoupled=False,
+        steps=3,
+    )
+    # min(2·1, 1.2·1) = 1.2; min(0.5·(−1), 0.8·(−1)) = −0.8; min(1.1, 1.1) = 1.1 → L = −(1.2 − 0.8 + 1.1)/3
+    assert loss.item() == pytest.approx(-(1.2 - 0.8 + 1.1) / 3)
+    assert clipped.tolist() == [True, True, False]
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert logprob.grad is not None
+    # clipped steps give no gradient; the unclipped one: ∂L/∂log π = −ρ·A/3
+    torch.testing.assert_close(logprob.grad, _t(0.0, 0.0, -1.1 / 3))
+
+
+def test_the_decoupled_surrogate_weighs_each_step_by_its_capped_staleness() -> None:
+    # π_θ = π_prox (the update's first step): ratio 1, so the loss is −Σ min(π_prox/μ, c)·A / N
+    proximal = torch.log(_t(0.4, 0.3))
+    behaviour = torch.log(_t(0.2, 0.01))  # π_prox/μ = 2 and 30, capped at 5
+    logprob = proximal.clone().requires_grad_()
+    loss, clipped = clipped_surrogate(
+        logprob, proximal, behaviour, _t(1.0, -1.0), clip=0.2, behaviour_cap=5.0, decoupled=True, steps=2
+    )
+    assert loss.item() == pytest.approx(-(2.0 * 1.0 + 5.0 * -1.0) / 2)
+    assert clipped.tolist() == [False, False]
+    loss.backward()  # type: ignore[no-untyped-call]
+    assert logprob.grad is not None
+    torch.testing.assert_close(logprob.grad, _t(-1.0, 2.5))  # the weight is a constant; ∂r/∂log π = r = 1
+
+
+def test_group_advantages_contrast_plays_of_one_task_and_drop_uniform_groups() -> None:
+    rewards = _t(1.0, 0.0, 0.0, 1.0, 1.0, 0.0)
+    groups = ["a", "a", "a", "b", "b", "c"]
+    grpo, informative = group_advantages(rewards, groups, scale=True)
+    # group a: mean 1/3, population std √(2/9); b: all successes (uniform); c: a group of one
+    std = math.sqrt(2 / 9)
+    torch.testing.assert_close(grpo, _t((2 / 3) / std, (-1 / 3) / std, (-1 / 3) / std, 0.0, 0.0, 0.0))
+    assert informative.tolist() == [True, True, True, False, False, False]
+    centred, _ = group_advantages(rewards, groups, scale=False)
+    torch.testing.assert_close(centred, _t(2 / 3, -1 / 3, -1 / 3, 0.0, 0.0, 0.0))
+    # RLOO: R_i minus the mean of the others: 1 − 0 = 1; 0 − (1 + 0)/2 = −1/2
+    rloo, _ = group_advantages(rewards, groups, scale=False, leave_one_out=True)
+    torch.testing.assert_close(rloo, _t(1.0, -0.5, -0.5, 0.0, 0.0, 0.0))
 
 
 def test_digirl_keeps_steps_above_one_over_h_of_trajectories_that_beat_their_instruction_value() -> None:

@@ -33,6 +33,7 @@ from distrl.config.reader import (
     parse_inventory,
     parse_learner_settings,
     parse_worker_settings,
+    read_section,
     worker_settings_json,
 )
 from distrl.config.settings import (
@@ -75,5 +76,6 @@ __all__ = [
     "parse_learner_settings",
     "parse_inventory",
     "parse_worker_settings",
+    "read_section",
     "worker_settings_json",
 ]

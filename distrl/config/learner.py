@@ -1,22 +1,31 @@
-"""``[learner]``: the algorithm and its hyper-parameters, each with its default, bounds and meaning (the
-equations: ``distrl.learner``'s modules)."""
+"""``[learner]``: the learner core's settings and the algorithm's name, each with its default, bounds and
+meaning. Each algorithm's own settings are its table ``[learner.NAME]``, kept here as written and read by
+the algorithm (``distrl.learner.algorithms.configure``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
 from distrl.config.fields import num_field, text_field
 
-__all__ = ["LearnerSettings"]
+__all__ = ["MOVED_KEYS", "LearnerSettings"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class LearnerSettings:
-    """The algorithm and its hyper-parameters (see the learner's docs for the equations)."""
+    """The learner core's settings and the algorithm it runs."""
 
-    algorithm: Literal["a-ride", "digirl", "filtered-bc"] = "a-ride"
-    """``a-ride`` (DistRL), ``digirl`` (AWR with hard filtering) or ``filtered-bc``."""
+    algorithm: str = text_field(
+        "a-ride",
+        r"[a-z0-9][a-z0-9_-]*|[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*",
+        "an algorithm's name or 'module:Class'",
+    )
+    """The algorithm: a registered name (``a-ride``, the DistRL paper's; ``digirl``, ``filtered-bc``,
+    ``ppo``, ``grpo``, ``rloo``) or ``module:Class`` for your own. Its settings: ``[learner.NAME]``."""
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each algorithm's settings table as written (``[learner.a_ride]``: ``tables["a_ride"]``)."""
     device: str = text_field(
         "auto", r"auto|cpu|mps|cuda(:[0-9]+)?", "'auto', 'cpu', 'mps', 'cuda' or 'cuda:N'"
     )
@@ -24,59 +33,17 @@ class LearnerSettings:
     lr_actor: float = num_field(1e-4, gt=0)
     """Adam learning rate of the adapter."""
     lr_critic: float = num_field(1e-4, gt=0)
-    """Adam learning rate of the critics."""
+    """Adam learning rate of the algorithm's networks (its critics)."""
     batch_size: int = num_field(8, gt=0)
     """Trajectories per update."""
-    gamma: float = num_field(0.9, ge=0, le=1)
-    """Discount factor γ."""
-    retrace_lambda: float = num_field(1.0, ge=0, le=1)
-    """λ in the truncated importance weight c = λ·min(1, ρ) of the step critic's Retrace targets."""
-    advantage_lambda: float = num_field(0.5, ge=0, le=1)
-    """A-RIDE: λ of the traces in the actor's advantages A_t = r_t + γ·v_{t+1} − V(s_t), where v are
-    Retrace targets with c = advantage_lambda·min(1, ρ) (``retrace_lambda``: the critic's own targets).
-    Below 1 a step is credited more with what its action changed at once and less with the rest of its
-    episode, as GAE's λ does; at 1 every step of a successful episode gets nearly the same credit, wasted
-    moves included (README, "Benchmarks": 0.5 trains better than 1 on ``tiny``)."""
-    rho_clip: float = num_field(1.0, gt=0, allow_inf=True)
-    """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
-    push_down_floor: float = num_field(0.0, ge=0, le=1)
-    """A-RIDE: a step whose weight is negative (a negative advantage, an invalid answer) stops pushing its
-    answer down once ρ = π/μ has fallen below this, as PPO's clip at 1 − ε stops a push down; 0 never
-    stops (the push then fades only with ρ itself)."""
-    entropy_coef: float = num_field(0.0, ge=0)
-    """β, A-RIDE's entropy bonus coefficient. 0: no bonus, as the paper's released code defaults (β = 0.05
-    when it is on). Measured on ``tiny-bc``: its answers' entropy is 0.01-0.02 nats per token, so the bonus
-    buys no exploration, and β = 0.05 cost test success at temperature 1 in each of three paired fleet
-    seeds (README, "A-RIDE against DigiRL in the fleet")."""
-    invalid_penalty: float = num_field(1.0, ge=0)
-    """Weight of the invalid-action penalty term."""
-    advantages: Literal["decision", "positive", "normalised", "signed"] = "decision"
-    """A-RIDE: which advantages weigh −log π in the actor loss.
-
-    - ``decision`` (default): A_t signed, scaled to weighted mean magnitude 1 over the batch, on the
-      answer's decision tokens (action type, points, typed text), and only its positive part on the
-      format tokens every answer shares: failures teach too, and the shared format is never pushed down.
-    - ``positive``: max(A_t, 0) on the whole answer, so the actor raises only the actions that did better
-      than the step critic expected; scaled to mean 1 over the steps it keeps. The paper's released code
-      clamps A the same way (then binarises it, losing the size). Only successes teach.
-    - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch, on the
-      whole answer.
-    - ``signed``: A_t as it is on the whole answer, Eq. 1 as written.
-
-    Why not ``signed`` on the whole answer: an answer's log-prob sums over all its tokens, most of them
-    the action format every answer shares. When most episodes fail most advantages are negative, and
-    pushing those answers down pushes the shared format down on every update, so a small policy drifts
-    into answers that do not parse (README, "Learner")."""
     kl_coef: float = num_field(1.0, ge=0)
-    """κ_KL, the weight of the anchor: the KL(π ‖ π_ref) of each trained answer (per token, summed over
+    """κ_KL, the weight of the core's anchor: the KL(π ‖ π_ref) of each trained answer (per token, summed over
     the answer, as its log-prob is) to the starting policy π_ref (the model with its adapter disabled
     when training starts from a fresh adapter, else a frozen copy of the adapter the learner started
     from). 0 turns it off (no reference pass). It keeps the greedy policy, which users deploy, from
     drifting away from its start while training at temperature 1 (README, "Benchmarks": without it
     greedy train success fell 10 points in 80 updates; with 1 it held). ``decision`` advantages need it:
     with an anchor about 500 times weaker they unlearned the start (greedy train success 43% → 15%)."""
-    priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
-    """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     priority_alpha: float = num_field(0.5, ge=0)
     """Sampling ∝ priority^α (0 is uniform)."""
     priority_beta: float = num_field(0.4, ge=0, le=1)
@@ -88,8 +55,9 @@ class LearnerSettings:
     grad_clip: float = num_field(1.0, gt=0)
     """Global gradient-norm clip."""
     critic_warmup_updates: int = num_field(20, ge=0)
-    """The first updates train only the critics (``a-ride`` and ``digirl``), so that the actor's first
-    advantages come from a critic that has learnt something."""
+    """The first updates train only the algorithm's networks where it has some (``a-ride``, ``digirl``,
+    ``ppo`` with a value baseline), so that the actor's first advantages come from a critic that has learnt
+    something."""
     lr_warmup_updates: int = num_field(0, ge=0)
     """The actor's learning rate rises linearly to ``lr_actor`` over its first this many updates (those
     after the critic warm-up): ``lr_actor``·k/N at its k-th; 0 starts at ``lr_actor``."""
@@ -114,24 +82,29 @@ class LearnerSettings:
     """Recompute the model's activations in the actor's backward pass instead of keeping them: more
     compute, far less memory (a 2B policy keeps about 20 GB of activations per 1080×2400 step without
     it, so only a micro-batch of 1 or 2 fits an 80 GB GPU)."""
-    digirl_lambda: float = num_field(0.5, ge=0, le=1)
-    """λ of DigiRL's doubly robust step advantage (``algorithm = "digirl"`` only)."""
-    digirl_top: float = num_field(1.0, gt=0, le=1)
-    """DigiRL's curriculum: the share of each batch's trajectories its actor may learn from, the highest
-    by instruction-level advantage r − V_instr(c) (and only those above 0). Its paper keeps the top p% of
-    the replay data (its code: 10%); 1 keeps every trajectory above 0."""
-    step_cost: float = num_field(0.0, ge=0)
-    """A-RIDE's reward r: taken off every step (the paper's code: 0.05), so shorter successes score
-    higher."""
-    repeat_penalty: float = num_field(0.0, ge=0)
-    """A-RIDE's reward r: taken off a step that repeats the previous valid action, times how many times
-    in a row it has been repeated (the paper's code: 0.4)."""
-    invalid_reward: float = num_field(0.0, ge=0)
-    """A-RIDE's reward r: taken off a step whose answer is not an action (the paper's code: 1). Beside
-    ``invalid_penalty``, the actor loss's own term for such answers."""
-    trajectory_filter: Literal["off", "value", "advantage"] = "off"
-    """A-RIDE's use of the trajectory critic V_traj(s_H, a_H): ``value`` trains the actor on the
-    trajectories it values highest, ``advantage`` on the highest r − V_traj (the paper's released code),
-    ``off`` on all (the critics always train on all)."""
-    trajectory_top: float = num_field(0.5, gt=0, le=1)
-    """The share of each batch's trajectories ``trajectory_filter`` keeps (rounded up)."""
+
+
+MOVED_KEYS: Mapping[str, str] = {
+    **{
+        key: f"learner.a_ride.{key}"
+        for key in (
+            "gamma",
+            "retrace_lambda",
+            "advantage_lambda",
+            "rho_clip",
+            "push_down_floor",
+            "entropy_coef",
+            "invalid_penalty",
+            "advantages",
+            "priority_weights",
+            "step_cost",
+            "repeat_penalty",
+            "invalid_reward",
+            "trajectory_filter",
+            "trajectory_top",
+        )
+    },
+    "digirl_lambda": "learner.digirl.step_lambda",
+    "digirl_top": "learner.digirl.top",
+}
+"""Keys that ``[learner]`` held before each algorithm had its own table, and where each is now."""

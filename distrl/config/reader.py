@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
-from distrl.config.learner import LearnerSettings
+from distrl.config.learner import MOVED_KEYS, LearnerSettings
 from distrl.config.settings import (
     BUILT_IN_MODELS,
     Inventory,
@@ -55,7 +55,8 @@ def worker_settings_json(inventory: Inventory) -> str:
 def learner_settings_json(policy: PolicySettings, learner: LearnerSettings) -> str:
     """The settings a learner rank builds its policy and learner from, as a JSON document
     (``parse_learner_settings`` reads it)."""
-    document = {"policy": dataclasses.asdict(policy), "learner": dataclasses.asdict(learner)}
+    fields = dataclasses.asdict(learner)
+    document = {"policy": dataclasses.asdict(policy), "learner": {**fields.pop("tables"), **fields}}
     return json.dumps(document, allow_nan=True)
 
 
@@ -70,6 +71,13 @@ def parse_learner_settings(text: str) -> tuple[PolicySettings, LearnerSettings]:
         reader.section(PolicySettings, table.get("policy", {}), "policy"),
         reader.section(LearnerSettings, table.get("learner", {}), "learner"),
     )
+
+
+def read_section(cls: type[T], table: object, path: str, *, source: str = "") -> T:
+    """``table`` read into the settings dataclass ``cls`` with the inventory's own checks (types, bounds,
+    unknown keys); ``ConfigError`` naming ``source`` and the key under ``path`` otherwise. An algorithm's
+    table is read so (``distrl.learner.algorithms.configure``)."""
+    return _Reader(source or None).section(cls, table, path)
 
 
 def _document(text: str, what: str, source: str) -> tuple[_Reader, object]:
@@ -134,6 +142,8 @@ _LAUNCHER_FLAGS = ("-avd", "-port", "-ports", "-read-only", "-snapshot", "-no-sn
 """Emulator flags the launcher sets itself."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TABLE_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+"""The name of an algorithm's table under ``[learner]``: its name with ``_`` for ``-``."""
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -235,7 +245,24 @@ class _Reader:
         return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
 
     def section(self, cls: type[T], table: object, path: str) -> T:
+        if cls is LearnerSettings:
+            return self.learner(self.table(table, path), path)  # type: ignore[return-value]  # cls is it
         return cls(**self.fields(cls, self.table(table, path), path))
+
+    def learner(self, table: dict[str, Any], path: str) -> LearnerSettings:
+        """``[learner]``: the core's keys, and each ``[learner.NAME]`` table kept as written for its
+        algorithm to read (``distrl.learner.algorithms.configure``). A key that moved to an algorithm's
+        table is refused with where it is now."""
+        moved = [key for key in table if key in MOVED_KEYS]
+        if moved:
+            where = ", ".join(f"{_join(path, key)} is now {MOVED_KEYS[key]}" for key in moved)
+            raise self.fail(path, f"each algorithm's settings have their own table: {where}")
+        tables = {key: value for key, value in table.items() if isinstance(value, dict)}
+        plain = {key: value for key, value in table.items() if key not in tables}
+        for key in tables:
+            if not _TABLE_NAME.fullmatch(key):
+                raise self.fail(_join(path, key), "is not an algorithm's name (its table is [learner.NAME])")
+        return LearnerSettings(**self.fields(LearnerSettings, plain, path), tables=tables)
 
     def hosts(self, data: dict[str, Any]) -> tuple[HostEntry, ...]:
         defaults_table = self.table(data.get("defaults", {}), "defaults")
@@ -353,7 +380,7 @@ class _Reader:
 
     def fields(self, cls: type[Any], table: dict[str, Any], path: str) -> dict[str, Any]:
         """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""
-        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "source"}
+        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name not in ("source", "tables")}
         self.reject_unknown(table, list(specs), path)
         hints = typing.get_type_hints(cls)
         values: dict[str, Any] = {}

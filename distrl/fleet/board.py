@@ -223,6 +223,11 @@ class Curves:
             if name == "actor_loss" and not report.trained_steps:
                 continue  # the critics' warm-up (or filters that kept nothing): no actor loss to show
             self._writer.add_scalar(f"learner/{name}", getattr(report, name), step)
+        for name, value in report.losses.items():  # the algorithm's own named losses and what it reports
+            self._writer.add_scalar(f"learner/loss/{name}", value, step)
+        for name, value in report.stats.items():
+            if name not in _LEARNER_SCALARS:
+                self._writer.add_scalar(f"learner/{name}", value, step)
         if report.staleness:
             import torch
 

@@ -2,9 +2,10 @@
 (``Checkpoints``), without pickle (``distrl.learner.tensor_files``).
 
 - ``save_learner`` / ``load_learner``: the adapter (PEFT layout, ``adapter/``), and in
-  ``learner.safetensors`` the critics, both optimisers, the RNG states, the update count and the run's
-  progress counters; the replay buffer with its priorities and sampler state in ``replay.bin``. ``load``
-  then ``update()`` gives bitwise the update an uninterrupted run would have made. A checkpoint that does
+  ``learner.safetensors`` the algorithm's networks (its critics), both optimisers, the RNG states, the
+  update count and the run's progress counters; the replay buffer with its priorities and sampler state
+  in ``replay.bin``. ``load`` then ``update()`` gives bitwise the update an uninterrupted run would have
+  made. A checkpoint that does
   not load (missing, damaged, of another algorithm or model) leaves the learner as it was.
 - ``Checkpoints``: a folder of checkpoints ``step-000000050/`` …, each written in a ``.tmp-*`` folder,
   sealed with a ``manifest.json`` (size and SHA-256 of every file), fsynced and renamed into place; then
@@ -73,6 +74,8 @@ _STEP_NAME = re.compile(r"step-(\d{9,})")
 _TMP = ".tmp-"
 _READ_BYTES = 1 << 20
 _STATE_FILE = "learner.safetensors"
+_FORMAT = 2
+"""2: the algorithm's own networks (1, before: every algorithm's three critics)."""
 _REPLAY_FILE = "replay.bin"
 _ADAPTER_DIR = "adapter"
 
@@ -91,36 +94,51 @@ class Learner(Protocol):
     @property
     def settings(self) -> LearnerSettings: ...
     @property
-    def critics(self) -> torch.nn.Module: ...
+    def networks(self) -> torch.nn.Module | None: ...
     @property
     def actor_optimiser(self) -> torch.optim.Optimizer: ...
     @property
-    def critic_optimiser(self) -> torch.optim.Optimizer: ...
+    def critic_optimiser(self) -> torch.optim.Optimizer | None: ...
     @property
     def rng(self) -> random.Random: ...
 
 
 def training_state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The critics and both optimisers as named tensors (``critics.*``, ``optimiser.actor.*``,
-    ``optimiser.critic.*``), and the optimisers' structure: what a checkpoint saves of them, and what the
-    learner's ranks copy from rank 0 (``restore_training_state``)."""
-    tensors: dict[str, torch.Tensor] = {
-        f"critics.{name}": value.detach().cpu() for name, value in learner.critics.state_dict().items()
-    }
+    """The algorithm's networks and both optimisers as named tensors (``critics.*``, ``optimiser.actor.*``,
+    ``optimiser.critic.*``; no network, no critic optimiser), and the optimisers' structure: what a
+    checkpoint saves of them, and what the learner's ranks copy from rank 0 (``restore_training_state``)."""
+    networks, critic = learner.networks, learner.critic_optimiser
+    tensors: dict[str, torch.Tensor] = (
+        {f"critics.{name}": value.detach().cpu() for name, value in networks.state_dict().items()}
+        if networks is not None
+        else {}
+    )
     actor_tensors, actor_meta = optimizer_state(learner.actor_optimiser, "optimiser.actor")
-    critic_tensors, critic_meta = optimizer_state(learner.critic_optimiser, "optimiser.critic")
     tensors.update(actor_tensors)
-    tensors.update(critic_tensors)
-    return tensors, {"actor_optimiser": actor_meta, "critic_optimiser": critic_meta}
+    meta: dict[str, Any] = {"actor_optimiser": actor_meta, "critic_optimiser": None}
+    if critic is not None:
+        critic_tensors, meta["critic_optimiser"] = optimizer_state(critic, "optimiser.critic")
+        tensors.update(critic_tensors)
+    return tensors, meta
 
 
 def restore_training_state(learner: Learner, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
     """Put back what ``training_state`` gave (other tensors in ``tensors`` are ignored)."""
-    learner.critics.load_state_dict(
-        {name.removeprefix("critics."): t for name, t in tensors.items() if name.startswith("critics.")}
-    )
+    _load_networks(learner, tensors)
     load_optimizer_state(learner.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
-    load_optimizer_state(learner.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
+    if learner.critic_optimiser is not None:
+        load_optimizer_state(learner.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
+
+
+def _load_networks(learner: Learner, tensors: dict[str, torch.Tensor]) -> None:
+    """The algorithm's networks from the ``critics.*`` tensors; one the tensors lack is a ``KeyError``."""
+    if learner.networks is None:
+        return
+    own = learner.networks.state_dict()
+    absent = [name for name in own if f"critics.{name}" not in tensors]
+    if absent:
+        raise KeyError(f"the networks' {', '.join(absent[:3])} are not in it")
+    learner.networks.load_state_dict({name: tensors[f"critics.{name}"] for name in own})
 
 
 def save_learner(learner: Learner, folder: str | Path) -> None:
@@ -131,7 +149,7 @@ def save_learner(learner: Learner, folder: str | Path) -> None:
     rng_tensors, rng_meta = rng_state(learner.rng)
     tensors.update(rng_tensors)
     meta: dict[str, Any] = {
-        "format": 1,
+        "format": _FORMAT,
         "algorithm": learner.settings.algorithm,
         "updates": learner.updates,
         "progress": dict(learner.progress),
@@ -159,10 +177,12 @@ def load_learner(learner: Learner, folder: str | Path) -> None:
 def _memory(learner: Learner) -> tuple[Any, ...]:
     """Copies of everything ``_load`` changes, for ``_recall``."""
     return (
-        copy.deepcopy(learner.critics.state_dict()),
+        copy.deepcopy(learner.networks.state_dict()) if learner.networks is not None else None,
         learner.policy.adapter.state(),
         copy.deepcopy(learner.actor_optimiser.state_dict()),
-        copy.deepcopy(learner.critic_optimiser.state_dict()),
+        copy.deepcopy(learner.critic_optimiser.state_dict())
+        if learner.critic_optimiser is not None
+        else None,
         rng_state(learner.rng),
         learner.replay,
         learner.updates,
@@ -173,16 +193,26 @@ def _memory(learner: Learner) -> tuple[Any, ...]:
 def _recall(learner: Learner, memory: tuple[Any, ...]) -> None:
     critics, adapter, actor, critic, (rng_tensors, rng_meta), replay, updates, progress = memory
     learner.replay, learner.updates, learner.progress = replay, updates, progress
-    learner.critics.load_state_dict(critics)
+    if learner.networks is not None:
+        learner.networks.load_state_dict(critics)
     learner.policy.adapter.load_state(adapter)
     learner.actor_optimiser.load_state_dict(actor)
-    learner.critic_optimiser.load_state_dict(critic)
+    if learner.critic_optimiser is not None:
+        learner.critic_optimiser.load_state_dict(critic)
     restore_rng_state(rng_tensors, rng_meta, learner.rng)
 
 
 def _load(learner: Learner, folder: Path) -> None:
     state_file = folder / _STATE_FILE
     tensors, meta = load_tensors(state_file)
+    if meta.get("format") != _FORMAT:
+        raise CheckpointError(
+            f"the checkpoint in {str(folder)!r} is of format {meta.get('format')!r}, from a distrl before"
+            f" algorithms held their own networks (this one reads {_FORMAT}); start a new run from its"
+            " adapter: [policy] adapter = the checkpoint's adapter/ folder",
+            path=str(folder),
+            reason="mismatch",
+        )
     algorithm = learner.settings.algorithm
     if meta.get("algorithm") != algorithm:
         raise CheckpointError(
@@ -205,18 +235,16 @@ def _load(learner: Learner, folder: Path) -> None:
     adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
     with _refusing(f"the adapter in {str(adapter_file)!r} cannot be read", adapter_file, "corrupt"):
         adapter = load_file(str(adapter_file))
-    critics = {
-        name.removeprefix("critics."): value for name, value in tensors.items() if name.startswith("critics.")
-    }
     with _refusing(f"the critics in {str(folder)!r} do not fit this policy", folder, "mismatch"):
-        learner.critics.load_state_dict(critics)
+        _load_networks(learner, tensors)
     replay = ReplayBuffer.load(folder / _REPLAY_FILE)
     with _refusing(
         f"the adapter in {str(adapter_file)!r} does not fit this policy", adapter_file, "mismatch"
     ):
         learner.policy.adapter.load_state(adapter)
     load_optimizer_state(learner.actor_optimiser, tensors, actor, "optimiser.actor")
-    load_optimizer_state(learner.critic_optimiser, tensors, critic, "optimiser.critic")
+    if learner.critic_optimiser is not None:
+        load_optimizer_state(learner.critic_optimiser, tensors, critic, "optimiser.critic")
     restore_rng_state(tensors, rng, learner.rng)
     learner.replay = replay
     learner.updates = updates

@@ -1,5 +1,6 @@
 """``Learner``: the core every algorithm runs on: batches, scoring, micro-batches, optimisers, the anchor,
-guards and checkpoints. The algorithm (``distrl.learner.algorithm``) says which steps to train and how.
+guards and checkpoints. The algorithm (``distrl.learner.algorithm``: the contract;
+``distrl.learner.algorithms``: the registry) owns its networks and its whole loss; the core names none.
 
 One ``update()``:
 
@@ -7,25 +8,26 @@ One ``update()``:
    (∝ priority^α where the algorithm is prioritised, else uniformly) with their importance-sampling
    weights w.
 2. Score every step under the current weights, without gradients, in evaluation mode: log π(a_t|s_t),
-   the entropy, the hidden states the critics read (``distrl.learner.critics``), V(s_t) and
+   the entropy, the hidden states the algorithm's heads read (``distrl.learner.heads``) and
    ρ_t = π(a_t|s_t)/μ(a_t|s_t) from the stored behaviour log-prob. That is the ``Batch``.
-3. ``algorithm.plan(batch)``: its critics' loss, advantages and new priorities. The critic step (Adam,
-   ``lr_critic``) follows.
-4. ``algorithm.actor_targets(batch, plan)``: each step's weights on its decision and format tokens.
-   During the first ``critic_warmup_updates`` updates an algorithm with critics trains only them: the
-   advantages of an untrained critic (V ≈ 0.5 everywhere) would push the behaviour-cloned start around.
+3. ``algorithm.plan(batch)``: its networks' loss, advantages, values and new priorities. The networks'
+   step (Adam, ``lr_critic``) follows.
+4. ``algorithm.targets(batch, plan)``: what its actor loss reads, and the steps it trains. During the
+   first ``critic_warmup_updates`` updates an algorithm with networks trains only them: the advantages
+   of an untrained critic (V ≈ 0.5 everywhere) would push the behaviour-cloned start around.
 5. Actor step (AdamW on the adapter, ``lr_actor``, ramped up over ``lr_warmup_updates``) over the steps
-   trained, gradients accumulated over ``micro_batch`` chunks in training mode, the loss ``losses.actor_loss``
-   (a mean over the steps trained) plus the anchor ``kl_coef``·KL(π ‖ π_ref) to the starting policy: the model
+   trained, gradients accumulated over ``micro_batch`` chunks in training mode: the sum of the
+   algorithm's named losses (``algorithm.loss`` on each ``Chunk``; a mean over the steps trained) plus
+   the core's anchor ``kl_coef``·KL(π ‖ π_ref) (``losses.kl_anchor``) to the starting policy: the model
    with its adapter disabled when the learner starts from a fresh adapter, else a frozen copy of the adapter
    it started with (what the policy held when the learner was built; a resumed run builds it from the same
    settings, so its reference is the same).
 6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
    the learner holds) goes up by one.
 
-Guards: a NaN or infinity in any score, value, priority or loss refuses the whole update
-(``LearnerError``), the critics put back as they were. Checkpoints: ``save``/``load``
-(``distrl.learner.checkpoint``).
+Guards: a NaN or infinity in any score, value, priority or loss, or an algorithm that raises, refuses
+the whole update (``LearnerError``), the networks put back as they were. Checkpoints: ``save``/``load``
+(``distrl.learner.checkpoint``), of what ``state_dict`` gives.
 
 With ``ranks`` above 1 (``distrl.learner.ranks``) every update runs on all the ranks: each scores and
 trains its share of the batch's steps, and the same step is taken everywhere. ``close`` stops them.
@@ -38,21 +40,18 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from distrl.config import LearnerSettings
 from distrl.errors import LearnerError
-from distrl.learner.a_ride import ARide
-from distrl.learner.algorithm import ActorTargets, Algorithm, Batch
+from distrl.learner.algorithm import Algorithm, Batch, Chunk, Targets
+from distrl.learner.algorithms import configure
 from distrl.learner.checkpoint import load_learner, restore_training_state, save_learner, training_state
-from distrl.learner.critics import Critics
-from distrl.learner.digirl import DigiRL
-from distrl.learner.filtered_bc import FilteredBC
-from distrl.learner.losses import actor_loss
+from distrl.learner.losses import kl_anchor, kl_to_reference
 from distrl.learner.rank_processes import start_ranks
 from distrl.learner.ranks import SYNC, UPDATE, Ranks, torchrun_rank
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
@@ -61,6 +60,8 @@ from distrl.policy import Policy, PolicyInput
 from distrl.records import InvalidAction, Step, Trajectory
 
 __all__ = ["Learner", "UpdateReport"]
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,14 +76,15 @@ class UpdateReport:
     """Steps in the actor loss after the algorithm's filters (those whose weights are not both 0)."""
     actor_loss: float
     critic_loss: float
-    """The algorithm's critics' loss (0 without critics)."""
+    """The algorithm's networks' loss (0 without networks)."""
     entropy: float
     """Mean per-token entropy of the sampled steps' answers."""
     mean_rho: float
     clipped_share: float
-    """Share of steps whose ρ exceeded ``rho_clip``."""
+    """Share of steps whose ρ exceeded the algorithm's clip (its ``clipped_share`` stat; 0 without)."""
     mean_advantage: float
     mean_value: float
+    """The mean of the algorithm's values V(s_t) (0 without a value network)."""
     mean_priority: float
     staleness: tuple[int, ...]
     """Per sampled step: learner version − the version that chose it."""
@@ -90,10 +92,16 @@ class UpdateReport:
     kl: float = 0.0
     """Mean KL(π ‖ π_ref) of the trained answers to the starting policy, per answer (its tokens' KLs
     summed; 0 without the anchor)."""
+    losses: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """The algorithm's named losses, each summed over the update's chunks (``actor_loss`` is their total
+    with the anchor)."""
+    stats: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """What else the algorithm reported (``Plan.stats``)."""
 
 
 class Learner:
-    """Trains ``policy``'s adapter from trajectories with ``settings.algorithm``."""
+    """Trains ``policy``'s adapter from trajectories with the algorithm ``settings.algorithm`` names (its
+    settings from ``settings.tables``; ``ConfigError`` where they are wrong)."""
 
     def __init__(
         self,
@@ -108,16 +116,19 @@ class Learner:
         the others itself when ``settings.ranks`` is above 1, or joins them under ``torchrun``)."""
         self.policy = policy
         self.settings = settings
-        self.algorithm: Algorithm = _ALGORITHMS[settings.algorithm](settings)
+        algorithm, options = configure(settings)
         self.updates = 0
         """Updates done: the version of the weights the learner holds."""
         self.progress: dict[str, int] = {}
         """The run's own counters that a checkpoint keeps for its resumption (``episodes``, ``env_steps``:
         where TensorBoard's x-axes go on from); set by the run before each checkpoint."""
-        hidden = int(policy.model.get_input_embeddings().weight.shape[1])
+        self.hidden = int(policy.model.get_input_embeddings().weight.shape[1])
+        """H, the width of the hidden states the algorithm's networks read."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.critics = Critics(hidden).to(policy.device)
+            self.algorithm: Algorithm = algorithm(options, features=self.hidden)
+        if self.algorithm.networks is not None:
+            self.algorithm.networks.to(policy.device)
         start = policy.adapter.state()
         fresh = all(not bool(t.any()) for name, t in start.items() if "lora_B" in name)
         self.reference: dict[str, torch.Tensor] | None = None if fresh else start
@@ -131,7 +142,11 @@ class Learner:
             else:
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         self.actor_optimiser = torch.optim.AdamW(policy.trainable_parameters(), lr=settings.lr_actor)
-        self.critic_optimiser = torch.optim.Adam(self.critics.parameters(), lr=settings.lr_critic)
+        networks = self.networks
+        self.critic_optimiser = (
+            torch.optim.Adam(networks.parameters(), lr=settings.lr_critic) if networks is not None else None
+        )
+        """Adam over the algorithm's networks (None without networks)."""
         prioritised = self.algorithm.prioritised
         self.replay = ReplayBuffer(
             settings.replay_capacity,
@@ -155,8 +170,13 @@ class Learner:
                 self.close()
                 raise
 
+    @property
+    def networks(self) -> torch.nn.Module | None:
+        """The algorithm's networks (its critic heads), or None."""
+        return self.algorithm.networks
+
     def sync_ranks(self) -> None:
-        """Every rank: rank 0's adapter, critics, optimisers and update count, copied to the others."""
+        """Every rank: rank 0's adapter, networks, optimisers and update count, copied to the others."""
         assert self.ranks is not None
         tensors: dict[str, torch.Tensor] = {}
         meta: dict[str, Any] = {}
@@ -242,25 +262,37 @@ class Learner:
 
     def _update(self, sample: ReplaySample, started: float) -> UpdateReport:
         settings = self.settings
+        algorithm = self.algorithm
         steps = [(i, step) for i, trajectory in enumerate(sample.trajectories) for step in trajectory.steps]
         inputs = [_input(sample.trajectories[i], step) for i, step in steps]
         texts = [step.output for _, step in steps]
         batch = self._batch(sample, steps, inputs, texts)
-        plan = self.algorithm.plan(batch)
+        plan = self._asking("plan", algorithm.plan, batch)
+        for quantity, tensor in (("value", plan.values), ("advantage", plan.advantages)):
+            if tensor is not None:
+                self._finite(quantity, tensor)
         if plan.priorities is not None:
             self._finite("priority", torch.tensor(plan.priorities))
 
-        # the critic steps before the actor's loss is known: keep what it had, to undo a refused update
-        critics = copy.deepcopy((self.critics.state_dict(), self.critic_optimiser.state_dict()))
-        critic_loss = self._critic_step(plan.critic_loss)
-        targets = self.algorithm.actor_targets(batch, plan)
-        if self.updates < settings.critic_warmup_updates and self.algorithm.critics:
-            targets = targets.dropping(torch.ones_like(targets.trained))  # critics first
+        # the networks step before the actor's loss is known: keep what they had, to undo a refused update
+        networks = self.networks
+        kept = (
+            copy.deepcopy((networks.state_dict(), self.critic_optimiser.state_dict()))
+            if networks is not None and self.critic_optimiser is not None
+            else None
+        )
+        critic_loss = self._critic_step(plan.network_loss)
         try:
-            loss, kl = self._actor_step(inputs, texts, targets)
+            if networks is not None and self.updates < settings.critic_warmup_updates:
+                trained, loss, kl, named = 0, 0.0, 0.0, {}  # the networks first
+            else:
+                targets = self._asking("targets", algorithm.targets, batch, plan)
+                trained = int(targets.trained.sum())
+                loss, kl, named = self._actor_step(batch, inputs, texts, targets)
         except LearnerError:
-            self.critics.load_state_dict(critics[0])
-            self.critic_optimiser.load_state_dict(critics[1])
+            if networks is not None and kept is not None and self.critic_optimiser is not None:
+                networks.load_state_dict(kept[0])
+                self.critic_optimiser.load_state_dict(kept[1])
             raise
 
         if self.ranks is None or self.ranks.leader:  # the buffer is rank 0's
@@ -268,24 +300,25 @@ class Learner:
                 self.replay.update_priorities(sample.keys, plan.priorities)
             self.replay.advance()
         self.updates += 1
-        clip = settings.rho_clip
         priorities = plan.priorities or [0.0]
         return UpdateReport(
             update=self.updates,
             trajectories=len(sample.trajectories),
             steps=len(steps),
-            trained_steps=int(targets.trained.sum()),
+            trained_steps=trained,
             actor_loss=loss,
             critic_loss=critic_loss,
             entropy=float(batch.entropy.mean()),
             mean_rho=float(batch.rhos.mean()),
-            clipped_share=float((batch.rhos > clip).float().mean()) if math.isfinite(clip) else 0.0,
+            clipped_share=float(plan.stats.get("clipped_share", 0.0)),
             mean_advantage=float(plan.advantages.mean()) if plan.advantages is not None else 0.0,
-            mean_value=float(batch.values.mean()),
+            mean_value=float(plan.values.mean()) if plan.values is not None else 0.0,
             mean_priority=sum(priorities) / len(priorities),
             staleness=tuple(self.updates - 1 - step.policy_version for _, step in steps),
             wall_s=time.monotonic() - started,
             kl=kl,
+            losses=named,
+            stats=dict(plan.stats),
         )
 
     def _batch(
@@ -309,7 +342,7 @@ class Learner:
                 assert scores.answer_state is not None
                 for part, tensor in zip(parts, scores, strict=True):
                     part.append(tensor)  # type: ignore[arg-type]  # not None: asserted above
-            hidden = self.critics.features
+            hidden = self.hidden
             scored = [
                 torch.cat(part) if part else torch.zeros((0, *shape), device=device)
                 for part, shape in zip(parts, ((), (), (hidden,), (hidden,)), strict=True)
@@ -317,18 +350,17 @@ class Learner:
             if self.ranks is not None:  # every rank's share, so that each holds the whole batch
                 scored = [self.ranks.gather(tensor, count) for tensor in scored]
             logprob, entropy, state, answer_state = scored
-            values = torch.sigmoid(Critics.logit(self.critics.step, state))
-        for name, tensor in (("logprob", logprob), ("entropy", entropy), ("value", values)):
+        for name, tensor in (("logprob", logprob), ("entropy", entropy)):
             self._finite(name, tensor)
         behaviour = torch.tensor([step.behaviour_logprob for _, step in steps], device=device)
         return Batch(
             trajectories=sample.trajectories,
             spans=_spans(sample.trajectories),
             logprob=logprob,
+            behaviour=behaviour,
             entropy=entropy,
             state=state,
             answer_state=answer_state,
-            values=values,
             rhos=importance_ratios(logprob, behaviour),
             weights=torch.tensor([sample.weights[i] for i, _ in steps], dtype=torch.float32, device=device),
             invalid=torch.tensor(
@@ -339,32 +371,32 @@ class Learner:
             outcome=torch.tensor(
                 [1.0 if t.success else 0.0 for t in sample.trajectories], dtype=torch.float32, device=device
             ),
-            critics=self.critics,
         )
 
     def _critic_step(self, loss: torch.Tensor | None) -> float:
-        if loss is None:
+        networks, optimiser = self.networks, self.critic_optimiser
+        if loss is None or networks is None or optimiser is None:
             return 0.0
         self._finite("critic_loss", loss.detach())
-        self.critic_optimiser.zero_grad(set_to_none=True)
+        optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         if self.ranks is not None:  # the same loss on every rank: the mean keeps them in step
-            self.ranks.reduce_gradients(list(self.critics.parameters()), mean=True)
-        torch.nn.utils.clip_grad_norm_(self.critics.parameters(), self.settings.grad_clip)
-        self.critic_optimiser.step()
+            self.ranks.reduce_gradients(list(networks.parameters()), mean=True)
+        torch.nn.utils.clip_grad_norm_(networks.parameters(), self.settings.grad_clip)
+        optimiser.step()
         return float(loss.detach())
 
     def _actor_step(
-        self, inputs: Sequence[PolicyInput], texts: Sequence[str], targets: ActorTargets
-    ) -> tuple[float, float]:
-        """The actor's step over the steps ``targets`` trains; its loss and mean KL (0, 0 if none). With
-        several ranks each takes its share of those steps, and their gradients are summed before the step
-        (a non-finite loss on any rank refuses the update on all)."""
+        self, batch: Batch, inputs: Sequence[PolicyInput], texts: Sequence[str], targets: Targets
+    ) -> tuple[float, float, dict[str, float]]:
+        """The actor's step over the steps ``targets`` trains; its loss, mean KL and named losses (0, 0, {}
+        if none). With several ranks each takes its share of those steps, and their gradients are summed
+        before the step (a non-finite loss on any rank refuses the update on all)."""
         settings = self.settings
         trained = targets.trained
         rows = [i for i in range(len(inputs)) if bool(trained[i])]
         if not rows:
-            return 0.0, 0.0
+            return 0.0, 0.0, {}
         total = len(rows)  # the loss is a mean over the steps trained, on whichever rank each is
         first, stop = self.ranks.shard(total) if self.ranks is not None else (0, total)
         mine = rows[first:stop]
@@ -372,7 +404,8 @@ class Learner:
         self.policy.train(True)
         self.actor_optimiser.zero_grad(set_to_none=True)
         loss_sum = kl_sum = 0.0
-        finite = True
+        named: dict[str, float] = {}
+        broken = ""
         try:
             for start in range(0, len(mine), settings.micro_batch):
                 chunk = mine[start : start + settings.micro_batch]
@@ -382,70 +415,92 @@ class Learner:
                     if anchored
                     else None
                 )
-                scores = self.policy.token_scores(chunk_inputs, chunk_texts, reference=reference)
-                decision = (scores.logprob * scores.decision).sum(dim=-1)
-                shared = (scores.logprob * (scores.answer & ~scores.decision)).sum(dim=-1)
+                scores = self.policy.token_scores(chunk_inputs, chunk_texts)
                 index = torch.tensor(chunk, device=self.policy.device)
-                loss = actor_loss(
-                    decision,
-                    shared,
-                    scores.entropy,
-                    scores.kl,
-                    targets.decision[index],
-                    targets.shared[index],
-                    targets.sample_weights[index],
-                    entropy_coef=targets.entropy_coef,
-                    kl_coef=settings.kl_coef,
+                part = Chunk(
+                    rows=index,
+                    token_logprob=scores.logprob,
+                    answer=scores.answer,
+                    decision=scores.decision,
+                    entropy=scores.entropy,
                     steps=total,
                 )
+                losses = self._asking("loss", self.algorithm.loss, batch, targets, part)
+                if not losses:
+                    raise LearnerError(
+                        f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} returned"
+                        " no loss for steps it trains",
+                        quantity="loss",
+                        update=self.updates + 1,
+                    )
+                broken = next((name for name, t in losses.items() if not torch.isfinite(t.detach())), "")
+                if broken:
+                    break
+                loss = torch.stack(list(losses.values())).sum()
+                if reference is not None:
+                    kl = kl_to_reference(scores.log_probs, reference, scores.answer)
+                    loss = loss + kl_anchor(kl, batch.weights[index], kl_coef=settings.kl_coef, steps=total)
+                    kl_sum += float(kl.detach().sum())
                 if not torch.isfinite(loss.detach()):
-                    finite = False
+                    broken = "anchor"
                     break
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 loss_sum += float(loss.detach())
-                if scores.kl is not None:
-                    kl_sum += float(scores.kl.detach().sum())
+                for name, value in losses.items():
+                    named[name] = named.get(name, 0.0) + float(value.detach())
         finally:
             self.policy.train(False)
+        finite = not broken
         if self.ranks is not None:
             failed, loss_sum, kl_sum = self.ranks.total([0.0 if finite else 1.0, loss_sum, kl_sum])
             finite = failed == 0
+            if named:
+                named = dict(zip(named, self.ranks.total(list(named.values())), strict=True))
         if not finite:
             self.actor_optimiser.zero_grad(set_to_none=True)
-            self._finite("actor_loss", torch.tensor(math.nan))
+            self._finite("actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}")
         if self.ranks is not None:
             self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         for group in self.actor_optimiser.param_groups:
             group["lr"] = self._actor_lr()
         self.actor_optimiser.step()
-        return loss_sum, kl_sum / total
+        return loss_sum, kl_sum / total, named
+
+    def _asking(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, the algorithm's ``what``; an exception from it refuses the update
+        (``LearnerError`` naming the algorithm)."""
+        try:
+            return call(*args)
+        except (LearnerError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            raise LearnerError(
+                f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} failed in its"
+                f" {what} ({type(exc).__name__}: {exc}); the learner is as it was before it",
+                quantity=what,
+                update=self.updates + 1,
+            ) from exc
 
     def _actor_lr(self) -> float:
         """``lr_actor``, ramped up over the actor's first ``lr_warmup_updates`` updates."""
         warmup = self.settings.lr_warmup_updates
-        warming = self.settings.critic_warmup_updates if self.algorithm.critics else 0
+        warming = self.settings.critic_warmup_updates if self.networks is not None else 0
         done = self.updates - warming  # the actor's updates before this one
         return self.settings.lr_actor * (min(1.0, (done + 1) / warmup) if warmup else 1.0)
 
-    def _finite(self, quantity: str, values: torch.Tensor) -> None:
-        """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity."""
+    def _finite(self, quantity: str, values: torch.Tensor, what: str = "") -> None:
+        """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity; ``what`` names
+        the quantity in the message (default: ``quantity`` in words)."""
         if not bool(torch.isfinite(values).all()):
             raise LearnerError(
-                f"update {self.updates + 1} refused: the {quantity.replace('_', ' ')} is not finite (NaN or"
+                f"update {self.updates + 1} refused: {what or 'the ' + quantity.replace('_', ' ')} is not"
+                " finite (NaN or"
                 " infinite); the learner is as it was before it. A learning rate too high, or damaged"
                 " weights, do this",
                 quantity=quantity,
                 update=self.updates + 1,
             )
-
-
-_ALGORITHMS: dict[str, type[ARide] | type[DigiRL] | type[FilteredBC]] = {
-    "a-ride": ARide,
-    "digirl": DigiRL,
-    "filtered-bc": FilteredBC,
-}
-"""The algorithm each ``LearnerSettings.algorithm`` names."""
 
 
 def _input(trajectory: Trajectory, step: Step) -> PolicyInput:

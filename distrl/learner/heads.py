@@ -1,4 +1,4 @@
-"""The critics: three small heads that read the policy's own last hidden state.
+"""Value heads: small networks on the policy's own last hidden state, for the algorithms' critics.
 
 Why heads on the policy's features: the learner already runs the policy over every sampled step (for
 log π and the entropy), and that forward pass ends in a hidden state that has read the screen, the goal
@@ -8,23 +8,22 @@ RoBERTa plus BLIP-2 features) would double the learner's work and its memory. Th
 two never pull the shared features in different directions. The features drift as the adapter learns,
 and the heads follow them, as target networks do.
 
-- ``step``: V(s_t) = P(the episode succeeds | s_t), from the state at the last prompt token.
-- ``trajectory``: V_traj(s_H, a_H) on the terminal pair (paper: L(V_traj)), from the state at the end
-  of the last answer.
-- ``instruction``: DigiRL's V_instr(c), from the first step's state (the task's start screen and goal).
-
 Each head outputs a logit; the value is its sigmoid, trained with binary cross-entropy as the paper's
-critics are.
+critics are. An algorithm holds its heads as its ``networks`` (``distrl.learner.algorithm``).
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["Critics"]
+__all__ = ["Heads", "logit", "value_head"]
+
+WIDTH = 256
+"""The hidden width of a value head."""
 
 
-def _head(features: int, width: int) -> torch.nn.Sequential:
+def value_head(features: int, width: int = WIDTH) -> torch.nn.Sequential:
+    """A value head over ``features``-wide hidden states: LayerNorm, Linear, GELU, Linear to one logit."""
     return torch.nn.Sequential(
         torch.nn.LayerNorm(features),
         torch.nn.Linear(features, width),
@@ -33,18 +32,23 @@ def _head(features: int, width: int) -> torch.nn.Sequential:
     )
 
 
-class Critics(torch.nn.Module):
-    """The step, trajectory and instruction value heads over ``features``-wide hidden states."""
+def logit(head: torch.nn.Module, states: torch.Tensor) -> torch.Tensor:
+    """The head's logits for ``states`` ``(n, features)``, detached from the policy; ``(n,)``."""
+    out: torch.Tensor = head(states.detach().float())
+    return out.squeeze(-1)
 
-    def __init__(self, features: int, width: int = 256) -> None:
+
+class Heads(torch.nn.Module):
+    """Named value heads over ``features``-wide hidden states, built in the order named (``step``,
+    ``trajectory``, ...), each reachable as an attribute."""
+
+    def __init__(self, features: int, *names: str) -> None:
         super().__init__()
         self.features = features
-        self.step = _head(features, width)
-        self.trajectory = _head(features, width)
-        self.instruction = _head(features, width)
+        for name in names:
+            self.add_module(name, value_head(features))
 
-    @staticmethod
-    def logit(head: torch.nn.Module, states: torch.Tensor) -> torch.Tensor:
-        """The head's logits for ``states`` ``(n, features)``, detached from the policy; ``(n,)``."""
-        out: torch.Tensor = head(states.detach().float())
-        return out.squeeze(-1)
+    def value(self, name: str, states: torch.Tensor) -> torch.Tensor:
+        """V = sigmoid(logit) of head ``name`` for ``states``, without gradients; ``(n,)``."""
+        with torch.no_grad():
+            return torch.sigmoid(logit(getattr(self, name), states))

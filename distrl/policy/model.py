@@ -120,9 +120,9 @@ class TokenScores(NamedTuple):
     """``(batch, window)`` booleans: the token is part of the decision (``Prompter.decision_mask``)."""
     entropy: torch.Tensor
     """Mean per-token entropy over the answer, ``(batch,)``."""
-    kl: torch.Tensor | None
-    """KL(π ‖ π_ref) at each answer token, summed over the answer, ``(batch,)``; None without a
-    reference."""
+    log_probs: torch.Tensor
+    """log π over the vocabulary at each position of the window, ``(batch, window, vocab)``,
+    differentiable: what a KL to a reference reads (``distrl.learner.losses.kl_to_reference``)."""
 
 
 class Policy:
@@ -302,16 +302,9 @@ class Policy:
             raise ValueError("an answer has no tokens")
         return self._score(self.prompter.encode(batch, self.settings.history), answers, temperature)
 
-    def token_scores(
-        self,
-        batch: Sequence[PolicyInput],
-        actions_text: Sequence[str],
-        *,
-        reference: torch.Tensor | None = None,
-    ) -> TokenScores:
-        """The answers' per-token log π, decision mask and entropy, teacher-forced at temperature 1 (as
-        ``logprobs``, differentiable the same way), and with ``reference`` (``reference_log_probs`` of the
-        same inputs and texts) the KL to it at each answer token, summed over the answer."""
+    def token_scores(self, batch: Sequence[PolicyInput], actions_text: Sequence[str]) -> TokenScores:
+        """The answers' per-token log π, decision mask, entropy and distributions, teacher-forced at
+        temperature 1 (as ``logprobs``, differentiable the same way)."""
         if len(batch) != len(actions_text):
             raise ValueError(f"{len(batch)} inputs but {len(actions_text)} actions")
         encoded = self.prompter.encode(batch, self.settings.history)
@@ -321,21 +314,12 @@ class Policy:
         for row, text in enumerate(actions_text):
             marks = self.prompter.decision_mask(text)
             decision[row, window.answer.shape[1] - len(marks) :] = torch.tensor(marks, device=self.device)
-        kl = None
-        if reference is not None:
-            if reference.shape != window.log_probs.shape:
-                raise ValueError(
-                    f"the reference is {tuple(reference.shape)}, the answers {tuple(window.log_probs.shape)}"
-                )
-            difference = (window.log_probs - reference).masked_fill(self._forbidden, 0.0)
-            token_kl = (window.log_probs.exp() * difference).sum(dim=-1)
-            kl = torch.where(window.answer, token_kl, 0.0).sum(dim=-1)
         return TokenScores(
             torch.where(window.answer, window.token_logprobs, 0.0),
             window.answer,
             decision,
             window.entropy,
-            kl,
+            window.log_probs,
         )
 
     def reference_log_probs(

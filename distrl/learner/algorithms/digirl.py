@@ -1,62 +1,74 @@
-"""DigiRL behind the learner core (``reference/paper.md`` §5).
+"""DigiRL as a loss module (``reference/paper.md`` §5); its settings are ``[learner.digirl]``.
 
 Its critics, L(V) = E[BCE(V(s_t), r)] and L(V_instr) = E[BCE(V_instr(c), r)], both trained on
 the final reward; its actor imitates (−E[log π(a_t|s_t)]) the steps its hard filters keep: the
 doubly robust step advantage A_step > 1/H (``retrace.digirl_step_advantages``) in trajectories whose
 instruction-level advantage r − V_instr(c) is positive (with a 0/1 reward: the successes, hardest
-first in value), and among the batch's top ``digirl_top`` by it (its paper's curriculum keeps the
-top p%). It samples the replay uniformly and leaves its priorities as they are.
+first in value), and among the batch's top ``top`` by it (its paper's curriculum keeps the top p%).
+It samples the replay uniformly and leaves its priorities as they are.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from distrl.config import LearnerSettings
-from distrl.learner.algorithm import ActorTargets, Batch, Plan, imitation
-from distrl.learner.critics import Critics
+from distrl.config.fields import num_field
+from distrl.learner.algorithm import ActorTargets, Batch, Chunk, Plan, imitation, likelihood_loss
+from distrl.learner.heads import Heads, logit
 from distrl.learner.losses import digirl_keep, top_trajectories
 from distrl.learner.retrace import digirl_step_advantages
 from distrl.learner.rewards import outcome_rewards
 
-__all__ = ["DigiRL"]
+__all__ = ["DigiRL", "DigiRLSettings"]
 
 _BCE = torch.nn.functional.binary_cross_entropy_with_logits
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DigiRLSettings:
+    """``[learner.digirl]``: DigiRL's hyper-parameters."""
+
+    step_lambda: float = num_field(0.5, ge=0, le=1)
+    """λ of the doubly robust step advantage."""
+    top: float = num_field(1.0, gt=0, le=1)
+    """The curriculum: the share of each batch's trajectories its actor may learn from, the highest by
+    instruction-level advantage r − V_instr(c) (and only those above 0). Its paper keeps the top p% of
+    the replay data (its code: 10%); 1 keeps every trajectory above 0."""
+
+
 class DigiRL:
-    """DigiRL behind the learner core's ``Algorithm`` interface (module docstring)."""
+    """DigiRL as a loss module (module docstring): a step critic V(s_t) and an instruction critic
+    V_instr(c) as its networks."""
 
     name = "digirl"
+    Settings = DigiRLSettings
     prioritised = False
-    critics = True
 
-    def __init__(self, settings: LearnerSettings) -> None:
+    def __init__(self, settings: DigiRLSettings, *, features: int) -> None:
         self.settings = settings
+        self.networks = Heads(features, "step", "instruction")
 
     def plan(self, batch: Batch) -> Plan:
-        labels = torch.cat(
-            [
-                torch.full((end - start,), float(r), device=batch.values.device)
-                for (start, end), r in zip(batch.spans, batch.outcome.tolist(), strict=True)
-            ]
-        )
-        step = _BCE(Critics.logit(batch.critics.step, batch.state), labels)
-        instruction = _BCE(Critics.logit(batch.critics.instruction, batch.firsts(batch.state)), batch.outcome)
-        return Plan(critic_loss=step + instruction, advantages=None)
+        heads = self.networks
+        labels = batch.per_step(batch.outcome)
+        step = _BCE(logit(heads.step, batch.state), labels)
+        instruction = _BCE(logit(heads.instruction, batch.firsts(batch.state)), batch.outcome)
+        return Plan(network_loss=step + instruction, advantages=None, values=heads.value("step", batch.state))
 
-    def actor_targets(self, batch: Batch, plan: Plan) -> ActorTargets:
-        with torch.no_grad():
-            instruction = torch.sigmoid(Critics.logit(batch.critics.instruction, batch.firsts(batch.state)))
-        curriculum = top_trajectories(batch.outcome - instruction, self.settings.digirl_top, above=0.0)
-        keep = torch.zeros_like(batch.values, dtype=torch.bool)
+    def targets(self, batch: Batch, plan: Plan) -> ActorTargets:
+        assert plan.values is not None
+        instruction = self.networks.value("instruction", batch.firsts(batch.state))
+        curriculum = top_trajectories(batch.outcome - instruction, self.settings.top, above=0.0)
+        keep = torch.zeros_like(plan.values, dtype=torch.bool)
         for i, (trajectory, (start, end)) in enumerate(zip(batch.trajectories, batch.spans, strict=True)):
             if not curriculum[i]:
                 continue
             reward = float(batch.outcome[i])
-            rewards = torch.tensor(outcome_rewards(trajectory), device=batch.values.device)
+            rewards = torch.tensor(outcome_rewards(trajectory), device=plan.values.device)
             step_advantage = digirl_step_advantages(
-                rewards, batch.values[start:end], reward, self.settings.digirl_lambda
+                rewards, plan.values[start:end], reward, self.settings.step_lambda
             )
             keep[start:end] = digirl_keep(
                 step_advantage,
@@ -65,3 +77,6 @@ class DigiRL:
                 max_steps=trajectory.task.max_steps,
             )
         return imitation(keep)
+
+    def loss(self, batch: Batch, targets: ActorTargets, chunk: Chunk) -> dict[str, torch.Tensor]:
+        return {"imitation": likelihood_loss(targets, chunk)}

@@ -1,0 +1,93 @@
+"""The algorithms, found by name: the built-ins and anyone's package register theirs as entry points,
+as task sources and devices are (``distrl.tasks.registry``)::
+
+    [project.entry-points."distrl.algorithms"]
+    a-ride = "distrl.learner.algorithms.a_ride:ARide"
+
+and ``[learner] algorithm = "mypkg.module:Class"`` loads a user's own class without registering it
+(``examples/my_algorithm.py``). An algorithm's settings are the table ``[learner.NAME]`` (``-`` written
+``_``), read into its ``Settings`` dataclass with the inventory's own checks (``configure``).
+
+Built in: ``a-ride`` (the DistRL paper's), ``digirl``, ``filtered-bc``, ``ppo``, ``grpo``, ``rloo``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.metadata
+from typing import Any
+
+from distrl.config import LearnerSettings, read_section
+from distrl.errors import ConfigError
+from distrl.learner.algorithm import Algorithm
+
+__all__ = ["ALGORITHMS", "configure", "names", "resolve", "table_name"]
+
+ALGORITHMS = "distrl.algorithms"
+"""The entry-point group of algorithms."""
+
+
+def names() -> list[str]:
+    """The registered algorithms' names, sorted."""
+    return sorted(_entry_points())
+
+
+def table_name(name: str) -> str:
+    """The settings table of the algorithm called ``name``: ``[learner.<this>]``."""
+    return name.replace("-", "_")
+
+
+def resolve(name: str, *, source: str = "") -> type[Algorithm]:
+    """The algorithm class registered as ``name``, or the class ``module:Class`` names. ``ConfigError``
+    (at ``learner.algorithm``, in ``source``) naming the registered ones when there is neither."""
+    points = _entry_points()
+    try:
+        if name in points:
+            found = points[name].load()
+        elif ":" in name:
+            module, _, attribute = name.partition(":")
+            found = functools.reduce(getattr, attribute.split("."), importlib.import_module(module))
+        else:
+            found = None
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError.at("learner.algorithm", f"{name!r} does not load ({exc})", source or None) from exc
+    if found is None:
+        known = ", ".join(sorted(points)) or "none: is distrl installed (pip install -e .)?"
+        raise ConfigError.at(
+            "learner.algorithm",
+            f"no algorithm {name!r} (known: {known}; or 'module:Class' for your own)",
+            source or None,
+        )
+    missing = [a for a in ("name", "Settings", "plan", "targets", "loss") if not hasattr(found, a)]
+    settings_class = getattr(found, "Settings", None)
+    if missing or not (isinstance(settings_class, type) and dataclasses.is_dataclass(settings_class)):
+        what = f"has no {', '.join(missing)}" if missing else "has no Settings dataclass"
+        raise ConfigError.at(
+            "learner.algorithm",
+            f"{name!r} is not an algorithm: it {what} (distrl.learner.algorithm.Algorithm says what one has)",
+            source or None,
+        )
+    return found  # type: ignore[no-any-return]  # checked above as far as a Protocol can be
+
+
+def configure(settings: LearnerSettings, *, source: str = "") -> tuple[type[Algorithm], Any]:
+    """The algorithm ``settings`` names and its settings read from its table, checked as the inventory
+    is: ``ConfigError`` naming the key at fault, for a table of an algorithm that does not exist too."""
+    cls = resolve(settings.algorithm, source=source)
+    own = table_name(cls.name)
+    known = {table_name(n) for n in _entry_points()} | {own}
+    for key in settings.tables:
+        if key not in known:
+            raise ConfigError.at(
+                f"learner.{key}",
+                f"no algorithm of that name has settings (tables: {', '.join(sorted(known))})",
+                source or None,
+            )
+    return cls, read_section(cls.Settings, settings.tables.get(own, {}), f"learner.{own}", source=source)
+
+
+@functools.cache
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {point.name: point for point in importlib.metadata.entry_points(group=ALGORITHMS)}
