@@ -90,7 +90,7 @@ async def measure(time_scale: float, repeats: int) -> dict[str, object]:
         (serial,) = devices.launched
         timeouts = Timeouts(device_boot_s=180, device_reset_s=60, device_observe_s=30, device_act_s=30)
         sim = SimSettings()
-        launcher = Launcher(devices, timeouts, workdir=tmp, device_options=screen_options(sim))
+        launcher = Launcher(devices, timeouts, run_folder=tmp, device_options=screen_options(sim))
         async with anyio.create_task_group() as tg:
             started = time.perf_counter()
             await tg.start(launcher.run)

@@ -63,6 +63,8 @@ import torch
 from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
+from distrl.learner.algorithms import with_options
+from distrl.learner.algorithms.a_ride import ARideSettings
 from distrl.learner.core import Learner
 from distrl.local.evaluation import mean_and_error
 from distrl.local.play import evaluate
@@ -95,7 +97,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "a-ride-shaped": {"step_cost": 0.05, "repeat_penalty": 0.4, "invalid_reward": 1.0},
     "a-ride-vtraj-value": {"trajectory_filter": "value"},
     "a-ride-vtraj-advantage": {"trajectory_filter": "advantage"},
-    "digirl-top10": {"digirl_top": 0.1},
+    "digirl-top10": {"top": 0.1},
     "a-ride-warmup0": {"critic_warmup_updates": 0},
     "a-ride-warmup50": {"critic_warmup_updates": 50},
     "a-ride-lrwarm50": {"lr_warmup_updates": 50},
@@ -158,11 +160,11 @@ def _settings(variant: str, lr_actor: float, entropy_coef: float | None) -> Lear
     named = (name for name in ALGORITHMS if variant == name or variant.startswith(f"{name}-"))
     algorithm = cast(Algorithm, next(named, "a-ride"))
     settings = LearnerSettings(algorithm=algorithm, lr_actor=lr_actor)
-    if entropy_coef is not None:
-        settings = dataclasses.replace(settings, entropy_coef=entropy_coef)
+    if entropy_coef is not None and algorithm == "a-ride":
+        settings = with_options(settings, entropy_coef=entropy_coef)
     base = _collection(variant).base
     changes = {**ABLATIONS.get(base, {}), **OPTIONS.get(base, {})}
-    return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
+    return with_options(settings, **changes)
 
 
 def _gain(rates: list[float]) -> tuple[float, float]:
@@ -506,7 +508,7 @@ def main() -> None:
                 "episodes_per_round": args.episodes,
                 "updates_per_round": args.updates,
                 "lr_actor": args.lr_actor,
-                "entropy_coef": LearnerSettings().entropy_coef
+                "entropy_coef": ARideSettings().entropy_coef
                 if args.entropy_coef is None
                 else args.entropy_coef,
                 "test_episodes": None if "test" not in before else test_episodes or "all",

@@ -392,7 +392,8 @@ def measure(
         run.skipped = "out of memory"
     finally:
         learner.actor_optimiser.zero_grad(set_to_none=True)
-        learner.critic_optimiser.zero_grad(set_to_none=True)
+        if learner.critic_optimiser is not None:
+            learner.critic_optimiser.zero_grad(set_to_none=True)
         del learner
         gc.collect()
     if cuda:

@@ -25,8 +25,10 @@ from distrl.config import (
     load_inventory,
     parse_devices,
     parse_inventory,
+    read_section,
 )
 from distrl.errors import ConfigError
+from distrl.learner.algorithms import configure, names, resolve, table_name
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "hosts.example.toml"
 ONE_HOST = '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 2 }\n'
@@ -50,7 +52,12 @@ def test_example_loads_as_documented() -> None:
         '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 32 }\n',
         source=str(EXAMPLE),
     )
-    assert inventory == bare
+    assert dataclasses.replace(inventory, learner=dataclasses.replace(inventory.learner, tables={})) == bare
+    # and each algorithm's table holds its defaults
+    for name in names():
+        algorithm = resolve(name)
+        own = inventory.learner.tables.get(table_name(name), {})
+        assert read_section(algorithm.Settings, own, f"learner.{table_name(name)}") == algorithm.Settings()
 
 
 def test_example_documents_every_key_in_its_place() -> None:
@@ -65,7 +72,10 @@ def test_example_documents_every_key_in_its_place() -> None:
     assert set(data["tasks"]) == keys(TaskSettings)
     assert set(data["judge"]) == keys(JudgeSettings)
     assert set(data["timeouts"]) == keys(Timeouts)
-    assert set(data["learner"]) == keys(LearnerSettings)
+    with_settings = {table_name(n) for n in names() if dataclasses.fields(resolve(n).Settings)}
+    assert set(data["learner"]) == keys(LearnerSettings) - {"tables"} | with_settings
+    for name in names():  # each algorithm's own table, every key of its settings
+        assert set(data["learner"].get(table_name(name), {})) == keys(resolve(name).Settings)
     assert set(data["policy"]) == keys(PolicySettings)
     assert set(data["sim"]) == keys(SimSettings)
     assert set(data["defaults"]) | set(host) == keys(HostEntry)
@@ -186,10 +196,11 @@ def test_transport_auto_local_and_explicit_ssh_to_localhost() -> None:
 
 def test_numbers_convert_and_inf_is_allowed() -> None:
     inventory = parse_inventory(
-        "[learner]\nrho_clip = inf\ngamma = 1\n[timeouts]\nssh_connect_s = 3\n" + ONE_HOST
+        "[learner.a_ride]\nrho_clip = inf\ngamma = 1\n[timeouts]\nssh_connect_s = 3\n" + ONE_HOST
     )
-    assert math.isinf(inventory.learner.rho_clip)
-    assert inventory.learner.gamma == 1.0
+    _, a_ride = configure(inventory.learner)
+    assert math.isinf(a_ride.rho_clip)
+    assert a_ride.gamma == 1.0
     assert isinstance(inventory.timeouts.ssh_connect_s, float)
 
 
@@ -249,10 +260,40 @@ MALFORMED = [
         "timeouts.heartbeat_timeout_s",
         "longer than",
     ),
-    ('[learner]\nalgorithm = "ppo"\n' + ONE_HOST, "learner.algorithm", "'a-ride', 'digirl', 'filtered-bc'"),
-    ("[learner]\nretrace_lambda = 1.5\n" + ONE_HOST, "learner.retrace_lambda", "at most 1"),
-    ("[learner]\npriority_weights = [1.0, 2.0]\n" + ONE_HOST, "learner.priority_weights", "3 items"),
-    ('[learner]\npriority_weights = [1.0, "x", 3]\n' + ONE_HOST, "learner.priority_weights[1]", "a number"),
+    (
+        '[learner]\nalgorithm = "ppx"\n' + ONE_HOST,
+        "learner.algorithm",
+        "no algorithm 'ppx' (known: a-ride, digirl, filtered-bc, grpo, ppo, rloo;",
+    ),
+    ('[learner]\nalgorithm = "nowhere.at_all:Thing"\n' + ONE_HOST, "learner.algorithm", "does not load"),
+    ('[learner]\nalgorithm = "distrl.records:Task"\n' + ONE_HOST, "learner.algorithm", "is not an algorithm"),
+    ("[learner.a_ride]\nretrace_lambda = 1.5\n" + ONE_HOST, "learner.a_ride.retrace_lambda", "at most 1"),
+    (
+        "[learner.a_ride]\npriority_weights = [1.0, 2.0]\n" + ONE_HOST,
+        "learner.a_ride.priority_weights",
+        "3 items",
+    ),
+    (
+        '[learner.a_ride]\npriority_weights = [1.0, "x", 3]\n' + ONE_HOST,
+        "learner.a_ride.priority_weights[1]",
+        "a number",
+    ),
+    ("[learner.a_ride]\nclip = 0.2\n" + ONE_HOST, "learner.a_ride.clip", "unknown key"),
+    (
+        '[learner]\nalgorithm = "grpo"\n[learner.grpo]\nclip = 2\n' + ONE_HOST,
+        "learner.grpo.clip",
+        "at most 1",
+    ),
+    ("[learner.a-ride]\ngamma = 0.5\n" + ONE_HOST, "learner.a-ride", "is not an algorithm's name"),
+    ("[learner.sac]\ntau = 0.5\n" + ONE_HOST, "learner.sac", "no algorithm of that name has settings"),
+    (
+        "[learner]\ngamma = 0.5\ndigirl_top = 0.2\n" + ONE_HOST,
+        "learner",
+        "learner.gamma is now learner.a_ride.gamma, learner.digirl_top is now learner.digirl.top",
+    ),
+    ("[tasks]\ngroup_size = 3\n" + ONE_HOST, "tasks.group_size", "more than the fleet's 2 device(s)"),
+    ("[tasks]\ngroup_size = 0\n" + ONE_HOST, "tasks.group_size", "at least 1"),
+    ("[tasks]\ngroup_size = 2.5\n" + ONE_HOST, "tasks.group_size", "expected an integer"),
     ("[run]\nseed = true\n" + ONE_HOST, "run.seed", "expected an integer, got a boolean"),
     ('[run]\nmode = "round-robin"\n' + ONE_HOST, "run.mode", "'async', 'sync'"),
     ("run = 3\n" + ONE_HOST, "run", "expected a table"),
@@ -265,8 +306,8 @@ MALFORMED = [
     ("[sim]\nhang_rate = 0.6\ncrash_rate = 0.6\n" + ONE_HOST, "sim", "add up to 1.2"),
     ('[policy]\nlora_targets = "q_proj"\n' + ONE_HOST, "policy.lora_targets", "expected an array"),
     (
-        "[learner]\npriority_weights = [1.0, -2.0, 3]\n" + ONE_HOST,
-        "learner.priority_weights[1]",
+        "[learner.a_ride]\npriority_weights = [1.0, -2.0, 3]\n" + ONE_HOST,
+        "learner.a_ride.priority_weights[1]",
         "at least 0",
     ),
     ('[learner]\ndevice = "gpu"\n' + ONE_HOST, "learner.device", "'cuda:N'"),
@@ -309,7 +350,7 @@ MALFORMED = [
 @pytest.mark.parametrize(("text", "path", "words"), MALFORMED, ids=[case[1] for case in MALFORMED])
 def test_malformed_inventory_names_path_and_problem(text: str, path: str, words: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        parse_inventory(text, source="hosts.toml")
+        configure(parse_inventory(text, source="hosts.toml").learner, source="hosts.toml")  # as check does
     error = caught.value
     assert error.path == path
     assert error.file == "hosts.toml"

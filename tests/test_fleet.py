@@ -35,7 +35,7 @@ from distrl.fleet.stop import Stop
 from distrl.fleet.wiring import Fleet
 from distrl.records import EndReason, Trajectory
 from distrl.sim.suites import drawn_task, tasks
-from distrl.tasks.sampler import TaskSampler
+from distrl.tasks.sampler import Job, TaskSampler
 from distrl.worker import WEIGHTS_DELAY_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -596,7 +596,7 @@ async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() ->
     sampler = TaskSampler(pool, random.Random(0), run_name="t", limit=2, stop=Stop())
     first, second = await sampler.take(), await sampler.take()
     assert first is not None and second is not None  # noqa: PT018
-    taken: list[tuple[str, object] | None] = []
+    taken: list[Job | None] = []
 
     async def free_session() -> None:
         taken.append(await sampler.take())

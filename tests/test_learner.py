@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -17,7 +17,7 @@ from distrl.actions import format_action
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.errors import CheckpointError, LearnerError
 from distrl.learner.algorithm import ActorTargets
-from distrl.learner.algorithms import table_name
+from distrl.learner.algorithms import with_options
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
 from distrl.learner.core import Learner, UpdateReport, _input
 from distrl.learner.losses import kl_to_reference
@@ -48,16 +48,8 @@ def played() -> list[Trajectory]:
 def _settings(algorithm: str = "a-ride", **changes: Any) -> LearnerSettings:
     """Learner settings with ``changes``: the core's keys, the rest the algorithm's table's."""
     changes.setdefault("critic_warmup_updates", 0)
-    core = {f.name for f in dataclasses.fields(LearnerSettings)}
-    own = {key: value for key, value in changes.items() if key not in core}
-    return LearnerSettings(
-        algorithm=algorithm,
-        batch_size=3,
-        micro_batch=8,
-        lr_actor=1e-2,
-        tables={table_name(algorithm): own} if own else {},
-        **{key: value for key, value in changes.items() if key in core},
-    )
+    settings = LearnerSettings(algorithm=algorithm, batch_size=3, micro_batch=8, lr_actor=1e-2)
+    return with_options(settings, **changes)
 
 
 def _learner(algorithm: str = "a-ride", **changes: Any) -> Learner:
@@ -120,11 +112,11 @@ def test_each_loss_reaches_what_it_trains_and_nothing_else(
 
     def at_critic_step() -> None:
         seen["critic.adapter"] = [p.grad for p in learner.policy.trainable_parameters()]
-        seen["critic.critics"] = _grads(networks)
+        seen["critic.critics"] = _grads(_networks(learner))
 
     def at_actor_step() -> None:
         seen["actor.adapter"] = [p.grad for p in learner.policy.trainable_parameters()]
-        seen["actor.critics"] = _grads(networks)
+        seen["actor.critics"] = _grads(_networks(learner))
 
     networks = learner.networks
     assert networks is not None
@@ -226,6 +218,7 @@ def test_a_ride_learns_from_failures_on_their_decision_tokens_only(played: list[
     batch = learner._batch(sample, steps, inputs, texts)
     plan = learner.algorithm.plan(batch)
     targets = learner.algorithm.targets(batch, plan)
+    assert isinstance(targets, ActorTargets)
     valid = batch.invalid == 0
     down = valid & (targets.decision < 0)
     assert bool(down.any())  # some failed choices are pushed down ...
@@ -653,9 +646,10 @@ def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
     texts = [s.output for _, s in steps]
     batches = [learner._batch(sample, steps, inputs, texts) for learner in (plain, floored)]
     targets = [
-        learner.algorithm.targets(batch, learner.algorithm.plan(batch))
+        cast(ActorTargets, learner.algorithm.targets(batch, learner.algorithm.plan(batch)))
         for learner, batch in zip((plain, floored), batches, strict=True)
     ]
+    assert all(isinstance(t, ActorTargets) for t in targets)
     rhos = batches[0].rhos
     spent = rhos < 0.9
     assert bool(spent.any())

@@ -27,6 +27,7 @@ from distrl.config import (
     parse_learner_settings,
 )
 from distrl.errors import ConfigError, RankError
+from distrl.learner.algorithms import with_options
 from distrl.learner.core import Learner
 from distrl.learner.rank_processes import Child
 from distrl.learner.ranks import _bounds
@@ -67,13 +68,15 @@ def played() -> list[Trajectory]:
 
 def _learner(played: list[Trajectory], algorithm: str, ranks: int, **changes: Any) -> Learner:
     changes.setdefault("collective_timeout_s", 60)
-    settings = LearnerSettings(
-        algorithm=algorithm,  # type: ignore[arg-type]
-        batch_size=4,
-        micro_batch=3,
-        lr_actor=1e-2,
-        critic_warmup_updates=0,
-        ranks=ranks,
+    settings = with_options(
+        LearnerSettings(
+            algorithm=algorithm,
+            batch_size=4,
+            micro_batch=3,
+            lr_actor=1e-2,
+            critic_warmup_updates=0,
+            ranks=ranks,
+        ),
         **changes,
     )
     learner = Learner(_policy(), settings, seed=0)
@@ -84,7 +87,8 @@ def _learner(played: list[Trajectory], algorithm: str, ranks: int, **changes: An
 
 def _state(learner: Learner) -> dict[str, torch.Tensor]:
     state = {f"adapter.{k}": v for k, v in learner.policy.adapter.state().items()}
-    state.update({f"critics.{k}": v.detach().clone() for k, v in learner.critics.state_dict().items()})
+    if learner.networks is not None:
+        state.update({f"critics.{k}": v.detach().clone() for k, v in learner.networks.state_dict().items()})
     return state
 
 
@@ -92,6 +96,8 @@ def _recording_gradients(learner: Learner) -> list[list[torch.Tensor]]:
     """The gradients each optimiser step of ``learner`` applies (after the all-reduce and the clip)."""
     steps: list[list[torch.Tensor]] = []
     for optimiser in (learner.actor_optimiser, learner.critic_optimiser):
+        if optimiser is None:
+            continue
         step = optimiser.step
 
         def recorded(*args: Any, _step: Any = step, _optimiser: Any = optimiser, **kwargs: Any) -> Any:

@@ -609,7 +609,7 @@ async def test_randomise_plays_drawn_tasks_in_the_train_tasks_place() -> None:
     async def take(from_: TaskSampler) -> tuple[str, Task]:
         taken = await from_.take()
         assert taken is not None
-        return taken
+        return taken.episode_id, taken.task
 
     plain, varied = sampler(train, 0.0), sampler(train, 0.5)
     pairs = [((await take(plain)), (await take(varied))) for _ in range(400)]

@@ -33,10 +33,19 @@ from distrl.cli.common import (
 from distrl.cli.placement import placement_problem
 
 
+def _check_algorithm(inventory: Inventory) -> None:
+    """The algorithm ``[learner]`` names, and its table, read as the learner will read them:
+    ``ConfigError`` naming the key now, not when the learner starts."""
+    from distrl.learner.algorithms import configure  # torch: only where it is asked for
+
+    configure(inventory.learner, source=inventory.source)
+
+
 def _run(args: argparse.Namespace) -> int:
     from distrl.fleet import RunStats, train
 
     inventory = load_inventory(args.inventory)
+    _check_algorithm(inventory)
     if problem := placement_problem(inventory):
         return _fail(problem, EXIT_USAGE)
     if _serves_as_rank(inventory):
@@ -218,6 +227,7 @@ def _deploy(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
+    _check_algorithm(inventory)
     _say(_headline(inventory))
     problem = _missing_local_path(inventory) or placement_problem(inventory)
     if problem:
@@ -325,6 +335,12 @@ def _collect(args: argparse.Namespace) -> int:
         policy = dataclasses.replace(policy, adapter=args.adapter)
     if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
         return _fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
+    if args.group_size is not None and args.group_size > inventory.device_count:
+        return _fail(
+            f"--group-size: {args.group_size} is more than the fleet's {inventory.device_count} device(s):"
+            " each member of a group plays on a device of its own",
+            EXIT_USAGE,
+        )
     writer = EpisodeWriter(args.out)
     if writer.bytes:
         _say(f"{args.out} already holds episodes: the new ones go beside them")
@@ -337,6 +353,7 @@ def _collect(args: argparse.Namespace) -> int:
                 episodes=args.episodes,
                 seed=args.seed,
                 out=writer,
+                group_size=args.group_size,
             )
         )
     except KeyboardInterrupt as stop:

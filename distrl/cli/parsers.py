@@ -126,6 +126,14 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         help="which split of the tasks: a sim suite has train, test and unseen (default test)",
     )
     collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
+    collect.add_argument(
+        "--group-size",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="play each task on K devices at once, its K episodes a group (pass@k data; default: the"
+        " inventory's [tasks] group_size)",
+    )
     collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
     collect.set_defaults(command=_collect)
 

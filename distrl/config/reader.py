@@ -236,13 +236,22 @@ class _Reader:
                 "learner.devices",
                 f"names {len(learner.devices)} device(s) for learner.ranks = {learner.ranks}: one per rank",
             )
+        hosts = self.hosts(data)
+        group_size = sections["tasks"].group_size
+        devices = sum(len(host.devices.serials) for host in hosts)
+        if group_size > 1 and devices and group_size > devices:
+            raise self.fail(
+                "tasks.group_size",
+                f"is {group_size}, more than the fleet's {devices} device(s): each member of a group plays on"
+                " a device of its own",
+            )
         sim: SimSettings = sections["sim"]
         if sim.height < sim.width:
             raise self.fail("sim.height", f"must be at least sim.width ({sim.width}): phones are portrait")
         fault_total = sim.hang_rate + sim.crash_rate + sim.offline_rate + sim.white_frame_rate
         if fault_total > 1:
             raise self.fail("sim", f"the fault rates add up to {fault_total:g}, more than 1")
-        return Inventory(hosts=self.hosts(data), source=self.file or "", **sections)
+        return Inventory(hosts=hosts, source=self.file or "", **sections)
 
     def section(self, cls: type[T], table: object, path: str) -> T:
         if cls is LearnerSettings:

@@ -106,6 +106,11 @@ class TaskSettings:
     (``distrl.sim.suites.drawn_task``). RL then learns on more goals than the train split's, and the test
     split's held-out values and wordings are nearer to what it learnt on. Only a task source that draws
     (the sim's suites) can: task files refuse a share above 0."""
+    group_size: int = num_field(1, ge=1, le=1024)
+    """K: each task drawn is handed to K sessions at once, on different devices (and hosts, where there
+    are several), and their K trajectories reach the learner together as a group: what the
+    group-relative algorithms (``grpo``, ``rloo``, ``ppo`` with ``baseline = "group"``) compare. A member
+    lost on the way is played again in its group. At most the fleet's device count; 1: no groups."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,7 @@ The format (``FORMAT_VERSION`` 1)::
                          end reason, success (true, false or null: unscored), the judge's verdict, start
                          time, duration, the number of steps, the final screen's file (or null) and the
                          temperature the model answered at (null, or absent in older episodes: not said)
+                         and its task group ("" outside one, or absent in older episodes)
         steps.jsonl      one object a step: index, goal, output (the model's text), action (the parsed
                          action: type, touch, lift, text; or {"invalid": reason}), logprob, policy_version,
                          reward, duration_s, screen (its file), width, height
@@ -218,6 +219,8 @@ def _check_head(head: object, folder: Path, where: Path) -> None:
     data.integer("steps", minimum=0)
     if data.has("temperature") and not data.is_null("temperature"):
         data.number("temperature")
+    if data.has("group"):
+        data.string("group")
     if data.is_null("final_screen"):
         if not data.is_null("final_size"):
             data.array("final_size")
@@ -331,6 +334,7 @@ def read_episode(path: str | Path) -> Trajectory:
             started_at_s=head["started_at_s"],
             duration_s=head["duration_s"],
             temperature=head.get("temperature"),
+            group=head.get("group", ""),
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"{path} is not an episode of this format: {exc}") from exc
@@ -359,6 +363,7 @@ def _episode_to_json(trajectory: Trajectory, final: str | None) -> dict[str, Any
         "started_at_s": trajectory.started_at_s,
         "duration_s": trajectory.duration_s,
         "temperature": trajectory.temperature,
+        "group": trajectory.group,
         "steps": len(trajectory.steps),
         "final_screen": final,
         "final_size": None

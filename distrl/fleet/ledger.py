@@ -23,7 +23,7 @@ from distrl.fleet.stop import Stop
 from distrl.learner.rewards import rewarded
 from distrl.records import Trajectory
 
-__all__ = ["Ledger", "RunStats"]
+__all__ = ["Groups", "Ledger", "RunStats"]
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +191,11 @@ class Ledger:
         trainer: MemoryObjectSendStream[Trajectory] | None = None,
         keep: bool = False,
         record: Callable[[Trajectory], None] | None = None,
+        group_size: int = 1,
     ) -> None:
         self._stop = stop
+        self.groups = Groups(group_size)
+        """The task groups on their way to the trainer (``[tasks] group_size``)."""
         self._limit = limit
         self._version = version
         """The policy version now published: a step's staleness is measured against it on arrival."""
@@ -257,13 +260,57 @@ class Ledger:
             self.kept.append(trajectory)
         if self._record is not None:
             self._record(trajectory)
-        if self._trainer is not None and not unscored:
-            try:  # no wait (and so no cancellation) between counting it and handing it on
-                self._trainer.send_nowait(trajectory)
-            except anyio.WouldBlock:
-                await self._trainer.send(trajectory)
+        if self._trainer is not None:
+            for ready in self.groups.arrived(trajectory, trainable=not unscored):
+                try:  # no wait (and so no cancellation) between counting it and handing it on
+                    self._trainer.send_nowait(ready)
+                except anyio.WouldBlock:
+                    await self._trainer.send(ready)
         if self._limit is not None and self.completed >= self._limit:
             self._stop.set("goal")
+
+
+class Groups:
+    """Holds each task group's members until all ``size`` have arrived, then hands on the group whole:
+    the trainer sees a group at once or not at all. A member that arrives untrainable (unscored) still
+    counts as arrived; its group is then delivered short, and the log says which member and why. A
+    trajectory outside a group passes at once."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._held: dict[str, list[Trajectory]] = {}
+        self._arrived: collections.Counter[str] = collections.Counter()
+        self.whole = 0
+        """Groups handed on with every member."""
+        self.short = 0
+        """Groups handed on with fewer (a member arrived with no score)."""
+
+    @property
+    def waiting(self) -> int:
+        """Groups with some members arrived and others still out."""
+        return len(self._arrived)
+
+    def arrived(self, trajectory: Trajectory, *, trainable: bool) -> list[Trajectory]:
+        """What to hand on now that ``trajectory`` has arrived: nothing while its group waits for others,
+        then the group's trainable members."""
+        if self.size == 1 or not trajectory.group:
+            return [trajectory] if trainable else []
+        key = trajectory.group
+        self._arrived[key] += 1
+        if trainable:
+            self._held.setdefault(key, []).append(trajectory)
+        else:
+            log.info("group %s: member %s arrived with no score; the group goes on short", key, trajectory.id)
+        if self._arrived[key] < self.size:
+            return []
+        del self._arrived[key]
+        members = self._held.pop(key, [])
+        if len(members) == self.size:
+            self.whole += 1
+        else:
+            self.short += 1
+            log.info("group %s delivered short: %d of %d members", key, len(members), self.size)
+        return members
 
 
 def _median(values: collections.abc.Iterable[int]) -> int:

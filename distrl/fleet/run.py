@@ -72,6 +72,7 @@ async def collect(
     seed: int | None = None,
     out: EpisodeWriter | str | Path | None = None,
     on_progress: Callable[[RunStats], None] | None = None,
+    group_size: int | None = None,
 ) -> CollectResult:
     """Run a policy on a fleet and bring back ``episodes`` trajectories, without training.
 
@@ -82,7 +83,9 @@ async def collect(
     name (its ``split``), default the inventory's suite. ``out`` (a folder, or a writer into one) gets
     each episode as it arrives (``distrl.episodes`` format). Cancelling the call (a timeout, Ctrl-C in a
     notebook) stops the workers and returns nothing; what arrived is in ``out`` all the same, with the
-    episodes that still waited for the judge, unscored.
+    episodes that still waited for the judge, unscored. ``group_size`` K (default the inventory's
+    ``[tasks] group_size``) plays each task on K devices at once, for pass@k data: the K trajectories
+    share their ``group``.
     """
     inventory = _inventory(hosts)
     if isinstance(policy, str):
@@ -93,6 +96,15 @@ async def collect(
         inventory = dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, seed=seed))
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
+    if group_size is not None:
+        if not 1 <= group_size <= inventory.device_count:
+            raise ValueError(
+                f"group_size must be between 1 and the fleet's {inventory.device_count} device(s), got"
+                f" {group_size}"
+            )
+        inventory = dataclasses.replace(
+            inventory, tasks=dataclasses.replace(inventory.tasks, group_size=group_size)
+        )
     pool = _tasks(inventory, tasks, split)
     # collect keeps every trajectory anyway: its recorder's queue can hold every one that may arrive
     recorder = _collect_recorder(out, episodes + 2 * inventory.device_count)

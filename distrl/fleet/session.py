@@ -14,6 +14,7 @@ plays one episode, a barrier, then the round's training and broadcast, on the sa
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -72,10 +73,10 @@ class Sessions:
         failures = 0
         rests = 0
         while not link.lost:
-            job = await self._sampler.take()
+            job = await self._sampler.take(device, link.name)
             if job is None:
                 return
-            episode_id, task = job
+            episode_id, task, group = job
             request = EpisodeRequest(
                 id=link.next_id(),
                 episode_id=episode_id,
@@ -86,20 +87,20 @@ class Sessions:
             try:
                 trajectory = await link.episode(request, self._timeouts.episode_s)
             except anyio.get_cancelled_exc_class():
-                self._sampler.failed_episode(task, "stopped")  # the run ended with this episode in flight
+                self._sampler.failed_episode(task, "stopped", group)  # the run ended with this one in flight
                 raise
             except LinkLost:
-                self._sampler.failed_episode(task, "link_lost")
+                self._sampler.failed_episode(task, "link_lost", group)
                 return
             except TimeoutError:
-                self._sampler.failed_episode(task, "timeout")
+                self._sampler.failed_episode(task, "timeout", group)
                 failures += 1
             except DistrlError as exc:
                 log.warning("host %s: %s: %s", link.name, device, exc)
-                self._sampler.failed_episode(task, "worker_error")
+                self._sampler.failed_episode(task, "worker_error", group)
                 failures += 1
             else:
-                await self._arrive(trajectory)
+                await self._arrive(dataclasses.replace(trajectory, group=group) if group else trajectory)
                 failures = failures + 1 if trajectory.end_reason == "device_error" else 0
             if failures > self._max_failures:
                 rests += 1

@@ -82,10 +82,12 @@ class Fleet:
             curriculum=inventory.tasks.curriculum,
             randomise=inventory.tasks.randomise if drawing else 0.0,
             drawing=drawing,
+            group_size=inventory.tasks.group_size,
         )
         ledger = Ledger(
             stop=stop,
             limit=limit,
+            group_size=inventory.tasks.group_size,
             version=(lambda: publisher.version) if publisher else (lambda: 0),
             trainer=trainer,
             keep=trainer is None,

@@ -151,6 +151,9 @@ class Algorithm(Protocol):
     networks: torch.nn.Module | None
     """Its trainable networks besides the policy (critic heads), or None. Where it has some, its actor
     waits for ``critic_warmup_updates``."""
+    # optional: ``grouped = True`` makes the replay draw whole task groups for it (``ReplayBuffer.sample``)
+
+    def __init__(self, settings: Any, *, features: int) -> None: ...
 
     def plan(self, batch: Batch) -> Plan: ...
 

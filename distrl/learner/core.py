@@ -241,7 +241,9 @@ class Learner:
         self.replay.prune(self.updates)
         if len(self.replay) == 0:
             return None
-        sample = self.replay.sample(self.settings.batch_size)
+        sample = self.replay.sample(
+            self.settings.batch_size, whole_groups=getattr(self.algorithm, "grouped", False)
+        )
         if self.ranks is None:
             return self.update_on(sample, started)
         self.ranks.send(
@@ -284,7 +286,7 @@ class Learner:
         critic_loss = self._critic_step(plan.network_loss)
         try:
             if networks is not None and self.updates < settings.critic_warmup_updates:
-                trained, loss, kl, named = 0, 0.0, 0.0, {}  # the networks first
+                trained, loss, kl, named = 0, 0.0, 0.0, dict[str, float]()  # the networks first
             else:
                 targets = self._asking("targets", algorithm.targets, batch, plan)
                 trained = int(targets.trained.sum())

@@ -48,7 +48,12 @@ class Heads(torch.nn.Module):
         for name in names:
             self.add_module(name, value_head(features))
 
+    def logit(self, name: str, states: torch.Tensor) -> torch.Tensor:
+        """Head ``name``'s logits for ``states`` (``logit``), with gradients to the head; ``(n,)``."""
+        head = self.get_submodule(name)
+        return logit(head, states)
+
     def value(self, name: str, states: torch.Tensor) -> torch.Tensor:
         """V = sigmoid(logit) of head ``name`` for ``states``, without gradients; ``(n,)``."""
         with torch.no_grad():
-            return torch.sigmoid(logit(getattr(self, name), states))
+            return torch.sigmoid(self.logit(name, states))

@@ -32,6 +32,7 @@ field by field, is this module's, beside the state itself.
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 from collections import OrderedDict
@@ -275,8 +276,12 @@ class ReplayBuffer:
 
     # -- sampling -----------------------------------------------------------------------------------
 
-    def sample(self, n: int) -> ReplaySample:
+    def sample(self, n: int, *, whole_groups: bool = False) -> ReplaySample:
         """``n`` draws with replacement, P(i) = p_i^α / Σ_j p_j^α, each with its IS weight.
+
+        With ``whole_groups``, a drawn trajectory of a task group (``Trajectory.group``) brings every
+        member of its group the buffer holds, each group once, until there are ``n`` or more: what the
+        group-relative algorithms read.
 
         O(N + n log N). Priorities are divided by the largest before the power so that p^α cannot
         overflow; the weights are computed as (p_min / p_i)^(αβ), which equals (P_min / P(i))^β.
@@ -293,15 +298,42 @@ class ReplayBuffer:
         scaled = [(entry.priority / top) ** self.alpha for entry in entries]
         cumulative = list(accumulate(scaled))
         total = cumulative[-1]
-        drawn = self._random.choices(range(len(entries)), cum_weights=cumulative, k=n)
+        if whole_groups:
+            drawn = self._whole_groups(entries, cumulative, n)
+        else:
+            drawn = self._random.choices(range(len(entries)), cum_weights=cumulative, k=n)
         exponent = self.alpha * self.beta
-        self._counts["sampled"] += n
+        self._counts["sampled"] += len(drawn)
         return ReplaySample(
             keys=tuple(keys[i] for i in drawn),
             trajectories=tuple(entries[i].trajectory for i in drawn),
             probabilities=tuple(scaled[i] / total for i in drawn),
             weights=tuple((lowest / entries[i].priority) ** exponent for i in drawn),
         )
+
+    def _whole_groups(self, entries: Sequence[_Entry], cumulative: Sequence[float], n: int) -> list[int]:
+        """Draws by ``cumulative`` weight, each bringing its whole group (once), until ``n`` or more, or
+        until as many draws as the buffer holds have found nothing new."""
+        members: dict[str, list[int]] = collections.defaultdict(list)
+        for index, entry in enumerate(entries):
+            if entry.trajectory.group:
+                members[entry.trajectory.group].append(index)
+        drawn: list[int] = []
+        seen: set[str] = set()
+        idle = 0
+        while len(drawn) < n and idle <= len(entries):
+            (index,) = self._random.choices(range(len(entries)), cum_weights=cumulative, k=1)
+            group = entries[index].trajectory.group
+            if group in seen:
+                idle += 1
+                continue
+            if group:
+                seen.add(group)
+                drawn.extend(members[group])
+            else:
+                drawn.append(index)
+            idle = 0
+        return drawn
 
     def update_priorities(self, keys: Sequence[int], priorities: Sequence[float]) -> None:
         """Set the priority of each held key to ``priority + PRIORITY_EPSILON``; the last one wins.

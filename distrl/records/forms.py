@@ -335,6 +335,7 @@ def trajectory_to_json(value: object, where: str, outbox: Outbox) -> dict[str, o
         "temperature": None
         if trajectory.temperature is None
         else number(trajectory.temperature, f"{where}.temperature"),
+        "group": string(trajectory.group, f"{where}.group"),
     }
 
 
@@ -368,6 +369,7 @@ def trajectory_from_json(value: object, where: str, inbox: Inbox) -> Trajectory:
         duration_s=obj.number("duration_s"),
         # absent from records written before it was kept
         temperature=None if obj.is_null("temperature") else obj.number("temperature"),
+        group=obj.string("group") if obj.has("group") else "",  # absent before task groups
     )
     obj.close()
     return trajectory

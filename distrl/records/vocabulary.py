@@ -122,7 +122,8 @@ class Task:
     apps: tuple[str, ...] = ()
     """Packages the task uses: force-stopped and cleared when a phone without a console is reset."""
     evaluator: str = ""
-    """One of ``EVALUATORS``; empty until the run resolves it (``distrl.tasks.evaluators.resolve_evaluators``)."""
+    """One of ``EVALUATORS``; empty until the run resolves it
+    (``distrl.tasks.evaluators.resolve_evaluators``)."""
     checks: tuple[Check, ...] = ()
     """The ``adb`` evaluator's checks: the episode succeeded when every one passes."""
 
@@ -222,6 +223,9 @@ class Trajectory:
     temperature: float | None = None
     """The temperature the model answered at (0: greedy); None where no model played (the expert) or
     the record does not say."""
+    group: str = ""
+    """The task group it was played in (``[tasks] group_size``: one task played on K devices at once, for
+    the group-relative algorithms); empty outside one."""
 
     @property
     def cut_short(self) -> bool:

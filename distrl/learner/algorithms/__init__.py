@@ -17,13 +17,15 @@ import dataclasses
 import functools
 import importlib
 import importlib.metadata
+import sys
+from pathlib import Path
 from typing import Any
 
 from distrl.config import LearnerSettings, read_section
 from distrl.errors import ConfigError
 from distrl.learner.algorithm import Algorithm
 
-__all__ = ["ALGORITHMS", "configure", "names", "resolve", "table_name"]
+__all__ = ["ALGORITHMS", "configure", "names", "resolve", "table_name", "with_options"]
 
 ALGORITHMS = "distrl.algorithms"
 """The entry-point group of algorithms."""
@@ -40,14 +42,16 @@ def table_name(name: str) -> str:
 
 
 def resolve(name: str, *, source: str = "") -> type[Algorithm]:
-    """The algorithm class registered as ``name``, or the class ``module:Class`` names. ``ConfigError``
-    (at ``learner.algorithm``, in ``source``) naming the registered ones when there is neither."""
+    """The algorithm class registered as ``name``, or the class ``module:Class`` names (``module`` found
+    on the path, in the inventory ``source``'s folder or in the working folder). ``ConfigError`` (at
+    ``learner.algorithm``, in ``source``) naming the registered ones when there is neither."""
     points = _entry_points()
     try:
         if name in points:
             found = points[name].load()
         elif ":" in name:
             module, _, attribute = name.partition(":")
+            _searching(Path(source).parent if source else None, Path.cwd())
             found = functools.reduce(getattr, attribute.split("."), importlib.import_module(module))
         else:
             found = None
@@ -86,6 +90,30 @@ def configure(settings: LearnerSettings, *, source: str = "") -> tuple[type[Algo
                 source or None,
             )
     return cls, read_section(cls.Settings, settings.tables.get(own, {}), f"learner.{own}", source=source)
+
+
+def with_options(settings: LearnerSettings, **changes: Any) -> LearnerSettings:
+    """``settings`` with ``changes``: the core's keys replaced, the others set in the algorithm's own table
+    (``with_options(LearnerSettings(), kl_coef=0.5, entropy_coef=0.05)`` sets ``[learner.a_ride]
+    entropy_coef``). Only the algorithm's name is checked here (``resolve``); ``configure`` checks the
+    rest."""
+    core = {f.name for f in dataclasses.fields(LearnerSettings)}
+    algorithm = changes.get("algorithm", settings.algorithm)
+    own = {key: value for key, value in changes.items() if key not in core}
+    table = table_name(resolve(algorithm).name) if own else ""
+    tables = dict(settings.tables)
+    if own:
+        tables[table] = {**tables.get(table, {}), **own}
+    return dataclasses.replace(
+        settings, tables=tables, **{key: value for key, value in changes.items() if key in core}
+    )
+
+
+def _searching(*folders: Path | None) -> None:
+    """Let ``module:Class`` find a module in ``folders`` too, after the path's own entries."""
+    for folder in folders:
+        if folder is not None and str(folder.resolve()) not in sys.path:
+            sys.path.append(str(folder.resolve()))
 
 
 @functools.cache

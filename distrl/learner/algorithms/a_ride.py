@@ -44,7 +44,7 @@ import torch
 
 from distrl.config.fields import num_field
 from distrl.learner.algorithm import ActorTargets, Batch, Chunk, Plan, likelihood_loss
-from distrl.learner.heads import Heads, logit
+from distrl.learner.heads import Heads
 from distrl.learner.losses import a_ride_weights, top_trajectories
 from distrl.learner.retrace import actor_advantages, priority, retrace, td_errors, traces
 from distrl.learner.rewards import shaped_rewards
@@ -155,8 +155,10 @@ class ARide:
             priorities.append(priority(delta, rho, batch.logprob[start:end], settings.priority_weights))
             targets[start:end] = target
             advantages[start:end] = advantage
-        step = batch.weights * _BCE(logit(heads.step, batch.state), targets.clamp(0.0, 1.0), reduction="none")
-        terminal = logit(heads.trajectory, batch.lasts(batch.answer_state))
+        step = batch.weights * _BCE(
+            heads.logit("step", batch.state), targets.clamp(0.0, 1.0), reduction="none"
+        )
+        terminal = heads.logit("trajectory", batch.lasts(batch.answer_state))
         last = batch.firsts(batch.weights) * _BCE(terminal, batch.outcome, reduction="none")
         clip = settings.rho_clip
         return Plan(

@@ -16,7 +16,7 @@ import torch
 
 from distrl.config.fields import num_field
 from distrl.learner.algorithm import ActorTargets, Batch, Chunk, Plan, imitation, likelihood_loss
-from distrl.learner.heads import Heads, logit
+from distrl.learner.heads import Heads
 from distrl.learner.losses import digirl_keep, top_trajectories
 from distrl.learner.retrace import digirl_step_advantages
 from distrl.learner.rewards import outcome_rewards
@@ -53,8 +53,8 @@ class DigiRL:
     def plan(self, batch: Batch) -> Plan:
         heads = self.networks
         labels = batch.per_step(batch.outcome)
-        step = _BCE(logit(heads.step, batch.state), labels)
-        instruction = _BCE(logit(heads.instruction, batch.firsts(batch.state)), batch.outcome)
+        step = _BCE(heads.logit("step", batch.state), labels)
+        instruction = _BCE(heads.logit("instruction", batch.firsts(batch.state)), batch.outcome)
         return Plan(network_loss=step + instruction, advantages=None, values=heads.value("step", batch.state))
 
     def targets(self, batch: Batch, plan: Plan) -> ActorTargets:

@@ -49,6 +49,8 @@ class GRPO:
     Settings = GRPOSettings
     prioritised = False
     networks = None
+    grouped = True
+    """The replay draws whole task groups for it."""
     leave_one_out = False
     """RLOO's baseline instead of the group's mean and deviation (``distrl.learner.algorithms.rloo``)."""
 
@@ -60,7 +62,7 @@ class GRPO:
         advantages, informative = group_advantages(
             batch.outcome,
             groups,
-            scale=getattr(self.settings, "scale", False),
+            scale=self.settings.scale,
             leave_one_out=self.leave_one_out,
         )
         uniform = {key for key, keep in zip(groups, informative.tolist(), strict=True) if not keep}

@@ -30,7 +30,7 @@ import torch
 
 from distrl.config.fields import num_field
 from distrl.learner.algorithm import AdvantageTargets, Batch, Chunk, Plan, group_keys, surrogate_loss
-from distrl.learner.heads import Heads, logit
+from distrl.learner.heads import Heads
 from distrl.learner.losses import group_advantages
 
 __all__ = ["PPO", "PPOSettings"]
@@ -68,6 +68,8 @@ class PPO:
 
     def __init__(self, settings: PPOSettings, *, features: int) -> None:
         self.settings = settings
+        self.grouped = settings.baseline == "group"
+        """The replay draws whole task groups for the group baseline."""
         self.networks = Heads(features, "step") if settings.baseline == "value" else None
 
     def plan(self, batch: Batch) -> Plan:
@@ -82,7 +84,7 @@ class PPO:
             ]
         ).to(batch.state.device)
         values = self.networks.value("step", batch.state)
-        loss = _BCE(logit(self.networks.step, batch.state), returns)
+        loss = _BCE(self.networks.logit("step", batch.state), returns)
         return self._plan(batch, returns - values, values, loss)
 
     def _plan(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from distrl.config.fields import num_field
-from distrl.learner.algorithms.grpo import GRPO
+from distrl.learner.algorithms.grpo import GRPO, GRPOSettings
 
 __all__ = ["RLOO", "RLOOSettings"]
 
@@ -38,5 +38,6 @@ class RLOO(GRPO):
     Settings = RLOOSettings  # type: ignore[assignment]  # its own table, without GRPO's ``scale``
     leave_one_out = True
 
-    def __init__(self, settings: RLOOSettings, *, features: int) -> None:  # type: ignore[override]
-        self.settings = settings  # type: ignore[assignment]
+    def __init__(self, settings: RLOOSettings, *, features: int) -> None:
+        own = dataclasses.asdict(settings)
+        super().__init__(GRPOSettings(**own, scale=False), features=features)

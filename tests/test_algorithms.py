@@ -1,0 +1,244 @@
+"""Algorithms as loss modules: the registry, the group-relative ones (GRPO, RLOO, PPO's group baseline),
+a user's own algorithm, the guards around any algorithm, and task groups from the sampler to the replay."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import random
+from typing import Any
+
+import pytest
+import torch
+
+from distrl.config import LearnerSettings, PolicySettings
+from distrl.errors import ConfigError, LearnerError
+from distrl.fleet.ledger import Groups
+from distrl.fleet.stop import Stop
+from distrl.learner.algorithm import AdvantageTargets
+from distrl.learner.algorithms import configure, names, resolve, with_options
+from distrl.learner.core import Learner, _input
+from distrl.learner.replay import ReplayBuffer
+from distrl.local.play import rollouts
+from distrl.policy import Policy
+from distrl.records import Trajectory
+from distrl.sim.suites import tasks
+from distrl.tasks.sampler import TaskSampler
+
+USER_ALGORITHM = "examples.my_algorithm:Reinforce"
+
+
+def _policy() -> Policy:
+    return Policy.load(PolicySettings(max_new_tokens=24), device="cpu", seed=0)
+
+
+@pytest.fixture(scope="module")
+def played() -> list[Trajectory]:
+    """Two episodes of an untrained tiny, of two tasks."""
+    chosen = tasks("general", "train")[:2]
+    return rollouts(_policy(), chosen, version=0, seed=1, parallel=2, width=270, height=600)
+
+
+def _group(trajectory: Trajectory, key: str, outcomes: list[bool]) -> list[Trajectory]:
+    """Plays of ``trajectory``'s task as one group, with these outcomes."""
+    return [
+        dataclasses.replace(trajectory, id=f"{trajectory.id}/{i}", group=key, success=success)
+        for i, success in enumerate(outcomes)
+    ]
+
+
+def _learner(algorithm: str, groups: list[Trajectory], **changes: Any) -> Learner:
+    settings = LearnerSettings(
+        algorithm=algorithm, batch_size=len(groups), micro_batch=8, lr_actor=1e-2, critic_warmup_updates=0
+    )
+    learner = Learner(_policy(), with_options(settings, **changes), seed=0)
+    for trajectory in groups:
+        assert learner.add(trajectory)
+    return learner
+
+
+def test_the_registry_finds_every_built_in_and_a_users_own_by_module_and_class() -> None:
+    assert names() == ["a-ride", "digirl", "filtered-bc", "grpo", "ppo", "rloo"]
+    for name in names():
+        assert resolve(name).name == name
+    assert resolve(USER_ALGORITHM).name == "reinforce"
+    with pytest.raises(ConfigError, match=r"learner\.algorithm: no algorithm 'sac' \(known: a-ride, digirl"):
+        resolve("sac")
+    settings = with_options(LearnerSettings(algorithm=USER_ALGORITHM), baseline="none")
+    algorithm, options = configure(settings)
+    assert (algorithm.name, options.baseline) == ("reinforce", "none")
+    with pytest.raises(ConfigError, match=r"learner\.reinforce\.baseline: expected one of 'group', 'none'"):
+        configure(with_options(LearnerSettings(algorithm=USER_ALGORITHM), baseline="mean"))
+
+
+def test_grpo_contrasts_the_plays_of_a_task_and_drops_the_groups_that_all_scored_alike(
+    played: list[Trajectory],
+) -> None:
+    mixed = _group(played[0], "g1", [True, False])
+    uniform = _group(played[1], "g2", [True, True])
+    learner = _learner("grpo", [*mixed, *uniform])
+    start = learner.policy.adapter.state()
+    sample = learner.replay.sample(4, whole_groups=True)
+    assert sorted(t.group for t in sample.trajectories) == ["g1", "g1", "g2", "g2"]  # whole groups
+    steps = [(i, s) for i, t in enumerate(sample.trajectories) for s in t.steps]
+    inputs = [_input(sample.trajectories[i], s) for i, s in steps]
+    batch = learner._batch(sample, steps, inputs, [s.output for _, s in steps])
+    plan = learner.algorithm.plan(batch)
+    assert plan.advantages is not None
+    # the group of a success and a failure: mean 1/2, deviation 1/2, so ±1 on every step; the other: 0
+    for trajectory, (start_row, end_row) in zip(sample.trajectories, batch.spans, strict=True):
+        expected = (1.0 if trajectory.success else -1.0) if trajectory.group == "g1" else 0.0
+        assert plan.advantages[start_row:end_row].tolist() == [expected] * (end_row - start_row)
+    assert plan.stats["uniform_groups"] == 0.5
+    targets = learner.algorithm.targets(batch, plan)
+    assert isinstance(targets, AdvantageTargets)
+    assert int(targets.trained.sum()) == 2 * len(played[0].steps)
+
+    report = learner.update()
+    assert report is not None
+    assert report.trained_steps == 2 * len(played[0].steps)
+    assert report.stats["uniform_groups"] == 0.5
+    assert set(report.losses) == {"surrogate"}
+    assert math.isfinite(report.losses["surrogate"])
+    assert any(not torch.equal(v, start[k]) for k, v in learner.policy.adapter.state().items())
+
+
+def test_rloo_and_a_users_reinforce_give_the_success_the_push_up_and_the_failure_the_push_down(
+    played: list[Trajectory],
+) -> None:
+    """With π_θ = π_prox at the step and ρ = 1, each loss's gradient on an answer's log π is −A/N: the
+    success's log-likelihood rises, the failure's falls."""
+    for algorithm, loss_name in (("rloo", "surrogate"), (USER_ALGORITHM, "reinforce")):
+        learner = _learner(algorithm, _group(played[0], "g1", [True, False]), kl_coef=0.0)
+        report = learner.update()
+        assert report is not None
+        assert set(report.losses) == {loss_name}
+        assert report.trained_steps == 2 * len(played[0].steps)
+        # RLOO: A = R − the other's R = ±1; REINFORCE, group mean: ±1/2. Each trains both plays.
+        assert report.mean_advantage == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("baseline", ["value", "group"])
+def test_ppo_trains_every_step_with_either_baseline(played: list[Trajectory], baseline: str) -> None:
+    groups = [*_group(played[0], "g1", [True, False]), *_group(played[1], "g2", [False, False])]
+    learner = _learner("ppo", groups, baseline=baseline)
+    assert (learner.networks is not None) == (baseline == "value")
+    report = learner.update()
+    assert report is not None
+    assert report.trained_steps == report.steps
+    assert set(report.losses) == {"surrogate"}
+    assert math.isfinite(report.actor_loss)
+    assert (report.critic_loss > 0) == (baseline == "value")
+    assert "capped_share" in report.stats
+
+
+@pytest.mark.parametrize("fault", ["raises", "nan"])
+def test_an_algorithm_that_fails_ends_the_update_naming_it_and_changes_nothing(
+    played: list[Trajectory], monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    from examples.my_algorithm import Reinforce
+
+    def broken(self: Any, batch: Any, targets: Any, chunk: Any) -> dict[str, torch.Tensor]:
+        if fault == "raises":
+            raise KeyError("advantage")
+        return {"reinforce": chunk.logprob.sum() * math.nan}
+
+    monkeypatch.setattr(Reinforce, "loss", broken)
+    learner = _learner(USER_ALGORITHM, _group(played[0], "g1", [True, False]))
+    adapter = learner.policy.adapter.state()
+    with pytest.raises(LearnerError) as refused:
+        learner.update()
+    message = str(refused.value)
+    assert message.startswith("update 1 refused: ")
+    assert "'reinforce'" in message
+    assert ("KeyError" in message) == (fault == "raises")
+    assert ("'reinforce' loss 'reinforce' is not finite" in message) == (fault == "nan")
+    assert learner.updates == 0
+    assert all(torch.equal(v, adapter[k]) for k, v in learner.policy.adapter.state().items())
+
+
+@pytest.mark.anyio
+async def test_the_sampler_hands_a_group_to_k_devices_on_different_hosts_and_keeps_a_lost_member_in_it() -> (
+    None
+):
+    pool = tasks("general", "train")[:5]
+    sampler = TaskSampler(pool, random.Random(0), run_name="t", limit=None, stop=Stop(), group_size=3)
+    devices = [("a", "sim-0"), ("b", "sim-0"), ("c", "sim-0"), ("a", "sim-1"), ("b", "sim-1"), ("c", "sim-1")]
+    jobs = []
+    for host, device in devices:
+        job = await sampler.take(device, host)
+        assert job is not None
+        jobs.append((host, device, job))
+    groups: dict[str, list[tuple[str, str, Any]]] = collections.defaultdict(list)
+    for host, device, job in jobs:
+        groups[job.group].append((host, device, job))
+    assert len(groups) == 2
+    for members in groups.values():
+        assert len(members) == 3
+        assert len({job.task.id for _, _, job in members}) == 1  # one task
+        assert len({host for host, _, _ in members}) == 3  # on three hosts, as there are three
+    # a member lost on the way is handed out again, in its group
+    _, _, lost = jobs[0]
+    sampler.failed_episode(lost.task, "link_lost", lost.group)
+    again = await sampler.take("sim-1", "c")
+    assert again is not None
+    assert (again.group, again.task.id) == (lost.group, lost.task.id)
+    # one device that holds a member of every open group starts a new one
+    taken = await sampler.take("sim-0", "a")
+    assert taken is not None
+    second = await sampler.take("sim-0", "a")
+    assert second is not None
+    assert second.group != taken.group
+    assert sampler.groups == 4
+    # on one host, a group fills from its devices
+    alone = TaskSampler(pool, random.Random(0), run_name="t", limit=None, stop=Stop(), group_size=3)
+    one_host = [await alone.take(f"sim-{k}", "local") for k in range(6)]
+    assert [job.group.rsplit("/", 1)[1] for job in one_host if job] == ["g0000001"] * 3 + ["g0000002"] * 3
+
+
+def test_the_ledger_hands_a_group_on_whole_or_short_and_says_which(
+    played: list[Trajectory], caplog: pytest.LogCaptureFixture
+) -> None:
+    groups = Groups(3)
+    first, second, third = _group(played[0], "g1", [True, False, True])
+    assert groups.arrived(first, trainable=True) == []
+    assert groups.arrived(second, trainable=True) == []
+    assert groups.waiting == 1
+    assert groups.arrived(third, trainable=True) == [first, second, third]
+    assert (groups.whole, groups.short, groups.waiting) == (1, 0, 0)
+    # a member that arrives unscored: the group goes on without it, counted short, and the log says so
+    one, two, three = _group(played[1], "g2", [True, False, True])
+    with caplog.at_level("INFO", logger="distrl.fleet.ledger"):
+        assert groups.arrived(one, trainable=False) == []
+        assert groups.arrived(two, trainable=True) == []
+        assert groups.arrived(three, trainable=True) == [two, three]
+    assert (groups.whole, groups.short) == (1, 1)
+    assert f"member {one.id} arrived with no score" in caplog.text
+    assert "group g2 delivered short: 2 of 3 members" in caplog.text
+    # outside a group, or without groups, a trajectory passes at once
+    assert Groups(1).arrived(first, trainable=True) == [first]
+    assert groups.arrived(dataclasses.replace(first, group=""), trainable=True) == [
+        dataclasses.replace(first, group="")
+    ]
+
+
+def test_the_replay_samples_whole_groups(played: list[Trajectory]) -> None:
+    buffer = ReplayBuffer(10_000, alpha=0.0, beta=1.0, seed=0)
+    held = [
+        *_group(played[0], "g1", [True, False, False]),
+        *_group(played[1], "g2", [True, True, False]),
+        dataclasses.replace(played[0], id="alone"),
+    ]
+    for trajectory in held:
+        assert buffer.add(trajectory, learner_version=0)
+    for _ in range(20):
+        sample = buffer.sample(4, whole_groups=True)
+        counts = collections.Counter(t.group for t in sample.trajectories)
+        assert all(counts[g] in (0, 3) for g in ("g1", "g2"))  # a group is in whole or not at all
+        assert counts[""] <= 1 or len(sample.trajectories) >= 4
+        assert len(sample.trajectories) >= 4
+        assert len(sample.weights) == len(sample.trajectories) == len(sample.keys)
+    assert buffer.sample(1, whole_groups=True).trajectories  # a draw of one brings its group
+    plain = buffer.sample(4)
+    assert len(plain.trajectories) == 4
