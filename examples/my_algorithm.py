@@ -61,7 +61,11 @@ class Reinforce:
             advantages, _ = group_advantages(batch.outcome, group_keys(batch), scale=False)
         else:
             advantages = batch.outcome
-        return Plan(network_loss=None, advantages=batch.per_step(advantages))
+        steps = batch.per_step(advantages)
+        # what else it reports goes to TensorBoard as learner/NAME
+        return Plan(
+            network_loss=None, advantages=steps, stats={"trained_share": float((steps != 0).float().mean())}
+        )
 
     def targets(self, batch: Batch, plan: Plan) -> Weights:
         """Train the steps whose advantage is not 0 (a group whose plays all scored alike teaches nothing)."""

@@ -7,13 +7,19 @@ import collections
 import dataclasses
 import math
 import random
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import torch
+from support import small_run
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from distrl.config import LearnerSettings, PolicySettings
+from distrl.config import Inventory, LearnerSettings, PolicySettings, parse_inventory
+from distrl.episodes import read_episodes
 from distrl.errors import ConfigError, LearnerError
+from distrl.fleet import collect, train
 from distrl.fleet.ledger import Groups
 from distrl.fleet.stop import Stop
 from distrl.learner.algorithm import AdvantageTargets
@@ -242,3 +248,66 @@ def test_the_replay_samples_whole_groups(played: list[Trajectory]) -> None:
     assert buffer.sample(1, whole_groups=True).trajectories  # a draw of one brings its group
     plain = buffer.sample(4)
     assert len(plain.trajectories) == 4
+
+
+def _fleet(tmp_path: Path, algorithm: str) -> Inventory:
+    """Two simulated phones on this machine, task groups of two, and ``algorithm``."""
+    run = small_run(tmp_path / "runs", run="max_trajectories = 8").replace(
+        "[learner]\n", f'[learner]\nalgorithm = "{algorithm}"\ncritic_warmup_updates = 0\n'
+    )
+    text = f"""{run}
+[tasks]
+group_size = 2
+
+[sim]
+width = 270
+height = 600
+latency = "off"
+nuisances = false
+
+[[hosts]]
+name = "local"
+address = "localhost"
+[hosts.devices]
+sim = 2
+"""
+    return parse_inventory(text, source=str(tmp_path / "hosts.toml"))
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(240)
+async def test_a_users_algorithm_trains_through_the_fleet_by_name_on_task_groups(tmp_path: Path) -> None:
+    stats = await train(_fleet(tmp_path, USER_ALGORITHM))
+    assert stats.completed == 8
+    assert stats.updates >= 1
+    board = EventAccumulator(str(tmp_path / "runs" / "t" / "tensorboard"))
+    board.Reload()  # TensorBoard's own reader: what the algorithm reported, every update
+    shares = [event.value for event in board.Scalars("learner/trained_share")]
+    assert len(shares) == stats.updates
+    assert all(0 <= share <= 1 for share in shares)
+    recorded = await anyio.to_thread.run_sync(
+        lambda: list(read_episodes(tmp_path / "runs" / "t" / "episodes"))
+    )
+    groups = collections.defaultdict(list)
+    for episode in recorded:
+        groups[episode.group].append(episode)
+    assert "" not in groups
+    for members in groups.values():  # each group: one task, on both phones
+        assert len({m.task.id for m in members}) == 1
+        assert len({m.device for m in members}) == len(members) <= 2
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(240)
+async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path) -> None:
+    inventory = _fleet(tmp_path, "a-ride")
+    result = await collect(inventory, tasks=tasks("general", "test")[:3], episodes=6, group_size=2)
+    groups = collections.defaultdict(list)
+    for trajectory in result.trajectories:
+        groups[trajectory.group].append(trajectory)
+    assert sorted(len(members) for members in groups.values()) == [2, 2, 2]
+    for members in groups.values():
+        assert len({m.task.id for m in members}) == 1
+        assert {m.device for m in members} == {"sim-0", "sim-1"}
+    with pytest.raises(ValueError, match="group_size must be between 1 and the fleet's 2 device"):
+        await collect(inventory, episodes=2, group_size=3)
