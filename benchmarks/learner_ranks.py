@@ -44,6 +44,7 @@ from plotting import saved_figure
 
 from distrl.config import LearnerSettings, PolicySettings
 from distrl.learner.core import Learner
+from distrl.learner.ranks import Ranks
 from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.sim.suites import tasks
@@ -155,7 +156,7 @@ def main() -> None:
             for ranks, learner in learners.items():
                 rates[ranks].append(_timed(learner, args.updates))
         two = learners[2].ranks
-        assert two is not None
+        assert isinstance(two, Ranks)
         reduced = two.reduced_bytes / learners[2].updates
     finally:
         for learner in learners.values():

@@ -30,7 +30,7 @@ from distrl.errors import ConfigError, RankError
 from distrl.learner.algorithms import with_options
 from distrl.learner.core import Learner
 from distrl.learner.rank_processes import Child
-from distrl.learner.ranks import _bounds
+from distrl.learner.ranks import Ranks, _bounds
 from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Trajectory
@@ -129,7 +129,7 @@ def test_two_ranks_take_the_same_update_as_one(played: list[Trajectory], algorit
     with _learner(played, algorithm, 2) as two:
         together = _recording_gradients(two)
         shared = two.update()
-        assert two.ranks is not None
+        assert isinstance(two.ranks, Ranks)
         assert two.ranks.reduced_bytes > 0
         torch.testing.assert_close(_state(two), _state(one), rtol=1e-4, atol=2.5e-2)  # the same step, near
     _assert_same_gradients(together, alone)
@@ -177,7 +177,7 @@ def test_a_checkpoint_of_two_ranks_resumes_with_one_and_the_reverse(
 def test_a_rank_that_dies_ends_the_update_with_one_error_naming_it(played: list[Trajectory]) -> None:
     learner = _learner(played, "a-ride", 2, collective_timeout_s=30)
     try:
-        assert learner.ranks is not None
+        assert isinstance(learner.ranks, Ranks)
         child = learner.ranks._children[0]
         assert isinstance(child, Child)
         child.kill()
@@ -193,7 +193,7 @@ def test_an_update_that_breaks_on_rank_0_ends_without_waiting_for_the_others(
 ) -> None:
     """Rank 1 waits in an exchange rank 0 will never make: closing must not wait for it."""
     learner = _learner(played, "a-ride", 2, collective_timeout_s=120)
-    assert learner.ranks is not None
+    assert isinstance(learner.ranks, Ranks)
     child = learner.ranks._children[0]
 
     def broken(*args: object, **kwargs: object) -> None:

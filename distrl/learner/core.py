@@ -53,7 +53,7 @@ from distrl.learner.algorithms import configure
 from distrl.learner.checkpoint import load_learner, restore_training_state, save_learner, training_state
 from distrl.learner.losses import kl_anchor, kl_to_reference
 from distrl.learner.rank_processes import start_ranks
-from distrl.learner.ranks import SYNC, UPDATE, Ranks, torchrun_rank
+from distrl.learner.ranks import SYNC, UPDATE, Alone, Ranks, torchrun_rank
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
 from distrl.learner.retrace import importance_ratios
 from distrl.policy import Policy, PolicyInput
@@ -94,7 +94,8 @@ class UpdateReport:
     summed; 0 without the anchor)."""
     losses: Mapping[str, float] = dataclasses.field(default_factory=dict)
     """The algorithm's named losses, each summed over the update's chunks (``actor_loss`` is their total
-    with the anchor)."""
+    with the anchor); with several ranks, over this rank's chunks (a rank may have none, and knows no
+    names then)."""
     stats: Mapping[str, float] = dataclasses.field(default_factory=dict)
     """What else the algorithm reported (``Plan.stats``)."""
 
@@ -160,15 +161,14 @@ class Learner:
         """Reserved for the learner's own draws; saved and restored with checkpoints."""
         if ranks is None and (settings.ranks > 1 or torchrun_rank() is not None):
             ranks = start_ranks(policy, settings, seed=seed)
-        self.ranks = ranks
-        """The learner's ranks (None: this process alone)."""
-        if ranks is not None:
-            try:
-                ranks.check_model(policy)
-                self.sync_ranks()  # every rank starts from rank 0's adapter and critics
-            except BaseException:
-                self.close()
-                raise
+        self.ranks: Ranks | Alone = ranks or Alone()
+        """The learner's ranks (``Alone``: this process alone), the one way every exchange goes."""
+        try:
+            self.ranks.check_model(policy)
+            self.sync_ranks()  # every rank starts from rank 0's adapter and networks
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def networks(self) -> torch.nn.Module | None:
@@ -177,7 +177,6 @@ class Learner:
 
     def sync_ranks(self) -> None:
         """Every rank: rank 0's adapter, networks, optimisers and update count, copied to the others."""
-        assert self.ranks is not None
         tensors: dict[str, torch.Tensor] = {}
         meta: dict[str, Any] = {}
         if self.ranks.leader:  # the others' own state is not sent
@@ -198,8 +197,7 @@ class Learner:
     def close(self) -> None:
         """Stop the other ranks (rank 0), or leave their group; idempotent. A learner of one rank holds
         nothing to close."""
-        if self.ranks is not None:
-            self.ranks.close()
+        self.ranks.close()
 
     def __enter__(self) -> Learner:
         return self
@@ -229,9 +227,8 @@ class Learner:
         """Restore a checkpoint (``checkpoint.load_learner``); on ``CheckpointError`` nothing changed. The
         other ranks get what was loaded."""
         load_learner(self, folder)
-        if self.ranks is not None:
-            self.ranks.send(SYNC)
-            self.sync_ranks()
+        self.ranks.send(SYNC)
+        self.sync_ranks()
 
     # -- one update --------------------------------------------------------------------------------------
 
@@ -244,8 +241,6 @@ class Learner:
         sample = self.replay.sample(
             self.settings.batch_size, whole_groups=getattr(self.algorithm, "grouped", False)
         )
-        if self.ranks is None:
-            return self.update_on(sample, started)
         self.ranks.send(
             UPDATE, updates=self.updates, trajectories=sample.trajectories, weights=sample.weights
         )
@@ -297,7 +292,7 @@ class Learner:
                 self.critic_optimiser.load_state_dict(kept[1])
             raise
 
-        if self.ranks is None or self.ranks.leader:  # the buffer is rank 0's
+        if self.ranks.leader:  # the buffer is rank 0's
             if plan.priorities is not None:
                 self.replay.update_priorities(sample.keys, plan.priorities)
             self.replay.advance()
@@ -334,7 +329,7 @@ class Learner:
         device = self.policy.device
         size = self.settings.micro_batch
         count = len(inputs)
-        first, stop = self.ranks.shard(count) if self.ranks is not None else (0, count)
+        first, stop = self.ranks.shard(count)
         parts: list[list[torch.Tensor]] = [[], [], [], []]  # log-prob, entropy, state, answer state
         with _evaluation(self.policy), torch.no_grad():
             for start in range(first, stop, size):
@@ -349,8 +344,8 @@ class Learner:
                 torch.cat(part) if part else torch.zeros((0, *shape), device=device)
                 for part, shape in zip(parts, ((), (), (hidden,), (hidden,)), strict=True)
             ]
-            if self.ranks is not None:  # every rank's share, so that each holds the whole batch
-                scored = [self.ranks.gather(tensor, count) for tensor in scored]
+            # every rank's share, so that each holds the whole batch
+            scored = [self.ranks.gather(tensor, count) for tensor in scored]
             logprob, entropy, state, answer_state = scored
         for name, tensor in (("logprob", logprob), ("entropy", entropy)):
             self._finite(name, tensor)
@@ -382,8 +377,8 @@ class Learner:
         self._finite("critic_loss", loss.detach())
         optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
-        if self.ranks is not None:  # the same loss on every rank: the mean keeps them in step
-            self.ranks.reduce_gradients(list(networks.parameters()), mean=True)
+        # the same loss on every rank: the mean keeps them in step
+        self.ranks.reduce_gradients(list(networks.parameters()), mean=True)
         torch.nn.utils.clip_grad_norm_(networks.parameters(), self.settings.grad_clip)
         optimiser.step()
         return float(loss.detach())
@@ -400,7 +395,7 @@ class Learner:
         if not rows:
             return 0.0, 0.0, {}
         total = len(rows)  # the loss is a mean over the steps trained, on whichever rank each is
-        first, stop = self.ranks.shard(total) if self.ranks is not None else (0, total)
+        first, stop = self.ranks.shard(total)
         mine = rows[first:stop]
         anchored = settings.kl_coef > 0
         self.policy.train(True)
@@ -453,16 +448,12 @@ class Learner:
         finally:
             self.policy.train(False)
         finite = not broken
-        if self.ranks is not None:
-            failed, loss_sum, kl_sum = self.ranks.total([0.0 if finite else 1.0, loss_sum, kl_sum])
-            finite = failed == 0
-            if named:
-                named = dict(zip(named, self.ranks.total(list(named.values())), strict=True))
+        failed, loss_sum, kl_sum = self.ranks.total([0.0 if finite else 1.0, loss_sum, kl_sum])
+        finite = failed == 0
         if not finite:
             self.actor_optimiser.zero_grad(set_to_none=True)
             self._finite("actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}")
-        if self.ranks is not None:
-            self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
+        self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         for group in self.actor_optimiser.param_groups:
             group["lr"] = self._actor_lr()

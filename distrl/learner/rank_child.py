@@ -31,7 +31,7 @@ __all__ = ["follow", "serve"]
 def follow(learner: Learner) -> None:
     """Another rank's life: do what rank 0 says, update after update, until it says stop."""
     ranks = learner.ranks
-    assert ranks is not None
+    assert isinstance(ranks, Ranks)
     assert not ranks.leader
     while True:
         command = ranks.receive()

@@ -54,7 +54,17 @@ from distrl.records.forms import pack_trajectory, unpack_trajectory
 if TYPE_CHECKING:
     from distrl.policy import Policy
 
-__all__ = ["SYNC", "STOP", "UPDATE", "Command", "RankProcess", "Ranks", "rank_devices", "torchrun_rank"]
+__all__ = [
+    "SYNC",
+    "STOP",
+    "UPDATE",
+    "Alone",
+    "Command",
+    "RankProcess",
+    "Ranks",
+    "rank_devices",
+    "torchrun_rank",
+]
 
 T = TypeVar("T")
 
@@ -321,6 +331,40 @@ class Ranks:
             if dead is not None or not self._children or time.monotonic() > deadline:
                 return dead
             time.sleep(0.05)
+
+
+class Alone:
+    """The learner's ranks when it is one process: the leader of a group of one, every exchange ``Ranks``
+    makes the identity, so that the learner core runs one way whatever its ranks."""
+
+    leader = True
+    broken = False
+
+    def send(self, kind: int, **_: Any) -> None:
+        """Nobody to tell."""
+
+    def shard(self, count: int) -> tuple[int, int]:
+        return 0, count
+
+    def gather(self, local: torch.Tensor, count: int) -> torch.Tensor:
+        return local
+
+    def total(self, values: Sequence[float]) -> list[float]:
+        return list(values)
+
+    def reduce_gradients(self, parameters: Sequence[torch.Tensor], *, mean: bool) -> None:
+        """Its own gradients are the sum."""
+
+    def check_model(self, policy: Policy) -> None:
+        """Nobody to differ from."""
+
+    def sync(
+        self, tensors: dict[str, torch.Tensor], meta: dict[str, Any], updates: int
+    ) -> tuple[dict[str, torch.Tensor], dict[str, Any], int]:
+        return tensors, meta, updates
+
+    def close(self) -> None:
+        """Nothing held."""
 
 
 def rank_devices(settings: LearnerSettings, first: torch.device, world: int) -> list[torch.device]:
