@@ -24,8 +24,9 @@ from distrl.fleet.ledger import Groups
 from distrl.fleet.stop import Stop
 from distrl.learner.algorithm import AdvantageTargets
 from distrl.learner.algorithms import configure, names, resolve, with_options
-from distrl.learner.core import Learner, _input
+from distrl.learner.core import Learner
 from distrl.learner.replay import ReplayBuffer
+from distrl.learner.scoring import score
 from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Trajectory
@@ -87,9 +88,7 @@ def test_grpo_contrasts_the_plays_of_a_task_and_drops_the_groups_that_all_scored
     start = learner.policy.adapter.state()
     sample = learner.replay.sample(4, whole_groups=True)
     assert sorted(t.group for t in sample.trajectories) == ["g1", "g1", "g2", "g2"]  # whole groups
-    steps = [(i, s) for i, t in enumerate(sample.trajectories) for s in t.steps]
-    inputs = [_input(sample.trajectories[i], s) for i, s in steps]
-    batch = learner._batch(sample, steps, inputs, [s.output for _, s in steps])
+    batch = score(learner.policy, sample, micro_batch=8, hidden=learner.hidden, ranks=learner.ranks).batch
     plan = learner.algorithm.plan(batch)
     assert plan.advantages is not None
     # the group of a success and a failure: mean 1/2, deviation 1/2, so ±1 on every step; the other: 0

@@ -19,8 +19,10 @@ from distrl.errors import CheckpointError, LearnerError
 from distrl.learner.algorithm import ActorTargets
 from distrl.learner.algorithms import with_options
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
-from distrl.learner.core import Learner, UpdateReport, _input
+from distrl.learner.core import Learner, UpdateReport
 from distrl.learner.losses import kl_to_reference
+from distrl.learner.scoring import policy_input as _input
+from distrl.learner.scoring import score
 from distrl.local.play import rollouts
 from distrl.local.train import Round, train_local
 from distrl.policy import Policy
@@ -61,6 +63,17 @@ def _filled(algorithm: str, played: list[Trajectory], **changes: Any) -> Learner
     for trajectory in played:
         assert learner.add(trajectory)
     return learner
+
+
+def _scored(learner: Learner, sample: Any) -> Any:
+    """``sample`` scored as an update scores it: the ``Batch`` its algorithm reads."""
+    return score(
+        learner.policy,
+        sample,
+        micro_batch=learner.settings.micro_batch,
+        hidden=learner.hidden,
+        ranks=learner.ranks,
+    ).batch
 
 
 def _networks(learner: Learner) -> Any:
@@ -213,9 +226,7 @@ def test_a_ride_learns_from_failures_on_their_decision_tokens_only(played: list[
             for s, lp in zip(trajectory.steps, logprob.tolist(), strict=True)
         )
         assert learner.add(dataclasses.replace(trajectory, steps=on_policy))
-    sample = learner.replay.sample(8)
-    steps, inputs, texts = _flat(list(sample.trajectories))
-    batch = learner._batch(sample, steps, inputs, texts)
+    batch = _scored(learner, learner.replay.sample(8))
     plan = learner.algorithm.plan(batch)
     targets = learner.algorithm.targets(batch, plan)
     assert isinstance(targets, ActorTargets)
@@ -386,7 +397,7 @@ def test_a_checkpoint_that_does_not_load_leaves_the_learner_as_it_was(
     assert trained.update() is not None
     folder = Checkpoints(tmp_path).write(trained.updates, trained.save)
 
-    # another adapter shape: refused as a mismatch, after the critics (which fit) were read
+    # another adapter shape: refused as a mismatch; the critics, which fit, are as they were
     other = Learner(Policy.load(PolicySettings(max_new_tokens=24, lora_rank=8), device="cpu", seed=0),
                     trained.settings, seed=1)  # fmt: skip
     critics, adapter = _snapshot(_networks(other)), _adapter(other)
@@ -641,10 +652,7 @@ def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
                 assert isinstance(last, torch.nn.Linear)
                 last.bias.fill_(-4.0)
     sample = plain.replay.sample(3)
-    steps = [(i, s) for i, t in enumerate(sample.trajectories) for s in t.steps]
-    inputs = [_input(sample.trajectories[i], s) for i, s in steps]
-    texts = [s.output for _, s in steps]
-    batches = [learner._batch(sample, steps, inputs, texts) for learner in (plain, floored)]
+    batches = [_scored(learner, sample) for learner in (plain, floored)]
     targets = [
         cast(ActorTargets, learner.algorithm.targets(batch, learner.algorithm.plan(batch)))
         for learner, batch in zip((plain, floored), batches, strict=True)

@@ -21,7 +21,6 @@ import copy
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import tempfile
@@ -83,37 +82,34 @@ _ADAPTER_DIR = "adapter"
 
 
 class Learner(Protocol):
-    """What a checkpoint holds of a learner (``distrl.learner.core.Learner``)."""
+    """What a checkpoint holds of a learner (``distrl.learner.core.Learner``): its adapter, its replay
+    buffer, and what its ``state_dict`` gives."""
 
     replay: ReplayBuffer
-    updates: int
-    progress: dict[str, int]
 
     @property
     def policy(self) -> Policy: ...
     @property
     def settings(self) -> LearnerSettings: ...
-    @property
-    def networks(self) -> torch.nn.Module | None: ...
-    @property
-    def actor_optimiser(self) -> torch.optim.Optimizer: ...
-    @property
-    def critic_optimiser(self) -> torch.optim.Optimizer | None: ...
-    @property
-    def rng(self) -> random.Random: ...
+    def state_dict(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]: ...
+    def load_state_dict(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None: ...
 
 
-def training_state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The algorithm's networks and both optimisers as named tensors (``critics.*``, ``optimiser.actor.*``,
-    ``optimiser.critic.*``; no network, no critic optimiser), and the optimisers' structure: what a
-    checkpoint saves of them, and what the learner's ranks copy from rank 0 (``restore_training_state``)."""
-    networks, critic = learner.networks, learner.critic_optimiser
+def training_state(
+    networks: torch.nn.Module | None,
+    actor: torch.optim.Optimizer,
+    critic: torch.optim.Optimizer | None,
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """An algorithm's ``networks`` and the two optimisers as named tensors (``critics.*``,
+    ``optimiser.actor.*``, ``optimiser.critic.*``; no networks, no critic optimiser), and the optimisers'
+    structure: what ``Learner.state_dict`` holds of them, and what the learner's ranks copy from rank 0
+    (``restore_training_state``)."""
     tensors: dict[str, torch.Tensor] = (
         {f"critics.{name}": value.detach().cpu() for name, value in networks.state_dict().items()}
         if networks is not None
         else {}
     )
-    actor_tensors, actor_meta = optimizer_state(learner.actor_optimiser, "optimiser.actor")
+    actor_tensors, actor_meta = optimizer_state(actor, "optimiser.actor")
     tensors.update(actor_tensors)
     meta: dict[str, Any] = {"actor_optimiser": actor_meta, "critic_optimiser": None}
     if critic is not None:
@@ -122,41 +118,33 @@ def training_state(learner: Learner) -> tuple[dict[str, torch.Tensor], dict[str,
     return tensors, meta
 
 
-def restore_training_state(learner: Learner, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    """Put back what ``training_state`` gave (other tensors in ``tensors`` are ignored)."""
-    _load_networks(learner, tensors)
-    load_optimizer_state(learner.actor_optimiser, tensors, meta["actor_optimiser"], "optimiser.actor")
-    if learner.critic_optimiser is not None:
-        load_optimizer_state(learner.critic_optimiser, tensors, meta["critic_optimiser"], "optimiser.critic")
-
-
-def _load_networks(learner: Learner, tensors: dict[str, torch.Tensor]) -> None:
-    """The algorithm's networks from the ``critics.*`` tensors; one the tensors lack is a ``KeyError``."""
-    if learner.networks is None:
-        return
-    own = learner.networks.state_dict()
-    absent = [name for name in own if f"critics.{name}" not in tensors]
-    if absent:
-        raise KeyError(f"the networks' {', '.join(absent[:3])} are not in it")
-    learner.networks.load_state_dict({name: tensors[f"critics.{name}"] for name in own})
+def restore_training_state(
+    networks: torch.nn.Module | None,
+    actor: torch.optim.Optimizer,
+    critic: torch.optim.Optimizer | None,
+    tensors: dict[str, torch.Tensor],
+    meta: dict[str, Any],
+) -> None:
+    """Put back what ``training_state`` gave (other tensors in ``tensors`` are ignored); ``KeyError`` for
+    a network's tensor that is not there."""
+    if networks is not None:
+        own = networks.state_dict()
+        absent = [name for name in own if f"critics.{name}" not in tensors]
+        if absent:
+            raise KeyError(f"the networks' {', '.join(absent[:3])} are not in it")
+        networks.load_state_dict({name: tensors[f"critics.{name}"] for name in own})
+    load_optimizer_state(actor, tensors, meta["actor_optimiser"], "optimiser.actor")
+    if critic is not None:
+        load_optimizer_state(critic, tensors, meta["critic_optimiser"], "optimiser.critic")
 
 
 def save_learner(learner: Learner, folder: str | Path) -> None:
-    """Write everything ``load_learner`` needs into ``folder`` (which must exist; see ``Checkpoints``)."""
+    """Write everything ``load_learner`` needs into ``folder`` (which must exist; see ``Checkpoints``): the
+    adapter, ``learner.state_dict()`` and the replay buffer."""
     folder = Path(folder)
     learner.policy.adapter.save(folder / _ADAPTER_DIR)
-    tensors, training = training_state(learner)
-    rng_tensors, rng_meta = rng_state(learner.rng)
-    tensors.update(rng_tensors)
-    meta: dict[str, Any] = {
-        "format": _FORMAT,
-        "algorithm": learner.settings.algorithm,
-        "updates": learner.updates,
-        "progress": dict(learner.progress),
-        **training,
-        "rng": rng_meta,
-    }
-    save_tensors(folder / _STATE_FILE, tensors, meta)
+    tensors, meta = learner.state_dict()
+    save_tensors(folder / _STATE_FILE, tensors, {"format": _FORMAT, **meta})
     learner.replay.save(folder / _REPLAY_FILE)
 
 
@@ -166,40 +154,20 @@ def load_learner(learner: Learner, folder: str | Path) -> None:
     Raises ``CheckpointError`` for a missing or damaged checkpoint, or one of another algorithm or
     model; the learner is then left as it was.
     """
-    before = _memory(learner)
+    tensors, meta = learner.state_dict()
+    before = (
+        {name: t.clone() for name, t in tensors.items()},
+        copy.deepcopy(meta),
+        learner.policy.adapter.state(),
+        learner.replay,
+    )
     try:
         _load(learner, Path(folder))
     except BaseException:
-        _recall(learner, before)
+        tensors, meta, adapter, learner.replay = before
+        learner.load_state_dict(tensors, meta)
+        learner.policy.adapter.load_state(adapter)
         raise
-
-
-def _memory(learner: Learner) -> tuple[Any, ...]:
-    """Copies of everything ``_load`` changes, for ``_recall``."""
-    return (
-        copy.deepcopy(learner.networks.state_dict()) if learner.networks is not None else None,
-        learner.policy.adapter.state(),
-        copy.deepcopy(learner.actor_optimiser.state_dict()),
-        copy.deepcopy(learner.critic_optimiser.state_dict())
-        if learner.critic_optimiser is not None
-        else None,
-        rng_state(learner.rng),
-        learner.replay,
-        learner.updates,
-        dict(learner.progress),
-    )
-
-
-def _recall(learner: Learner, memory: tuple[Any, ...]) -> None:
-    critics, adapter, actor, critic, (rng_tensors, rng_meta), replay, updates, progress = memory
-    learner.replay, learner.updates, learner.progress = replay, updates, progress
-    if learner.networks is not None:
-        learner.networks.load_state_dict(critics)
-    learner.policy.adapter.load_state(adapter)
-    learner.actor_optimiser.load_state_dict(actor)
-    if learner.critic_optimiser is not None:
-        learner.critic_optimiser.load_state_dict(critic)
-    restore_rng_state(rng_tensors, rng_meta, learner.rng)
 
 
 def _load(learner: Learner, folder: Path) -> None:
@@ -222,10 +190,10 @@ def _load(learner: Learner, folder: Path) -> None:
             reason="mismatch",
         )
     with _refusing(f"the learner state in {str(state_file)!r} is incomplete", state_file, "corrupt"):
-        actor, critic, rng, updates = (
-            meta[key] for key in ("actor_optimiser", "critic_optimiser", "rng", "updates")
-        )
-        updates = int(updates)
+        updates = int(meta["updates"])
+        absent = [key for key in ("actor_optimiser", "critic_optimiser", "rng") if key not in meta]
+        if absent:
+            raise KeyError(absent[0])
     if not 0 <= updates < 2**53:  # JSON's exact integers; a learner makes some thousands of updates
         raise CheckpointError(
             f"the learner state in {str(state_file)!r} counts {updates} updates, not a count a run makes",
@@ -235,29 +203,14 @@ def _load(learner: Learner, folder: Path) -> None:
     adapter_file = folder / _ADAPTER_DIR / "adapter_model.safetensors"
     with _refusing(f"the adapter in {str(adapter_file)!r} cannot be read", adapter_file, "corrupt"):
         adapter = load_file(str(adapter_file))
-    with _refusing(f"the critics in {str(folder)!r} do not fit this policy", folder, "mismatch"):
-        _load_networks(learner, tensors)
     replay = ReplayBuffer.load(folder / _REPLAY_FILE)
     with _refusing(
         f"the adapter in {str(adapter_file)!r} does not fit this policy", adapter_file, "mismatch"
     ):
         learner.policy.adapter.load_state(adapter)
-    load_optimizer_state(learner.actor_optimiser, tensors, actor, "optimiser.actor")
-    if learner.critic_optimiser is not None:
-        load_optimizer_state(learner.critic_optimiser, tensors, critic, "optimiser.critic")
-    restore_rng_state(tensors, rng, learner.rng)
+    with _refusing(f"the learner state in {str(folder)!r} does not fit this learner", folder, "mismatch"):
+        learner.load_state_dict(tensors, meta)
     learner.replay = replay
-    learner.updates = updates
-    progress = meta.get("progress", {})
-    learner.progress = (
-        {
-            str(k): int(v)
-            for k, v in progress.items()
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 0
-        }
-        if isinstance(progress, dict)
-        else {}
-    )
 
 
 @contextmanager

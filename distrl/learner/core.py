@@ -36,11 +36,10 @@ trains its share of the batch's steps, and the same step is taken everywhere. ``
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,49 +54,15 @@ from distrl.learner.losses import kl_anchor, kl_to_reference
 from distrl.learner.rank_processes import start_ranks
 from distrl.learner.ranks import SYNC, UPDATE, Alone, Ranks, torchrun_rank
 from distrl.learner.replay import ReplayBuffer, ReplaySample, ReplayStats
-from distrl.learner.retrace import importance_ratios
+from distrl.learner.report import UpdateReport
+from distrl.learner.scoring import score
+from distrl.learner.tensor_files import restore_rng_state, rng_state
 from distrl.policy import Policy, PolicyInput
-from distrl.records import InvalidAction, Step, Trajectory
+from distrl.records import Trajectory
 
 __all__ = ["Learner", "UpdateReport"]
 
 T = TypeVar("T")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
-class UpdateReport:
-    """What one ``Learner.update`` did."""
-
-    update: int
-    """The update's number (1 for the first); the learner's version after it."""
-    trajectories: int
-    steps: int
-    trained_steps: int
-    """Steps in the actor loss after the algorithm's filters (those whose weights are not both 0)."""
-    actor_loss: float
-    critic_loss: float
-    """The algorithm's networks' loss (0 without networks)."""
-    entropy: float
-    """Mean per-token entropy of the sampled steps' answers."""
-    mean_rho: float
-    clipped_share: float
-    """Share of steps whose ρ exceeded the algorithm's clip (its ``clipped_share`` stat; 0 without)."""
-    mean_advantage: float
-    mean_value: float
-    """The mean of the algorithm's values V(s_t) (0 without a value network)."""
-    mean_priority: float
-    staleness: tuple[int, ...]
-    """Per sampled step: learner version − the version that chose it."""
-    wall_s: float
-    kl: float = 0.0
-    """Mean KL(π ‖ π_ref) of the trained answers to the starting policy, per answer (its tokens' KLs
-    summed; 0 without the anchor)."""
-    losses: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    """The algorithm's named losses, each summed over the update's chunks (``actor_loss`` is their total
-    with the anchor); with several ranks, over this rank's chunks (a rank may have none, and knows no
-    names then)."""
-    stats: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    """What else the algorithm reported (``Plan.stats``)."""
 
 
 class Learner:
@@ -180,7 +145,7 @@ class Learner:
         tensors: dict[str, torch.Tensor] = {}
         meta: dict[str, Any] = {}
         if self.ranks.leader:  # the others' own state is not sent
-            tensors, meta = training_state(self)
+            tensors, meta = training_state(self.networks, self.actor_optimiser, self.critic_optimiser)
             tensors.update({f"adapter.{name}": t for name, t in self.policy.adapter.state().items()})
         tensors, meta, updates = self.ranks.sync(tensors, meta, self.updates)
         if not self.ranks.leader:
@@ -191,7 +156,7 @@ class Learner:
                     if name.startswith("adapter.")
                 }
             )
-            restore_training_state(self, tensors, meta)
+            restore_training_state(self.networks, self.actor_optimiser, self.critic_optimiser, tensors, meta)
             self.updates = updates
 
     def close(self) -> None:
@@ -218,6 +183,39 @@ class Learner:
 
     def stats(self) -> ReplayStats:
         return self.replay.stats()
+
+    def state_dict(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The learner's own state, as named tensors and their JSON meta: the algorithm's networks and
+        both optimisers (``checkpoint.training_state``), the RNG, the update count, the run's progress
+        counters and the algorithm's name. Its adapter and replay buffer are saved apart
+        (``checkpoint.save_learner``). The tensors are its own, not copies."""
+        tensors, meta = training_state(self.networks, self.actor_optimiser, self.critic_optimiser)
+        rng_tensors, rng_meta = rng_state(self.rng)
+        return {**tensors, **rng_tensors}, {
+            "algorithm": self.settings.algorithm,
+            "updates": self.updates,
+            "progress": dict(self.progress),
+            **meta,
+            "rng": rng_meta,
+        }
+
+    def load_state_dict(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+        """Put back what ``state_dict`` gave. Where it does not fit (a ``KeyError``, ``ValueError``,
+        ``TypeError`` or ``RuntimeError``; ``CheckpointError`` for an unusable RNG) the learner may be
+        partly changed: ``checkpoint.load_learner`` puts it back as it was."""
+        restore_training_state(self.networks, self.actor_optimiser, self.critic_optimiser, tensors, meta)
+        restore_rng_state(tensors, meta["rng"], self.rng)
+        self.updates = int(meta["updates"])
+        progress = meta.get("progress", {})
+        self.progress = (
+            {
+                str(k): int(v)
+                for k, v in progress.items()
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            }
+            if isinstance(progress, dict)
+            else {}
+        )
 
     def save(self, folder: str | Path) -> None:
         """Write a checkpoint into ``folder`` (``checkpoint.save_learner``)."""
@@ -260,10 +258,12 @@ class Learner:
     def _update(self, sample: ReplaySample, started: float) -> UpdateReport:
         settings = self.settings
         algorithm = self.algorithm
-        steps = [(i, step) for i, trajectory in enumerate(sample.trajectories) for step in trajectory.steps]
-        inputs = [_input(sample.trajectories[i], step) for i, step in steps]
-        texts = [step.output for _, step in steps]
-        batch = self._batch(sample, steps, inputs, texts)
+        scored = score(
+            self.policy, sample, micro_batch=settings.micro_batch, hidden=self.hidden, ranks=self.ranks
+        )
+        batch, steps, inputs, texts = scored.batch, scored.steps, scored.inputs, scored.texts
+        for quantity, scores in (("logprob", batch.logprob), ("entropy", batch.entropy)):
+            self._finite(quantity, scores)
         plan = self._asking("plan", algorithm.plan, batch)
         for quantity, tensor in (("value", plan.values), ("advantage", plan.advantages)):
             if tensor is not None:
@@ -311,63 +311,11 @@ class Learner:
             mean_advantage=float(plan.advantages.mean()) if plan.advantages is not None else 0.0,
             mean_value=float(plan.values.mean()) if plan.values is not None else 0.0,
             mean_priority=sum(priorities) / len(priorities),
-            staleness=tuple(self.updates - 1 - step.policy_version for _, step in steps),
+            staleness=tuple(self.updates - 1 - step.policy_version for step in steps),
             wall_s=time.monotonic() - started,
             kl=kl,
             losses=named,
             stats=dict(plan.stats),
-        )
-
-    def _batch(
-        self,
-        sample: ReplaySample,
-        steps: Sequence[tuple[int, Step]],
-        inputs: Sequence[PolicyInput],
-        texts: Sequence[str],
-    ) -> Batch:
-        """Step 2 of the module docstring: ``Policy.score`` over all steps, ``micro_batch`` at a time."""
-        device = self.policy.device
-        size = self.settings.micro_batch
-        count = len(inputs)
-        first, stop = self.ranks.shard(count)
-        parts: list[list[torch.Tensor]] = [[], [], [], []]  # log-prob, entropy, state, answer state
-        with _evaluation(self.policy), torch.no_grad():
-            for start in range(first, stop, size):
-                end = min(start + size, stop)
-                scores = self.policy.score(inputs[start:end], texts[start:end])
-                assert scores.state is not None
-                assert scores.answer_state is not None
-                for part, tensor in zip(parts, scores, strict=True):
-                    part.append(tensor)  # type: ignore[arg-type]  # not None: asserted above
-            hidden = self.hidden
-            scored = [
-                torch.cat(part) if part else torch.zeros((0, *shape), device=device)
-                for part, shape in zip(parts, ((), (), (hidden,), (hidden,)), strict=True)
-            ]
-            # every rank's share, so that each holds the whole batch
-            scored = [self.ranks.gather(tensor, count) for tensor in scored]
-            logprob, entropy, state, answer_state = scored
-        for name, tensor in (("logprob", logprob), ("entropy", entropy)):
-            self._finite(name, tensor)
-        behaviour = torch.tensor([step.behaviour_logprob for _, step in steps], device=device)
-        return Batch(
-            trajectories=sample.trajectories,
-            spans=_spans(sample.trajectories),
-            logprob=logprob,
-            behaviour=behaviour,
-            entropy=entropy,
-            state=state,
-            answer_state=answer_state,
-            rhos=importance_ratios(logprob, behaviour),
-            weights=torch.tensor([sample.weights[i] for i, _ in steps], dtype=torch.float32, device=device),
-            invalid=torch.tensor(
-                [isinstance(step.action, InvalidAction) for _, step in steps],
-                dtype=torch.float32,
-                device=device,
-            ),
-            outcome=torch.tensor(
-                [1.0 if t.success else 0.0 for t in sample.trajectories], dtype=torch.float32, device=device
-            ),
         )
 
     def _critic_step(self, loss: torch.Tensor | None) -> float:
@@ -494,31 +442,3 @@ class Learner:
                 quantity=quantity,
                 update=self.updates + 1,
             )
-
-
-def _input(trajectory: Trajectory, step: Step) -> PolicyInput:
-    history = tuple(s.action for s in trajectory.steps[: step.index])
-    return PolicyInput(goal=trajectory.task.goal, observation=step.observation, history=history)
-
-
-def _spans(trajectories: Sequence[Trajectory]) -> list[tuple[int, int]]:
-    spans = []
-    start = 0
-    for trajectory in trajectories:
-        spans.append((start, start + len(trajectory.steps)))
-        start += len(trajectory.steps)
-    return spans
-
-
-class _evaluation:  # used as a context manager, like torch.no_grad
-    """Evaluation mode (no dropout) for the duration, then the mode the policy was in."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.training = policy.model.training
-
-    def __enter__(self) -> None:
-        self.policy.train(False)
-
-    def __exit__(self, *exc: object) -> None:
-        self.policy.train(self.training)
