@@ -7,6 +7,8 @@ import collections
 import dataclasses
 import math
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +312,31 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
         assert {m.device for m in members} == {"sim-0", "sim-1"}
     with pytest.raises(ValueError, match="group_size must be between 1 and the fleet's 2 device"):
         await collect(inventory, episodes=2, group_size=3)
+
+
+@pytest.mark.parametrize(
+    ("learner", "words"),
+    [
+        (
+            'algorithm = "grpx"\n',
+            "learner.algorithm: no algorithm 'grpx' (known: a-ride, digirl, filtered-bc",
+        ),
+        ("[learner.grpo]\nclip = -1\n", "learner.grpo.clip: must be greater than 0"),
+        ("gamma = 0.5\n", "learner.gamma is now learner.a_ride.gamma"),
+    ],
+)
+def test_check_refuses_an_algorithm_or_its_table_in_one_line(
+    tmp_path: Path, learner: str, words: str
+) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        f'[learner]\n{learner}\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = {{ sim = 2 }}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "check", str(inventory)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert words in lines[0]
+    assert lines[0].startswith(f"distrl: error: {inventory}: ")

@@ -78,17 +78,21 @@ def resolve(name: str, *, source: str = "") -> type[Algorithm]:
 
 def configure(settings: LearnerSettings, *, source: str = "") -> tuple[type[Algorithm], Any]:
     """The algorithm ``settings`` names and its settings read from its table, checked as the inventory
-    is: ``ConfigError`` naming the key at fault, for a table of an algorithm that does not exist too."""
+    is: ``ConfigError`` naming the key at fault. The other registered algorithms' tables are checked as
+    well; a table of no algorithm is refused."""
     cls = resolve(settings.algorithm, source=source)
     own = table_name(cls.name)
-    known = {table_name(n) for n in _entry_points()} | {own}
-    for key in settings.tables:
-        if key not in known:
+    registered = {table_name(name): name for name in _entry_points()}
+    for key, table in settings.tables.items():
+        if key == own:
+            continue
+        if key not in registered:
+            known = ", ".join(sorted({own, *registered}))
             raise ConfigError.at(
-                f"learner.{key}",
-                f"no algorithm of that name has settings (tables: {', '.join(sorted(known))})",
-                source or None,
+                f"learner.{key}", f"no algorithm of that name has settings (tables: {known})", source or None
             )
+        # another algorithm's table: checked too, so that switching to it cannot fail later
+        read_section(resolve(registered[key]).Settings, table, f"learner.{key}", source=source)
     return cls, read_section(cls.Settings, settings.tables.get(own, {}), f"learner.{own}", source=source)
 
 
