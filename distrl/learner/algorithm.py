@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from distrl.config.fields import num_field
 from distrl.learner.losses import clipped_surrogate, weighted_likelihood
 from distrl.records import Trajectory
 
@@ -40,6 +41,7 @@ __all__ = [
     "Batch",
     "Chunk",
     "Plan",
+    "SurrogateSettings",
     "Targets",
     "group_keys",
     "imitation",
@@ -227,6 +229,33 @@ class AdvantageTargets:
     """c, the cap of the decoupled importance weight π_prox/μ."""
     decoupled: bool
     entropy_coef: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SurrogateSettings:
+    """The settings of a clipped surrogate (``surrogate_loss``), which the algorithms that train with one
+    take into their own tables."""
+
+    clip: float = num_field(0.2, gt=0, le=1)
+    """ε: the ratio is clipped to [1 − ε, 1 + ε]."""
+    decoupled: bool = True
+    """The ratio against the update's starting policy and a capped importance weight to the behaviour
+    policy (AReaL's form for stale data); false: the ratio against the behaviour policy."""
+    behaviour_cap: float = num_field(5.0, gt=0)
+    """c, the cap of the decoupled importance weight π_prox/μ."""
+    entropy_coef: float = num_field(0.0, ge=0)
+    """β of an entropy bonus −β·H (0: none)."""
+
+    def targets(self, advantages: torch.Tensor, trained: torch.Tensor) -> AdvantageTargets:
+        """``advantages`` and the ``trained`` steps, with these settings."""
+        return AdvantageTargets(
+            advantages=advantages,
+            trained=trained,
+            clip=self.clip,
+            behaviour_cap=self.behaviour_cap,
+            decoupled=self.decoupled,
+            entropy_coef=self.entropy_coef,
+        )
 
 
 def surrogate_loss(batch: Batch, targets: AdvantageTargets, chunk: Chunk) -> dict[str, torch.Tensor]:

@@ -18,28 +18,27 @@ import dataclasses
 
 import torch
 
-from distrl.config.fields import num_field
-from distrl.learner.algorithm import AdvantageTargets, Batch, Chunk, Plan, group_keys, surrogate_loss
+from distrl.learner.algorithm import (
+    AdvantageTargets,
+    Batch,
+    Chunk,
+    Plan,
+    SurrogateSettings,
+    group_keys,
+    surrogate_loss,
+)
 from distrl.learner.losses import group_advantages
 
 __all__ = ["GRPO", "GRPOSettings"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GRPOSettings:
-    """``[learner.grpo]``: GRPO's hyper-parameters."""
+class GRPOSettings(SurrogateSettings):
+    """``[learner.grpo]``: GRPO's hyper-parameters: the clipped surrogate's (``clip``, ``decoupled``,
+    ``behaviour_cap``, ``entropy_coef``) and ``scale``."""
 
-    clip: float = num_field(0.2, gt=0, le=1)
-    """ε: the ratio is clipped to [1 − ε, 1 + ε]."""
-    decoupled: bool = True
-    """The ratio against the update's starting policy and a capped importance weight to the behaviour
-    policy (AReaL's form for stale data); false: the ratio against the behaviour policy."""
-    behaviour_cap: float = num_field(5.0, gt=0)
-    """c, the cap of the decoupled importance weight π_prox/μ."""
     scale: bool = True
     """Divide by the group's standard deviation (GRPO); false: only centre (Dr. GRPO)."""
-    entropy_coef: float = num_field(0.0, ge=0)
-    """β of an entropy bonus −β·H (0: none)."""
 
 
 class GRPO:
@@ -74,15 +73,8 @@ class GRPO:
 
     def targets(self, batch: Batch, plan: Plan) -> AdvantageTargets:
         assert plan.advantages is not None
-        settings = self.settings
-        return AdvantageTargets(
-            advantages=plan.advantages,
-            trained=plan.advantages != 0,  # a non-uniform group's members never sit at its mean
-            clip=settings.clip,
-            behaviour_cap=settings.behaviour_cap,
-            decoupled=settings.decoupled,
-            entropy_coef=settings.entropy_coef,
-        )
+        # a non-uniform group's members never sit at its mean: the steps trained are those not at 0
+        return self.settings.targets(plan.advantages, plan.advantages != 0)
 
     def loss(self, batch: Batch, targets: AdvantageTargets, chunk: Chunk) -> dict[str, torch.Tensor]:
         return surrogate_loss(batch, targets, chunk)

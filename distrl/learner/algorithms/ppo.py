@@ -29,7 +29,15 @@ from typing import Literal
 import torch
 
 from distrl.config.fields import num_field
-from distrl.learner.algorithm import AdvantageTargets, Batch, Chunk, Plan, group_keys, surrogate_loss
+from distrl.learner.algorithm import (
+    AdvantageTargets,
+    Batch,
+    Chunk,
+    Plan,
+    SurrogateSettings,
+    group_keys,
+    surrogate_loss,
+)
 from distrl.learner.heads import Heads
 from distrl.learner.losses import group_advantages
 
@@ -39,24 +47,16 @@ _BCE = torch.nn.functional.binary_cross_entropy_with_logits
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PPOSettings:
-    """``[learner.ppo]``: PPO's hyper-parameters."""
+class PPOSettings(SurrogateSettings):
+    """``[learner.ppo]``: PPO's hyper-parameters: the clipped surrogate's (``clip``, ``decoupled``,
+    ``behaviour_cap``, ``entropy_coef``) and its advantages'."""
 
-    clip: float = num_field(0.2, gt=0, le=1)
-    """ε: the ratio is clipped to [1 − ε, 1 + ε]."""
-    decoupled: bool = True
-    """The ratio against the update's starting policy and a capped importance weight to the behaviour
-    policy (AReaL's form for stale data); false: the ratio against the behaviour policy."""
-    behaviour_cap: float = num_field(5.0, gt=0)
-    """c, the cap of the decoupled importance weight π_prox/μ."""
     baseline: Literal["value", "group"] = "value"
     """``value``: a learnt V(s_t); ``group``: the mean outcome of the same task's plays in the batch."""
     gamma: float = num_field(0.95, ge=0, le=1)
     """γ of the discounted outcome G_t = γ^(T−1−t)·R that the value baseline is trained on."""
     normalise: bool = True
     """Advantages shifted and scaled to mean 0 and deviation 1 over the batch's steps."""
-    entropy_coef: float = num_field(0.0, ge=0)
-    """β of an entropy bonus −β·H (0: none)."""
 
 
 class PPO:
@@ -102,15 +102,7 @@ class PPO:
 
     def targets(self, batch: Batch, plan: Plan) -> AdvantageTargets:
         assert plan.advantages is not None
-        settings = self.settings
-        return AdvantageTargets(
-            advantages=plan.advantages,
-            trained=torch.ones_like(plan.advantages, dtype=torch.bool),
-            clip=settings.clip,
-            behaviour_cap=settings.behaviour_cap,
-            decoupled=settings.decoupled,
-            entropy_coef=settings.entropy_coef,
-        )
+        return self.settings.targets(plan.advantages, torch.ones_like(plan.advantages, dtype=torch.bool))
 
     def loss(self, batch: Batch, targets: AdvantageTargets, chunk: Chunk) -> dict[str, torch.Tensor]:
         return surrogate_loss(batch, targets, chunk)

@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from distrl.config.fields import num_field
+from distrl.learner.algorithm import SurrogateSettings
 from distrl.learner.algorithms.grpo import GRPO, GRPOSettings
 
 __all__ = ["RLOO", "RLOOSettings"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RLOOSettings:
-    """``[learner.rloo]``: RLOO's hyper-parameters."""
-
-    clip: float = num_field(0.2, gt=0, le=1)
-    """ε: the ratio is clipped to [1 − ε, 1 + ε]."""
-    decoupled: bool = True
-    """The ratio against the update's starting policy and a capped importance weight to the behaviour
-    policy; false: the ratio against the behaviour policy."""
-    behaviour_cap: float = num_field(5.0, gt=0)
-    """c, the cap of the decoupled importance weight π_prox/μ."""
-    entropy_coef: float = num_field(0.0, ge=0)
-    """β of an entropy bonus −β·H (0: none)."""
+class RLOOSettings(SurrogateSettings):
+    """``[learner.rloo]``: the clipped surrogate's settings (``clip``, ``decoupled``, ``behaviour_cap``,
+    ``entropy_coef``)."""
 
 
 class RLOO(GRPO):
