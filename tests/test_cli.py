@@ -43,9 +43,9 @@ def test_help_lists_the_commands() -> None:
         "view",
         "export",
         "judge-eval",
-        "worker",
     ):
         assert f"    {command} " in result.stdout
+    assert "    worker " not in result.stdout  # internal: the learner starts it (documented as such)
     assert "python -m distrl init" in result.stdout  # where a new user (a wheel install too) starts
 
 
