@@ -84,8 +84,14 @@ PLAN = (
     Program(
         "collection_async_sync",
         ("--sizes", "8,32,128", "--figure", f"{CUT}/collection-async-sync.png"),
-        1020,
+        975,
         "8 to 128 phones, not 512",
+    ),
+    Program(
+        "task_groups",
+        ("--episodes", "64", "--repeats", "1", "--figure", f"{CUT}/task-groups.png"),
+        45,
+        "64 episodes, one measurement per size, not 256 and 3",
     ),
     Program(
         "slow_worker",

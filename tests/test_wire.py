@@ -643,6 +643,7 @@ def test_an_attachment_used_twice_is_refused() -> None:
         "started_at_s": 0,
         "duration_s": 0,
         "temperature": None,
+        "group": "",
     }
     header = {"type": "trajectory_report", "id": 0, "att": [3], "trajectory": trajectory}
     with pytest.raises(WireError, match="already uses"):

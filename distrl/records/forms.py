@@ -369,7 +369,7 @@ def trajectory_from_json(value: object, where: str, inbox: Inbox) -> Trajectory:
         duration_s=obj.number("duration_s"),
         # absent from records written before it was kept
         temperature=None if obj.is_null("temperature") else obj.number("temperature"),
-        group=obj.string("group") if obj.has("group") else "",  # absent before task groups
+        group=obj.string("group"),
     )
     obj.close()
     return trajectory
