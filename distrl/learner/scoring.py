@@ -20,12 +20,15 @@ __all__ = ["Scored", "policy_input", "score"]
 class Scored:
     """A scored batch, with each step's prompt and answer for the actor's pass."""
 
-    def __init__(self, batch: Batch, steps: Sequence[Step], inputs: Sequence[PolicyInput]) -> None:
+    def __init__(
+        self, batch: Batch, steps: Sequence[Step], inputs: Sequence[PolicyInput], texts: Sequence[str]
+    ) -> None:
         self.batch = batch
         self.steps = steps
         """The batch's steps in order: trajectory by trajectory."""
         self.inputs = inputs
-        self.texts = [step.output for step in steps]
+        self.texts = texts
+        """Each step's answer, as the model wrote it."""
 
 
 def score(
@@ -74,7 +77,7 @@ def score(
             [1.0 if t.success else 0.0 for t in sample.trajectories], dtype=torch.float32, device=device
         ),
     )
-    return Scored(batch, steps, inputs)
+    return Scored(batch, steps, inputs, texts)
 
 
 def policy_input(trajectory: Trajectory, step: Step) -> PolicyInput:
