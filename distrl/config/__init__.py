@@ -18,24 +18,24 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 - ``distrl.config.settings``: the dataclasses, one per table, with every default and bound; the hosts
   and their devices in ``distrl.config.hosts``, the learner's in ``distrl.config.learner``, and how a
   field states its bounds in ``distrl.config.fields``;
-- ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``), and the
-  worker's share of them on the wire (``worker_settings_json``, ``parse_worker_settings``; a host's
-  devices: ``devices_json``, ``parse_devices``).
+- ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``);
+- ``distrl.config.documents``: the settings' JSON documents on the wire, read with the same checks: the
+  worker's share (``worker_settings_json``, ``parse_worker_settings``), a host's devices
+  (``devices_json``, ``parse_devices``) and a learner rank's (``learner_settings_json``,
+  ``parse_learner_settings``).
 """
 
-from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
-from distrl.config.learner import LearnerSettings
-from distrl.config.reader import (
+from distrl.config.documents import (
     devices_json,
     learner_settings_json,
-    load_inventory,
     parse_devices,
-    parse_inventory,
     parse_learner_settings,
     parse_worker_settings,
-    read_section,
     worker_settings_json,
 )
+from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
+from distrl.config.learner import LearnerSettings
+from distrl.config.reader import load_inventory, parse_inventory, read_section
 from distrl.config.settings import (
     BUILT_IN_BASES,
     BUILT_IN_MODELS,

@@ -2,16 +2,14 @@
 checked whole at load time: every mistake is one ``ConfigError`` naming the file, the TOML path and the
 problem.
 
-Over 450 lines, one module: every table's reader and the checks across tables share one way of naming
-the TOML path of a mistake; the settings themselves are ``settings.py``, ``hosts.py``
-and ``learner.py``.
+The settings themselves are ``settings.py``, ``hosts.py`` and ``learner.py``; their JSON documents on the
+wire are ``documents.py``, read back through this module's ``Reader``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import operator
 import re
@@ -34,95 +32,17 @@ from distrl.config.settings import (
     SimSettings,
     TaskSettings,
     Timeouts,
-    WorkerSettings,
 )
 from distrl.errors import ConfigError
 
 T = TypeVar("T")
 
 
-def worker_settings_json(inventory: Inventory) -> str:
-    """The ``WorkerSettings`` of ``inventory`` as a JSON document (``parse_worker_settings`` reads it)."""
-    document = {
-        "policy": dataclasses.asdict(inventory.policy),
-        "sim": dataclasses.asdict(inventory.sim),
-        "timeouts": dataclasses.asdict(inventory.timeouts),
-        "seed": inventory.run.seed,
-    }
-    return json.dumps(document, allow_nan=True)
-
-
-def learner_settings_json(policy: PolicySettings, learner: LearnerSettings) -> str:
-    """The settings a learner rank builds its policy and learner from, as a JSON document
-    (``parse_learner_settings`` reads it)."""
-    fields = dataclasses.asdict(learner)
-    document = {"policy": dataclasses.asdict(policy), "learner": {**fields.pop("tables"), **fields}}
-    return json.dumps(document, allow_nan=True)
-
-
-def parse_learner_settings(text: str) -> tuple[PolicySettings, LearnerSettings]:
-    """Check a ``learner_settings_json`` document as the inventory's own sections are checked.
-
-    Raises ``ConfigError`` naming the setting at fault."""
-    reader, data = _document(text, "the learner settings", "rank")
-    table = reader.table(data, "")
-    reader.reject_unknown(table, ["policy", "learner"], "")
-    return (
-        reader.section(PolicySettings, table.get("policy", {}), "policy"),
-        reader.section(LearnerSettings, table.get("learner", {}), "learner"),
-    )
-
-
 def read_section(cls: type[T], table: object, path: str, *, source: str = "") -> T:
     """``table`` read into the settings dataclass ``cls`` with the inventory's own checks (types, bounds,
     unknown keys); ``ConfigError`` naming ``source`` and the key under ``path`` otherwise. An algorithm's
     table is read so (``distrl.learner.algorithms.configure``)."""
-    return _Reader(source or None).section(cls, table, path)
-
-
-def _document(text: str, what: str, source: str) -> tuple[_Reader, object]:
-    """A settings document sent on the wire, parsed, and the reader that checks it (``source`` names the
-    message it came in); ``ConfigError`` when it is not JSON."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError.at("", f"{what} are not JSON: {exc}", source) from exc
-    return _Reader(source), data
-
-
-def devices_json(devices: Devices) -> str:
-    """A host's ``Devices`` as a JSON document (``parse_devices`` reads it): the learner's hello carries
-    it to the worker, which launches and checks them."""
-    return json.dumps(dataclasses.asdict(devices))
-
-
-def parse_devices(text: str) -> Devices:
-    """Check a ``devices_json`` document as the inventory's ``[hosts.devices]`` is checked.
-
-    Raises ``ConfigError`` naming the setting at fault."""
-    reader, data = _document(text, "the device settings", "hello")
-    table = reader.table(data, "devices")
-    devices = reader.section(Devices, table, "devices")
-    reader.launch(devices, "devices")
-    return devices
-
-
-def parse_worker_settings(text: str) -> WorkerSettings:
-    """Check a ``worker_settings_json`` document as the inventory's own sections are checked.
-
-    Raises ``ConfigError`` naming the setting at fault."""
-    reader, data = _document(text, "the worker settings", "setup")
-    table = reader.table(data, "")
-    reader.reject_unknown(table, ["policy", "sim", "timeouts", "seed"], "")
-    seed = table.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise reader.fail("seed", f"must be an integer ≥ 0, not {seed!r}")
-    return WorkerSettings(
-        policy=reader.section(PolicySettings, table.get("policy", {}), "policy"),
-        sim=reader.section(SimSettings, table.get("sim", {}), "sim"),
-        timeouts=reader.section(Timeouts, table.get("timeouts", {}), "timeouts"),
-        seed=seed,
-    )
+    return Reader(source or None).section(cls, table, path)
 
 
 _SECTIONS: dict[str, type[Any]] = {
@@ -166,11 +86,12 @@ def parse_inventory(text: str, *, source: str = "") -> Inventory:
         raise ConfigError.at("", f"invalid TOML: {exc}", source or None) from exc
     except RecursionError:
         raise ConfigError.at("", "invalid TOML: nested too deeply", source or None) from None
-    return _Reader(source or None).inventory(data)
+    return Reader(source or None).inventory(data)
 
 
-class _Reader:
-    """Turns parsed TOML into checked dataclasses; every error names ``file`` and the TOML path."""
+class Reader:
+    """Turns parsed TOML (or a settings document's JSON, ``distrl.config.documents``) into checked
+    dataclasses; every error names ``file`` and the TOML path."""
 
     def __init__(self, file: str | None) -> None:
         self.file = file
