@@ -220,14 +220,14 @@ def _export(args: argparse.Namespace) -> int:
 def _save_model(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
-    from distrl.policy.tiny import build_tiny, build_tiny_bc
+    from distrl.policy.tiny import build_pretrained, build_tiny
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
     target = Path(args.out)
     if target.exists() and any(target.iterdir()):
         return _fail(f"{target} is not empty", EXIT_USAGE)
-    model, prompter = build_tiny_bc() if args.model == "tiny-bc" else build_tiny(seed=args.seed)
+    model, prompter = build_tiny(seed=args.seed) if args.model == "tiny" else build_pretrained(args.model)
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(target))
     prompter.save_pretrained(target)

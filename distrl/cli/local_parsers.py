@@ -221,7 +221,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "--start",
         default=None,
         metavar="MODEL",
-        help="go on training this model (tiny-bc or a model folder, as policy.model names them) instead "
+        help="go on training this model (tiny-bc, tiny-weak or a model folder, as policy.model names them) instead "
         "of a fresh tiny: more steps, other demonstrations (a lower --lr, such as 1e-3, keeps what it knows)",
     )
     pretrain.add_argument(
@@ -259,12 +259,12 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     save_model = commands.add_parser(
         "save-model",
         parents=[common],
-        help="write a built-in model (tiny, tiny-bc) to a folder, as any Hugging Face model",
-        description="Write the built-in tiny or tiny-bc model, with its tokenizer and image processor, to "
+        help="write a built-in model (tiny, tiny-bc, tiny-weak) to a folder, as any Hugging Face model",
+        description="Write the built-in tiny, tiny-bc or tiny-weak model, with its tokenizer and image processor, to "
         "DIR as an ordinary Qwen2-VL model folder: the base of adapters trained from it (their config "
         "names tiny-bc), for transformers and peft without distrl.",
     )
-    save_model.add_argument("model", choices=["tiny", "tiny-bc"], help="which built-in model")
+    save_model.add_argument("model", choices=["tiny", "tiny-bc", "tiny-weak"], help="which built-in model")
     save_model.add_argument("out", metavar="DIR", help="an empty or new folder")
     save_model.add_argument("--seed", type=_integer, default=0, help="tiny's weights seed (default 0)")
     save_model.set_defaults(command=_save_model)
@@ -279,7 +279,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "each task at temperature 1, seeded SEED, SEED+1, ...) and the tasks solved at least once, per "
         "template.",
     )
-    evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny or tiny-bc")
+    evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny, tiny-bc or tiny-weak")
     evaluate.add_argument("--adapter", default="", type=_adapter, metavar="FOLDER", help=ADAPTER_HELP)
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
     evaluate.add_argument(

@@ -1,4 +1,4 @@
-"""Loading a policy's parts: the device and dtype, the base model (``tiny``, ``tiny-bc`` or a local
+"""Loading a policy's parts: the device and dtype, the base model (``tiny``, ``tiny-bc``, ``tiny-weak`` or a local
 Hugging Face folder of the Qwen2-VL family) with its ``Prompter``, and its LoRA adapter (fresh from the
 settings, or a PEFT folder). Every failure is one ``PolicyError`` sentence."""
 
@@ -15,10 +15,10 @@ import transformers
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForImageTextToText, PreTrainedModel
 
-from distrl.config import TINY_BC, PolicySettings
+from distrl.config import PRETRAINED, PolicySettings
 from distrl.errors import PolicyError
 from distrl.policy.prompt import Prompter
-from distrl.policy.tiny import build_tiny, build_tiny_bc
+from distrl.policy.tiny import build_pretrained, build_tiny
 
 __all__ = [
     "QWEN_VL_FAMILY",
@@ -79,8 +79,8 @@ def model_folder(model: str) -> Path:
 def load_base(model: str, dtype: torch.dtype, seed: int) -> tuple[PreTrainedModel, Prompter]:
     if model == "tiny":
         return build_tiny(seed)
-    if model == TINY_BC:
-        return build_tiny_bc()
+    if model in PRETRAINED:
+        return build_pretrained(model)
     # a progress bar per load would cut through distrl's own progress lines (and every worker loads)
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated
     folder = model_folder(model)

@@ -42,6 +42,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForCondi
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 from distrl.actions import format_action
+from distrl.config import TINY_BC, TINY_WEAK
 from distrl.policy.prompt import (
     ENDOFTEXT,
     IM_END,
@@ -59,17 +60,26 @@ from distrl.records import Action, ActionType
 __all__ = [
     "TinySpec",
     "build_tiny",
-    "build_tiny_bc",
+    "build_pretrained",
     "build_tokenizer",
-    "export_tiny_bc",
+    "export_pretrained",
     "tiny_config",
     "CHAT_TEMPLATE",
-    "TINY_BC_WEIGHTS",
+    "PRETRAINED_WEIGHTS",
 ]
 
-TINY_BC_WEIGHTS = Path(__file__).with_name("tiny_bc.safetensors")
-"""The weights of ``tiny-bc``, shipped with the package (float32, 3.9 MB), and in their metadata the
-``max_pixels`` its screens are resized to."""
+PRETRAINED_WEIGHTS = {
+    TINY_BC: Path(__file__).with_name("tiny_bc.safetensors"),
+    TINY_WEAK: Path(__file__).with_name("tiny_weak.safetensors"),
+}
+"""The weights of each built-in pretrained ``tiny`` (``[policy] model`` names them), shipped with the
+package (float32, 3.9 MB each), and in their metadata the ``max_pixels`` its screens are resized to:
+
+- ``tiny-bc``: behaviour-cloned long on the sim expert's demonstrations, the strong start (95.7% greedy on
+  ``general`` train, 48.5% at temperature 1 on test);
+- ``tiny-weak``: the same recipe stopped early, a start where failures dominate (the paper's AutoUI
+  start is 40.6% on test), for RL to show how far it lifts one
+  (``docs/results/pretraining.md`` has both recipes and their figures)."""
 
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END, VISION_START, VISION_END, VISION_PAD, IMAGE_PAD, VIDEO_PAD)
 """Qwen2-VL's special tokens, in Qwen's order; ids 0-7 of the tiny vocabulary."""
@@ -164,24 +174,27 @@ def build_tiny(
     return model, Prompter(tokenizer, image_processor)
 
 
-def build_tiny_bc() -> tuple[Qwen2VLForConditionalGeneration, Prompter]:
-    """``tiny`` behaviour-cloned on the simulated phone's expert (``distrl pretrain``): the RL starting
-    point that ships with distrl, as AutoUI is the paper's. The architecture and tokenizer are built
-    here as for ``tiny``; the weights, and the screen size they were trained at (``max_pixels``), come
-    from ``TINY_BC_WEIGHTS``."""
-    with safe_open(str(TINY_BC_WEIGHTS), framework="pt") as weights:
+def build_pretrained(name: str) -> tuple[Qwen2VLForConditionalGeneration, Prompter]:
+    """A built-in pretrained ``tiny`` (``tiny-bc`` or ``tiny-weak``: ``tiny`` behaviour-cloned on the
+    simulated phone's expert by ``distrl pretrain``), the RL starting points that ship with distrl, as
+    AutoUI is the paper's. The architecture and tokenizer are built here as for ``tiny``; the weights,
+    and the screen size they were trained at (``max_pixels``), come from ``PRETRAINED_WEIGHTS[name]``."""
+    path = PRETRAINED_WEIGHTS[name]
+    with safe_open(str(path), framework="pt") as weights:
         max_pixels = int((weights.metadata() or {}).get("max_pixels", TinySpec().max_pixels))
     model, prompter = build_tiny(spec=TinySpec(max_pixels=max_pixels))
-    load_model(model, str(TINY_BC_WEIGHTS), strict=True)
+    load_model(model, str(path), strict=True)
     return model, prompter
 
 
-def export_tiny_bc(model: torch.nn.Module, max_pixels: int, path: Path = TINY_BC_WEIGHTS) -> None:
+def export_pretrained(model: torch.nn.Module, max_pixels: int, name: str) -> Path:
     """Write a pretrained tiny ``model`` (``from_pretrained`` of a ``distrl pretrain`` folder) and the
-    ``max_pixels`` its screens were resized to as the ``tiny-bc`` weights, in float32
-    (``tools/export-tiny-bc``). The screen size matters: the same weights shown screens of another size
-    succeed half as often."""
+    ``max_pixels`` its screens were resized to as the built-in ``name``'s weights, in float32
+    (``tools/export-tiny-bc``); return where. The screen size matters: the same weights shown screens of
+    another size succeed half as often."""
+    path = PRETRAINED_WEIGHTS[name]
     save_model(model.float(), str(path), metadata={"max_pixels": str(max_pixels)})
+    return path
 
 
 def tiny_config(tokenizer: PreTrainedTokenizerFast, spec: TinySpec) -> Qwen2VLConfig:

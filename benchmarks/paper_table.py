@@ -1,0 +1,462 @@
+"""The paper's Table 1 in shape: each start, then every algorithm trained from it in the fleet, side by side.
+
+Rows: each start (``--starts``, default ``tiny-weak``, the built-in start where failures dominate; also
+``tiny-bc``), evaluated as it is; then, from it, every registered algorithm (``--algorithms``, default
+all: ``a-ride``, ``digirl``, ``filtered-bc``, ``grpo``, ``ppo``, ``rloo``) and A-RIDE's two ablations, as
+the paper runs them: ``no-dper`` (uniform replay, ``priority_alpha = 0``) and ``no-retrace`` (one-step TD
+targets and advantages, both λ = 0; the paper's code switches to V-trace); and ``--sync`` algorithms again
+in synchronous rounds (DigiRL's multi-machine system), for the time to a target. Each run is ``python -m
+distrl run`` on the example inventory (``hosts.example.toml``: 32 sim phones, calibrated latency) for
+``--minutes`` of wall time per ``--seeds`` seed, with ``policy.model`` the start and ``learner.algorithm``
+the row's; group algorithms (``grpo``, ``rloo``) get ``[tasks] group_size = 8`` and batches of 16.
+
+Each row is evaluated as the paper measures, and greedily too: every task of the ``general`` test and
+train splits once (``--eval-episodes N``: a fixed sample of N), at temperature 1 and greedy, the same
+tasks and sampling seed for every row, so a row's gain over its start is paired by task. A checkpoint
+every ``--minutes``/6 is played on a fixed sample of ``--curve-episodes`` test tasks at temperature 1:
+the curve of success over wall time, and the time each run first reaches its start + 15 points
+(``--target``).
+
+Every row measured is appended to ``OUT/rows.jsonl`` as it ends, so a table cut short (a crash, Ctrl-C)
+keeps them; ``--resume`` goes on from them and says which it takes as measured. Prints one JSON line
+(the rows, the table: each cell the mean over seeds with its standard error over seeds, or over tasks for
+one seed, and the gain over the start; the paper's own figures beside; the goals) and writes
+``benchmarks/figures/paper-table.png``: test success at temperature 1 over wall time, a band over seeds
+per algorithm, the start dashed. Bounded: per row ``--minutes`` and its evaluations (about 9 minutes on
+2 cores for the full splits); the default table (1 start × 9 rows × 3 seeds × 30 minutes) takes about
+18 hours. ``--quick`` is one seed of ``a-ride`` and ``grpo`` for 1 minute on 8 phones, 16 tasks a split
+(about 6 minutes). Run: ``python benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from plotting import saved_figure
+
+from distrl.config import PRETRAINED, PolicySettings, parse_inventory
+from distrl.fleet import train
+from distrl.learner.algorithms import names, resolve
+from distrl.local.evaluation import Evaluation, mean_and_error
+from distrl.local.play import evaluate
+from distrl.policy import Policy
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ROOT / "benchmarks" / "figures"
+EXAMPLE = ROOT / "distrl" / "hosts.example.toml"
+ABLATIONS = {
+    "no-dper": {("learner", "priority_alpha"): "0.0"},
+    "no-retrace": {
+        ("learner.a_ride", "retrace_lambda"): "0.0",
+        ("learner.a_ride", "advantage_lambda"): "0.0",
+    },
+}
+"""A-RIDE without one part, as the paper's ablations: the inventory lines each changes."""
+GROUP_SIZE = 8
+"""Task group size for the algorithms that train on whole groups."""
+CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))
+"""The table's columns: the paper's metric (test at temperature 1) first."""
+PAPER = {
+    "source": "DistRL (arXiv 2410.14803) Table 1, AitW General test, 128 tasks, mean ± std of 3 runs, T = 1",
+    "AutoUI start": 40.6,
+    "DigiRL, multi-machine sync": "61.2 ± 2.4",
+    "DistRL (A-RIDE)": "73.2 ± 1.1",
+    "ablations (Fig. 4b)": "no DPER ≈ −8 points, no Retrace ≈ −6 and unstable",
+    "time to target (Fig. 3a)": "≈ 3× sooner async than sync",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row to measure: a start, a variant of it (``start``: the start itself) in a mode, a seed."""
+
+    start: str
+    variant: str
+    mode: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.start}/{self.variant}/{self.mode}/s{self.seed}"
+
+    @property
+    def algorithm(self) -> str:
+        return "a-ride" if self.variant in ABLATIONS else self.variant
+
+
+def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
+    """The example inventory with this row's settings written into its own lines."""
+    every = max(args.minutes * 10, 5.0)  # six points a run
+    changes = {
+        ("run", "name"): json.dumps(row.key.replace("/", "-")),
+        ("run", "mode"): json.dumps(row.mode),
+        ("run", "output_dir"): json.dumps(str(folder)),
+        ("run", "seed"): str(row.seed),
+        ("run", "duration_s"): str(args.minutes * 60),
+        ("run", "checkpoint_every"): "0",
+        ("run", "checkpoint_every_s"): str(every),
+        ("run", "keep_checkpoints"): "1000",
+        ("run", "record_episodes"): "0",
+        ("policy", "model"): json.dumps(row.start),
+        ("learner", "algorithm"): json.dumps(row.algorithm),
+        ("hosts.devices", "sim"): str(args.devices),
+        **ABLATIONS.get(row.variant, {}),
+    }
+    if getattr(resolve(row.algorithm), "grouped", False) is True:
+        changes |= {("tasks", "group_size"): str(GROUP_SIZE), ("learner", "batch_size"): "16"}
+    text = EXAMPLE.read_text()
+    for (table, key), value in changes.items():
+        text = _set(text, table, key, value)
+    return text
+
+
+def _set(text: str, table: str, key: str, value: str) -> str:
+    """``text`` with ``key = value`` in TOML table ``[table]`` (its first, or ``[[table]]``), comment kept."""
+    header = re.search(rf"^\[\[?{re.escape(table)}\]?\]", text, re.MULTILINE)
+    if header is None:
+        raise SystemExit(f"paper_table: the example inventory has no [{table}]")
+    end = re.compile(r"^\[", re.MULTILINE).search(text, header.end())
+    line = re.compile(rf"^{re.escape(key)} *= *[^#\n]*?( *#.*)?$", re.MULTILINE)
+    found = line.search(text, header.end(), end.start() if end else len(text))
+    if found is None:
+        raise SystemExit(f"paper_table: the example inventory's [{table}] has no {key}")
+    return text[: found.start()] + f"{key} = {value}{found.group(1) or ''}" + text[found.end() :]
+
+
+def _evaluations(model: str, adapter: str, args: argparse.Namespace) -> dict[str, Evaluation]:
+    """Each cell's evaluation of ``model`` with ``adapter``: the same tasks and seed for every row."""
+    policy = Policy.load(PolicySettings(model=model, adapter=adapter), seed=0)
+    return {
+        f"{split}@{temperature:g}": evaluate(
+            policy, "general", split, episodes=args.eval_episodes or None, seed=0, temperature=temperature
+        )
+        for split, temperature in CELLS
+    }
+
+
+def _curve_point(model: str, adapter: str, args: argparse.Namespace) -> float:
+    policy = Policy.load(PolicySettings(model=model, adapter=adapter), seed=0)
+    return evaluate(
+        policy, "general", "test", episodes=args.curve_episodes, seed=1, temperature=1.0
+    ).success_rate
+
+
+def _measure(row: Row, args: argparse.Namespace) -> dict[str, object]:
+    """Train (unless the row is the start), then evaluate: the row as written to ``rows.jsonl``."""
+    record: dict[str, object] = {"key": row.key, "start": row.start, "variant": row.variant, "mode": row.mode}
+    record["seed"] = row.seed
+    adapter = ""
+    if row.variant == "start":
+        record["curve"] = [[0.0, 0, _curve_point(row.start, "", args)]] if args.curve_episodes else []
+    else:
+        folder = args.out / "runs"
+        inventory = parse_inventory(_inventory_text(row, folder, args), source=str(folder / "hosts.toml"))
+        began = time.time()
+        stats = anyio.run(lambda: train(inventory))
+        record |= {
+            "episodes": stats.completed,
+            "updates": stats.updates,
+            "wall_s": round(time.time() - began),
+        }
+        checkpoints = sorted((folder / row.key.replace("/", "-") / "checkpoints").glob("step-*"))
+        if not checkpoints:
+            raise SystemExit(f"paper_table: {row.key} wrote no checkpoint")
+        adapter = str(checkpoints[-1] / "adapter")
+        record["curve"] = [
+            [
+                round(c.stat().st_mtime - began, 1),
+                int(c.name.removeprefix("step-")),
+                _curve_point(row.start, str(c / "adapter"), args),
+            ]
+            for c in checkpoints
+            if args.curve_episodes
+        ]
+    evaluations = _evaluations(row.start, adapter, args)
+    record["cells"] = {
+        cell: [[outcome.task.id, outcome.success] for outcome in result.outcomes]
+        for cell, result in evaluations.items()
+    }
+    return record
+
+
+def _rates(record: dict[str, object], cell: str) -> dict[str, float]:
+    return {task: float(success) for task, success in record["cells"][cell]}  # type: ignore[index]
+
+
+def _table(rows: list[dict[str, object]], target_points: float) -> dict[str, object]:
+    """Per start and variant: each cell's mean over seeds (± standard error over seeds, or over tasks for
+    one seed), the gain over the start paired by task, episodes and updates, and the time to the target."""
+    table: dict[str, object] = {}
+    for start in sorted({str(r["start"]) for r in rows}):
+        starts = [r for r in rows if r["start"] == start and r["variant"] == "start"]
+        groups: dict[str, list[dict[str, object]]] = {}
+        for record in rows:
+            if record["start"] == start:
+                name = str(record["variant"]) + ("" if record["mode"] == "async" else f" ({record['mode']})")
+                groups.setdefault(name, []).append(record)
+        start_curve = float(starts[0]["curve"][0][2]) if starts and starts[0]["curve"] else None  # type: ignore[index]
+        for name, records in groups.items():
+            entry: dict[str, object] = {"seeds": sorted(int(r["seed"]) for r in records)}  # type: ignore[call-overload]
+            for cell, _ in ((f"{s}@{t:g}", None) for s, t in CELLS):
+                entry[cell] = _cell(records, starts if name != "start" else [], cell)
+            if name != "start":
+                entry["episodes"] = [r["episodes"] for r in records]
+                entry["updates"] = [r["updates"] for r in records]
+                if start_curve is not None:
+                    goal = start_curve + target_points / 100
+                    entry["time_to_target_s"] = [
+                        next((p[0] for p in r["curve"] if p[2] >= goal), None)
+                        for r in records  # type: ignore[attr-defined]
+                    ]
+            table[f"{start} / {name}"] = entry
+    return table
+
+
+def _cell(records: list[dict[str, object]], starts: list[dict[str, object]], cell: str) -> dict[str, float]:
+    per_seed = [_rates(r, cell) for r in records]
+    means = [sum(rates.values()) / len(rates) for rates in per_seed]
+    if len(means) > 1:
+        mean, error = mean_and_error(means)
+    else:
+        mean, error = means[0], math.sqrt(means[0] * (1 - means[0]) / len(per_seed[0]))
+    out = {"success": round(100 * mean, 1), "error": round(100 * error, 1)}
+    if starts:
+        before = _rates(starts[0], cell)
+        gains = [sum(rates[t] - before[t] for t in rates) / len(rates) for rates in per_seed]
+        if len(gains) > 1:
+            gain, gain_error = mean_and_error(gains)
+        else:  # one seed: paired by task
+            gain, gain_error = mean_and_error([per_seed[0][t] - before[t] for t in per_seed[0]])
+        out |= {"gain": round(100 * gain, 1), "gain_error": round(100 * gain_error, 1)}
+    return out
+
+
+def _goals(table: dict[str, object], rows: list[dict[str, object]], starts: list[str]) -> dict[str, object]:
+    """The issue's goals, from the table: the best gain from each start (beyond 2 standard errors?), A-RIDE
+    against DigiRL paired by seed, the ablations' order and the time to target, async against sync."""
+    goals: dict[str, object] = {}
+    for start in starts:
+        trained = {
+            k: v for k, v in table.items() if k.startswith(f"{start} / ") and not k.endswith("/ start")
+        }
+        for cell in ("test@1", "train@1"):
+            best = max(trained, key=lambda k: trained[k][cell]["gain"], default=None)  # type: ignore[index]
+            if best is not None:
+                found = trained[best][cell]  # type: ignore[index]
+                goals[f"{start}: best gain, {cell}"] = {
+                    "row": best,
+                    "gain": found["gain"],
+                    "beyond_2_errors": found["gain"] > 2 * found["gain_error"] > 0,
+                }
+        per_seed = {
+            (str(r["variant"]), str(r["mode"]), int(r["seed"])): sum(_rates(r, "test@1").values())
+            / len(_rates(r, "test@1"))  # type: ignore[call-overload]
+            for r in rows
+            if r["start"] == start
+        }
+        for other in ("digirl", "no-dper", "no-retrace"):
+            seeds = sorted(
+                s for v, m, s in per_seed if (v, m) == (other, "async") and ("a-ride", "async", s) in per_seed
+            )
+            if seeds:
+                diff, error = mean_and_error(
+                    [per_seed["a-ride", "async", s] - per_seed[other, "async", s] for s in seeds]
+                )
+                goals[f"{start}: a-ride minus {other}, test@1"] = {
+                    "points": round(100 * diff, 1),
+                    "error": round(100 * error, 1),
+                    "seeds": seeds,
+                    "ahead_beyond_error": diff > error > 0,
+                }
+        async_row, sync_row = table.get(f"{start} / a-ride"), table.get(f"{start} / a-ride (sync)")
+        if isinstance(async_row, dict) and isinstance(sync_row, dict) and "time_to_target_s" in async_row:
+            goals[f"{start}: time to target, a-ride async vs sync (s per seed)"] = {
+                "async": async_row["time_to_target_s"],
+                "sync": sync_row["time_to_target_s"],
+            }
+    return goals
+
+
+def _plot(rows: list[dict[str, object]], path: Path) -> None:
+    with saved_figure(path, size=(8, 4.5)) as axis:
+        for start in sorted({str(r["start"]) for r in rows}):
+            for record in rows:
+                if record["start"] == start and record["variant"] == "start" and record["curve"]:
+                    axis.axhline(
+                        100 * record["curve"][0][2], linestyle="--", color="grey", label=f"{start} (start)"
+                    )  # type: ignore[index]
+            variants = sorted(
+                {(str(r["variant"]), str(r["mode"])) for r in rows if r["start"] == start}
+                - {("start", "async")}
+            )
+            for variant, mode in variants:
+                curves = [
+                    r["curve"]
+                    for r in rows
+                    if (r["start"], r["variant"], r["mode"]) == (start, variant, mode) and r["curve"]
+                ]
+                if not curves:
+                    continue
+                length = min(len(c) for c in curves)  # type: ignore[arg-type]
+                xs = [sum(c[i][0] for c in curves) / len(curves) / 60 for i in range(length)]  # type: ignore[index]
+                ys = [[100 * c[i][2] for c in curves] for i in range(length)]  # type: ignore[index]
+                mean = [sum(y) / len(y) for y in ys]
+                low, high = [min(y) for y in ys], [max(y) for y in ys]
+                label = f"{start}: {variant}" + ("" if mode == "async" else f" ({mode})")
+                (line,) = axis.plot(xs, mean, marker="o", label=label)
+                if len(curves) > 1:
+                    axis.fill_between(xs, low, high, alpha=0.2, color=line.get_color())
+        axis.set_xlabel("wall time (minutes, this machine)")
+        axis.set_ylabel("success on test tasks at T = 1 (%)")
+        axis.set_title("Each algorithm from its start, in the fleet (band: min-max over seeds)")
+        axis.legend(fontsize=7)
+
+
+def _plan(args: argparse.Namespace) -> list[Row]:
+    rows = []
+    for start in args.starts:
+        for seed in args.seeds:
+            rows.append(Row(start, "start", "async", 0)) if seed == args.seeds[0] else None
+            rows += [Row(start, variant, "async", seed) for variant in args.algorithms]
+            rows += [Row(start, variant, "sync", seed) for variant in args.sync]
+    return rows
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--starts",
+        default="tiny-weak",
+        help=f"comma-separated, of {', '.join(PRETRAINED)} (default %(default)s)",
+    )
+    parser.add_argument(
+        "--algorithms",
+        default="",
+        help="comma-separated algorithms and ablations (default: every registered one, no-dper, no-retrace)",
+    )
+    parser.add_argument(
+        "--sync",
+        default="a-ride",
+        help="algorithms also run in sync rounds, for the time to target ('' none; default %(default)s)",
+    )
+    parser.add_argument("--minutes", type=float, default=30.0, help="wall time per run (default %(default)s)")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated (default %(default)s)")
+    parser.add_argument(
+        "--devices", type=int, default=32, help="sim phones (default %(default)s, the example's)"
+    )
+    parser.add_argument(
+        "--eval-episodes", type=int, default=0, help="tasks per split and temperature (default 0: every task)"
+    )
+    parser.add_argument(
+        "--curve-episodes",
+        type=int,
+        default=64,
+        help="test tasks played at each checkpoint (default %(default)s; 0: no curve)",
+    )
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=15.0,
+        help="points over the start for the time to target (default %(default)s)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "runs" / "paper-table", help="rows and runs (default %(default)s)"
+    )
+    parser.add_argument("--resume", action="store_true", help="go on from the rows already in OUT/rows.jsonl")
+    parser.add_argument(
+        "--quick", action="store_true", help="a-ride and grpo, one seed, 1 minute, 8 phones, 16 tasks a split"
+    )
+    parser.add_argument("--figure", type=Path, default=FIGURES / "paper-table.png")
+    args = parser.parse_args()
+    if args.quick:
+        args.algorithms, args.sync, args.minutes, args.seeds = "a-ride,grpo", "", 1.0, "0"
+        args.devices, args.eval_episodes, args.curve_episodes = 8, 16, 16
+    known = [*names(), *ABLATIONS]
+    args.algorithms = [a for a in args.algorithms.split(",") if a] or known
+    args.sync = [a for a in args.sync.split(",") if a]
+    args.starts = [s for s in args.starts.split(",") if s]
+    try:
+        args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        parser.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
+    wrong = [a for a in [*args.algorithms, *args.sync] if a not in known]
+    if wrong:
+        parser.error(f"no algorithm {wrong[0]!r}; the algorithms: {', '.join(known)}")
+    if [s for s in args.starts if s not in PRETRAINED] or not args.starts:
+        parser.error(f"--starts takes {', '.join(PRETRAINED)}, not {','.join(args.starts) or 'nothing'}")
+    if not args.seeds:
+        parser.error("--seeds names no seed")
+    if not (args.minutes > 0 and math.isfinite(args.minutes)):
+        parser.error(f"--minutes must be above 0, not {args.minutes:g}")
+    if args.devices < 1 or args.eval_episodes < 0 or args.curve_episodes < 0:
+        parser.error("--devices must be at least 1, --eval-episodes and --curve-episodes at least 0")
+    return args
+
+
+def main() -> None:
+    args = _arguments()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    rows_file = args.out / "rows.jsonl"
+    settings = {k: vars(args)[k] for k in ("minutes", "devices", "eval_episodes", "curve_episodes")}
+    done: dict[str, dict[str, object]] = {}
+    if rows_file.exists() and rows_file.stat().st_size:
+        if not args.resume:
+            sys.exit(
+                f"paper_table: {rows_file} holds rows already: --resume to go on from them, or another --out"
+            )
+        lines = rows_file.read_text().splitlines()
+        if json.loads(lines[0]).get("settings") != settings:
+            asked = json.dumps({"settings": settings})
+            sys.exit(f"paper_table: {rows_file} was measured with {lines[0]}; this asks {asked}")
+        done = {r["key"]: r for r in map(json.loads, lines[1:]) if r}
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        rows_file.write_text(json.dumps({"settings": settings}) + "\n")
+    began = time.monotonic()
+    plan = _plan(args)
+    for number, row in enumerate(plan, 1):
+        if row.key in done:
+            print(
+                f"paper_table: {row.key} measured already (in {rows_file}): not measured again",
+                file=sys.stderr,
+            )
+            continue
+        print(f"paper_table: row {number}/{len(plan)}: {row.key} ...", file=sys.stderr)
+        record = _measure(row, args)
+        with rows_file.open("a") as out:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        done[row.key] = record
+    rows = [done[row.key] for row in plan]
+    table = _table(rows, args.target)
+    _plot(rows, args.figure)
+    result = {
+        "benchmark": "paper_table",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}",
+        "settings": settings | {"seeds": args.seeds, "target_points": args.target},
+        "table": table,
+        "goals": _goals(table, rows, args.starts),
+        "paper": PAPER,
+        "rows_file": str(rows_file),
+        "figure": str(args.figure),
+        "wall_s": round(time.monotonic() - began, 1),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
