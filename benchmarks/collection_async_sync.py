@@ -3,7 +3,7 @@
 For each fleet size N, ``distrl.collect`` plays the ``general`` train tasks with the sim's scripted
 ``expert`` (so the figures are the fleet's and the phones', not a model's) on N simulated phones
 split over ``--workers`` local worker processes and, where OpenSSH's ``sshd`` is installed, one more
-worker reached over SSH on loopback (the tests' sshd helper, ``tests/sshd_server.py``). Twice, same
+worker reached over SSH on loopback (the tests' sshd helper, ``distrl.testing.sshd``). Twice, same
 seed and tasks:
 
 - ``async``: every device starts its next episode as soon as its last one ends;
@@ -167,8 +167,7 @@ def _ssh_host(folder: Path, enabled: bool) -> Iterator[str]:
     if not enabled:
         yield ""
         return
-    sys.path.insert(0, str(ROOT / "tests"))
-    from sshd_server import find_sshd, serve_sshd
+    from distrl.testing.sshd import find_sshd, serve_sshd
 
     binary = find_sshd()
     if binary is None:

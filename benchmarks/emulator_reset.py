@@ -1,5 +1,5 @@
 """Three ways to reset an emulator, and the bytes of its screens before and after the worker re-encodes
-them. Measured on the tests' fake ``emulator`` (``tests/fake_emulator.py``: the real command line, and
+them. Measured on the tests' fake ``emulator`` (``distrl.testing.fake_emulator``: the real command line, and
 behind it a simulated phone whose latencies are calibrated from real emulators) through the real adb
 server, with distrl's launcher (``distrl.device.emulator``):
 
@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -38,10 +37,9 @@ from distrl.device.adb import AdbDevice
 from distrl.device.emulator import Launcher
 from distrl.device.host import screen_options
 from distrl.records import Task
+from distrl.testing.fake_emulator import install, make_avd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from fake_emulator import install, make_avd  # noqa: E402  (the tests' fake, put on the path above)
 
 FIGURE = ROOT / "benchmarks" / "figures" / "emulator_reset.png"
 AVD = "Bench_Pixel"

@@ -16,7 +16,7 @@ through a real OpenSSH ``sshd``, set up with the policy below in bfloat16, as a 
 Twice: through an sshd on 127.0.0.1 (``loopback``: no network cost, so what is left is CPU), then, where
 root and ``ip`` allow, through an sshd in a network namespace behind a veth link that ``tc`` limits to
 ``--rate`` (default 1 Gbit/s, a common NIC; the paper quotes 500 Mbit/s) in the learner's direction, as
-the learner's own uplink limits it (``tests/netns.py``). Everything shares this machine's 2 cores: the
+the learner's own uplink limits it (``distrl.testing.netns``). Everything shares this machine's 2 cores: the
 workers' decryption and apply add up here, where on separate machines they would run side by side, so
 the times at 16 workers are an upper bound for every way.
 
@@ -58,21 +58,20 @@ import anyio
 import pytest
 import torch
 from plotting import saved_figure
+from weight_diff import Trainer
 
 from distrl.config import Inventory, PolicySettings, parse_inventory, worker_settings_json
 from distrl.fleet import handshake
 from distrl.fleet.link import Link
 from distrl.policy import Policy
 from distrl.policy.tiny import TinySpec, build_tiny
+from distrl.testing.sshd import Sshd, find_sshd, serve_sshd
 from distrl.transport import open_host
 from distrl.weights import describe, encode_diff, encode_full
 from distrl.wire import ErrorReport, Setup, Weights
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "benchmarks" / "figures"
-sys.path.insert(0, str(ROOT / "tests"))
-from sshd_server import Sshd, find_sshd, serve_sshd  # noqa: E402
-from weight_diff import Trainer  # noqa: E402
 
 WIDE = TinySpec(
     hidden_size=2048, intermediate_size=11008, layers=1, heads=16, kv_heads=2, mrope_section=(16, 24, 24)
@@ -314,7 +313,7 @@ def _plot(results: list[Measured], path: Path) -> None:
 
 def _shaped(args: argparse.Namespace, binary: str, folder: Path, prepared: Prepared) -> list[Measured]:
     """The runs on workers behind a link of ``args.rate``: a network namespace with its own sshd."""
-    from netns import free_subnets, joined_namespace, unavailable
+    from distrl.testing.netns import free_subnets, joined_namespace, unavailable
 
     reason = unavailable()
     if reason is not None:

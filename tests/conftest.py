@@ -1,6 +1,6 @@
 """Shared test settings (anyio on asyncio, bounded hypothesis runs) and fixtures: a real adb server
 (``adb_server``), simulated phones it sees as emulators (``sim_fleet``) and a real OpenSSH server on
-loopback (``sshd``, from ``sshd_server``)."""
+loopback (``sshd``, from ``distrl.testing.sshd``)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, settings
-from sshd_server import sshd
+
+from distrl.testing.sshd import sshd
 
 # As ``python -m distrl`` does: OpenMP threads that spin while waiting make torch in this process and in
 # the workers it starts (which inherit this) many times slower when they share the cores.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["sshd"]  # a fixture: defined in sshd_server, offered to every test module from here
+__all__ = ["sshd"]  # a fixture: defined in distrl.testing.sshd, offered to every test module from here
 
 if TYPE_CHECKING:
     from distrl.sim.server import ServedPhone

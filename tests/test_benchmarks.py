@@ -1,7 +1,9 @@
-"""``benchmarks/run_all.py``: the one command runs every benchmark, within the hour."""
+"""``benchmarks/run_all.py``: the one command runs every benchmark, within the hour; and the benchmarks
+import nothing from ``tests/`` (what both drive is ``distrl.testing``)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import subprocess
@@ -22,6 +24,22 @@ def _run_all() -> ModuleType:
     return module
 
 
+def test_benchmarks_import_nothing_from_the_tests() -> None:
+    test_modules = {path.stem for path in (ROOT / "tests").glob("*.py")}
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            reached = {name.split(".")[0] for name in names} & (test_modules | {"tests"})
+            assert not reached, f"{path.name} imports {sorted(reached)} from tests/: use distrl.testing"
+        assert "sys.path" not in path.read_text(encoding="utf-8"), f"{path.name} changes the import path"
+
+
 def test_the_plan_holds_every_benchmark_and_fits_the_hour() -> None:
     run_all = _run_all()
     planned = [program.name for program in run_all.PLAN]
@@ -29,7 +47,7 @@ def test_the_plan_holds_every_benchmark_and_fits_the_hour() -> None:
         path.stem
         for path in (ROOT / "benchmarks").glob("*.py")
         if 'if __name__ == "__main__":' in path.read_text()
-    } - {"run_all", "pretrain_tiny"}
+    } - {"run_all", "pretrain_tiny", "paper_table"}  # hours each; paper_table's own test runs its rows small
     assert sorted(planned) == sorted(programs)  # each once; a new benchmark must join the plan
     fixed = sum(program.limit_s for program in run_all.PLAN)
     assert fixed < run_all.BUDGET_S == 3600

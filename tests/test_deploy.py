@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from netns import free_subnets, joined_namespace, unavailable
 from packaging.requirements import Requirement
-from sshd_server import Sshd, find_sshd, serve_sshd
 from support import small_run
 
 from distrl.cli import main
@@ -36,6 +34,8 @@ from distrl.config import HostEntry
 from distrl.deploy import build_wheel, deploy_settings, repack
 from distrl.deploy.wheel import wheel_build
 from distrl.errors import DeployError
+from distrl.testing.netns import free_subnets, joined_namespace, unavailable
+from distrl.testing.sshd import Sshd, find_sshd, serve_sshd
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_PYTHON = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")

@@ -19,7 +19,6 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import AdbServer, SimFleet
-from fake_emulator import install, make_avd
 
 from distrl.cli import main
 from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
@@ -30,6 +29,7 @@ from distrl.device.sdk import preflight
 from distrl.errors import DeviceError, DeviceOffline, EmulatorError
 from distrl.fleet import probe_fleet
 from distrl.records import Task
+from distrl.testing.fake_emulator import install, make_avd
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 

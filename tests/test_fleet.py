@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 import pytest
 from accounting import accounted
-from sshd_server import Sshd
 from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -36,6 +35,7 @@ from distrl.fleet.wiring import Fleet
 from distrl.records import EndReason, Trajectory
 from distrl.sim.suites import drawn_task, tasks
 from distrl.tasks.sampler import Job, TaskSampler
+from distrl.testing.sshd import Sshd
 from distrl.worker import WEIGHTS_DELAY_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]

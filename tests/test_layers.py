@@ -44,6 +44,7 @@ TABLE: dict[str, set[str]] = {
     "local": {"*below"},
     "deploy": {"transport", "config", "build"},
     "cli": {"*"},  # api / cli
+    "testing": {"config"},  # the tests' and the benchmarks' infrastructure: no part imports it (TEST_ONLY)
 }
 # Modules that are pieces of a part of the table under names of their own.
 PIECE_OF = {
@@ -104,8 +105,10 @@ STDLIB_ONLY = {"errors", "config", "actions", "build"}
 NO_TORCH = {"config", "records", "wire", "transport", "tasks", "episodes", "sim", "deploy"}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively
-THIRD_PARTY = {"wire": {"orjson", "anyio"}, "records": {"orjson"}}
+THIRD_PARTY = {"wire": {"orjson", "anyio"}, "records": {"orjson"}, "testing": {"pytest"}}
 NEVER = {"pickle", "marshal", "shelve"}  # no code runs on load, anywhere
+# parts that only the tests and the benchmarks import: "everything" (``*``, ``*below``) leaves them out
+TEST_ONLY = {"testing"}
 
 
 def _part(module: Path) -> str:
@@ -150,10 +153,14 @@ def test_imports_follow_the_design(module: Path) -> None:
     for name in _imports(module):
         top = name.split(".")[0]
         if top == "distrl":
-            if name == "distrl" or "*" in allowed:
+            if name == "distrl":
                 continue
             target = PIECE_OF.get(name.split(".")[1], name.split(".")[1])
-            assert target == part or target in allowed, f"{part} may not import distrl.{target}"
+            if target in TEST_ONLY and target != part:
+                pytest.fail(f"{part} imports distrl.{target}, which only the tests and the benchmarks may")
+            assert target == part or "*" in allowed or target in allowed, (
+                f"{part} may not import distrl.{target}"
+            )
         elif top in NEVER:
             pytest.fail(f"{part} imports {name}")
         elif part in THIRD_PARTY and top not in sys.stdlib_module_names:

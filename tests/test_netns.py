@@ -27,8 +27,6 @@ from pathlib import Path
 import anyio
 import pytest
 from accounting import accounted
-from netns import Namespace, free_subnets, gone, joined_namespace, unavailable
-from sshd_server import Sshd, find_sshd, serve_sshd
 
 from distrl.config import (
     Devices,
@@ -42,6 +40,8 @@ from distrl.config import (
 from distrl.fleet import RunStats, board, collect
 from distrl.records import Task
 from distrl.sim.suites import tasks
+from distrl.testing.netns import Namespace, free_subnets, gone, joined_namespace, unavailable
+from distrl.testing.sshd import Sshd, find_sshd, serve_sshd
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 

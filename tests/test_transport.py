@@ -34,12 +34,12 @@ from typing import Protocol
 import anyio
 import asyncssh
 import pytest
-from sshd_server import Sshd, free_port
 from support import gone, wait_gone
 
 from distrl.config import Devices, HostEntry, Timeouts
 from distrl.errors import TransportError, TransportTimeout
 from distrl.fleet import probe_host
+from distrl.testing.sshd import Sshd, free_port
 from distrl.transport import open_host, remote_command
 
 WORKER_GONE_S = 10.0

@@ -1,5 +1,5 @@
-"""A real OpenSSH ``sshd`` on loopback for the tests (the ``sshd`` fixture), shared by every test module
-that runs workers over SSH.
+"""A real OpenSSH ``sshd`` on loopback for the tests and the benchmarks (the ``sshd`` fixture, which
+``tests/conftest.py`` offers every test module that runs workers over SSH).
 
 ``sshd -D -e -f <config>`` on a free 127.0.0.1 port with a generated ed25519 host key, its own config,
 pid file and authorized_keys (a generated client key) in a temporary folder; it logs to ``sshd.log``

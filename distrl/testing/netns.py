@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sshd_server import find_sshd
+
+from distrl.testing.sshd import find_sshd
 
 IP_S = 10.0
 """Limit on one ``ip`` or ``tc`` command, seconds."""
