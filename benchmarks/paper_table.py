@@ -2,7 +2,8 @@
 
 Rows: each start (``--starts``, default ``tiny-weak``, the built-in start where failures dominate; also
 ``tiny-bc``), evaluated as it is; then, from it, every registered algorithm (``--algorithms``, default
-all: ``a-ride``, ``digirl``, ``filtered-bc``, ``grpo``, ``ppo``, ``rloo``) and A-RIDE's two ablations, as
+all: ``a-ride``, ``digirl``, ``filtered-bc``, ``grpo``, ``ppo``, ``rloo``; or your own as
+``module:Class``) and A-RIDE's two ablations, as
 the paper runs them: ``no-dper`` (uniform replay, ``priority_alpha = 0``) and ``no-retrace`` (one-step TD
 targets and advantages, both λ = 0; the paper's code switches to V-trace); and ``--sync`` algorithms again
 in synchronous rounds (DigiRL's multi-machine system), for the time to a target. Each run is ``python -m
@@ -41,6 +42,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from plotting import saved_figure
@@ -52,6 +54,8 @@ from distrl.local.evaluation import Evaluation, mean_and_error
 from distrl.local.play import evaluate
 from distrl.policy import Policy
 
+Record = dict[str, Any]
+"""A row as ``rows.jsonl`` holds it (JSON)."""
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "benchmarks" / "figures"
 EXAMPLE = ROOT / "distrl" / "hosts.example.toml"
@@ -91,6 +95,11 @@ class Row:
         return f"{self.start}/{self.variant}/{self.mode}/s{self.seed}"
 
     @property
+    def run_name(self) -> str:
+        """The run's name and folder: the key in the characters a run name may hold."""
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", self.key)
+
+    @property
     def algorithm(self) -> str:
         return "a-ride" if self.variant in ABLATIONS else self.variant
 
@@ -99,7 +108,7 @@ def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
     """The example inventory with this row's settings written into its own lines."""
     every = max(args.minutes * 10, 5.0)  # six points a run
     changes = {
-        ("run", "name"): json.dumps(row.key.replace("/", "-")),
+        ("run", "name"): json.dumps(row.run_name),
         ("run", "mode"): json.dumps(row.mode),
         ("run", "output_dir"): json.dumps(str(folder)),
         ("run", "seed"): str(row.seed),
@@ -152,9 +161,9 @@ def _curve_point(model: str, adapter: str, args: argparse.Namespace) -> float:
     ).success_rate
 
 
-def _measure(row: Row, args: argparse.Namespace) -> dict[str, object]:
+def _measure(row: Row, args: argparse.Namespace) -> Record:
     """Train (unless the row is the start), then evaluate: the row as written to ``rows.jsonl``."""
-    record: dict[str, object] = {"key": row.key, "start": row.start, "variant": row.variant, "mode": row.mode}
+    record: Record = {"key": row.key, "start": row.start, "variant": row.variant, "mode": row.mode}
     record["seed"] = row.seed
     adapter = ""
     if row.variant == "start":
@@ -169,7 +178,7 @@ def _measure(row: Row, args: argparse.Namespace) -> dict[str, object]:
             "updates": stats.updates,
             "wall_s": round(time.time() - began),
         }
-        checkpoints = sorted((folder / row.key.replace("/", "-") / "checkpoints").glob("step-*"))
+        checkpoints = sorted((folder / row.run_name / "checkpoints").glob("step-*"))
         if not checkpoints:
             raise SystemExit(f"paper_table: {row.key} wrote no checkpoint")
         adapter = str(checkpoints[-1] / "adapter")
@@ -190,24 +199,24 @@ def _measure(row: Row, args: argparse.Namespace) -> dict[str, object]:
     return record
 
 
-def _rates(record: dict[str, object], cell: str) -> dict[str, float]:
-    return {task: float(success) for task, success in record["cells"][cell]}  # type: ignore[index]
+def _rates(record: Record, cell: str) -> dict[str, float]:
+    return {task: float(success) for task, success in record["cells"][cell]}
 
 
-def _table(rows: list[dict[str, object]], target_points: float) -> dict[str, object]:
+def _table(rows: list[Record], target_points: float) -> Record:
     """Per start and variant: each cell's mean over seeds (± standard error over seeds, or over tasks for
     one seed), the gain over the start paired by task, episodes and updates, and the time to the target."""
-    table: dict[str, object] = {}
+    table: Record = {}
     for start in sorted({str(r["start"]) for r in rows}):
         starts = [r for r in rows if r["start"] == start and r["variant"] == "start"]
-        groups: dict[str, list[dict[str, object]]] = {}
+        groups: dict[str, list[Record]] = {}
         for record in rows:
             if record["start"] == start:
                 name = str(record["variant"]) + ("" if record["mode"] == "async" else f" ({record['mode']})")
                 groups.setdefault(name, []).append(record)
-        start_curve = float(starts[0]["curve"][0][2]) if starts and starts[0]["curve"] else None  # type: ignore[index]
+        start_curve = float(starts[0]["curve"][0][2]) if starts and starts[0]["curve"] else None
         for name, records in groups.items():
-            entry: dict[str, object] = {"seeds": sorted(int(r["seed"]) for r in records)}  # type: ignore[call-overload]
+            entry: Record = {"seeds": sorted(int(r["seed"]) for r in records)}
             for cell, _ in ((f"{s}@{t:g}", None) for s, t in CELLS):
                 entry[cell] = _cell(records, starts if name != "start" else [], cell)
             if name != "start":
@@ -216,14 +225,13 @@ def _table(rows: list[dict[str, object]], target_points: float) -> dict[str, obj
                 if start_curve is not None:
                     goal = start_curve + target_points / 100
                     entry["time_to_target_s"] = [
-                        next((p[0] for p in r["curve"] if p[2] >= goal), None)
-                        for r in records  # type: ignore[attr-defined]
+                        next((p[0] for p in r["curve"] if p[2] >= goal), None) for r in records
                     ]
             table[f"{start} / {name}"] = entry
     return table
 
 
-def _cell(records: list[dict[str, object]], starts: list[dict[str, object]], cell: str) -> dict[str, float]:
+def _cell(records: list[Record], starts: list[Record], cell: str) -> dict[str, float]:
     per_seed = [_rates(r, cell) for r in records]
     means = [sum(rates.values()) / len(rates) for rates in per_seed]
     if len(means) > 1:
@@ -242,18 +250,18 @@ def _cell(records: list[dict[str, object]], starts: list[dict[str, object]], cel
     return out
 
 
-def _goals(table: dict[str, object], rows: list[dict[str, object]], starts: list[str]) -> dict[str, object]:
+def _goals(table: Record, rows: list[Record], starts: list[str]) -> Record:
     """The issue's goals, from the table: the best gain from each start (beyond 2 standard errors?), A-RIDE
     against DigiRL paired by seed, the ablations' order and the time to target, async against sync."""
-    goals: dict[str, object] = {}
+    goals: Record = {}
     for start in starts:
         trained = {
             k: v for k, v in table.items() if k.startswith(f"{start} / ") and not k.endswith("/ start")
         }
         for cell in ("test@1", "train@1"):
-            best = max(trained, key=lambda k: trained[k][cell]["gain"], default=None)  # type: ignore[index]
+            best = max(trained, key=lambda k: trained[k][cell]["gain"], default=None)
             if best is not None:
-                found = trained[best][cell]  # type: ignore[index]
+                found = trained[best][cell]
                 goals[f"{start}: best gain, {cell}"] = {
                     "row": best,
                     "gain": found["gain"],
@@ -261,7 +269,7 @@ def _goals(table: dict[str, object], rows: list[dict[str, object]], starts: list
                 }
         per_seed = {
             (str(r["variant"]), str(r["mode"]), int(r["seed"])): sum(_rates(r, "test@1").values())
-            / len(_rates(r, "test@1"))  # type: ignore[call-overload]
+            / len(_rates(r, "test@1"))
             for r in rows
             if r["start"] == start
         }
@@ -288,14 +296,14 @@ def _goals(table: dict[str, object], rows: list[dict[str, object]], starts: list
     return goals
 
 
-def _plot(rows: list[dict[str, object]], path: Path) -> None:
+def _plot(rows: list[Record], path: Path) -> None:
     with saved_figure(path, size=(8, 4.5)) as axis:
         for start in sorted({str(r["start"]) for r in rows}):
             for record in rows:
                 if record["start"] == start and record["variant"] == "start" and record["curve"]:
                     axis.axhline(
                         100 * record["curve"][0][2], linestyle="--", color="grey", label=f"{start} (start)"
-                    )  # type: ignore[index]
+                    )
             variants = sorted(
                 {(str(r["variant"]), str(r["mode"])) for r in rows if r["start"] == start}
                 - {("start", "async")}
@@ -308,9 +316,9 @@ def _plot(rows: list[dict[str, object]], path: Path) -> None:
                 ]
                 if not curves:
                     continue
-                length = min(len(c) for c in curves)  # type: ignore[arg-type]
-                xs = [sum(c[i][0] for c in curves) / len(curves) / 60 for i in range(length)]  # type: ignore[index]
-                ys = [[100 * c[i][2] for c in curves] for i in range(length)]  # type: ignore[index]
+                length = min(len(c) for c in curves)
+                xs = [sum(c[i][0] for c in curves) / len(curves) / 60 for i in range(length)]
+                ys = [[100 * c[i][2] for c in curves] for i in range(length)]
                 mean = [sum(y) / len(y) for y in ys]
                 low, high = [min(y) for y in ys], [max(y) for y in ys]
                 label = f"{start}: {variant}" + ("" if mode == "async" else f" ({mode})")
@@ -392,7 +400,7 @@ def _arguments() -> argparse.Namespace:
         args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     except ValueError:
         parser.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
-    wrong = [a for a in [*args.algorithms, *args.sync] if a not in known]
+    wrong = [a for a in [*args.algorithms, *args.sync] if a not in known and ":" not in a]
     if wrong:
         parser.error(f"no algorithm {wrong[0]!r}; the algorithms: {', '.join(known)}")
     if [s for s in args.starts if s not in PRETRAINED] or not args.starts:
@@ -411,7 +419,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     rows_file = args.out / "rows.jsonl"
     settings = {k: vars(args)[k] for k in ("minutes", "devices", "eval_episodes", "curve_episodes")}
-    done: dict[str, dict[str, object]] = {}
+    done: dict[str, Record] = {}
     if rows_file.exists() and rows_file.stat().st_size:
         if not args.resume:
             sys.exit(
