@@ -265,7 +265,7 @@ def test_a_bad_number_argument_is_named_in_words() -> None:
     result = distrl("eval", "tiny", "--episodes", "abc")
     assert result.returncode == 2
     assert "argument --episodes: expected a whole number, got 'abc'" in result.stderr
-    assert "_positive_int" not in result.stderr
+    assert "positive_int" not in result.stderr
 
 
 def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path) -> None:
@@ -321,11 +321,11 @@ def _is_the_example_made_by_init(target: Path) -> None:
 
 
 def test_counts_are_in_their_number(capsys: pytest.CaptureFixture[str]) -> None:
-    from distrl.cli.common import _count
+    from distrl.cli.common import counted
     from distrl.cli.evaluate import _Progress
 
-    assert [_count(n, "episode") for n in (0, 1, 2)] == ["0 episodes", "1 episode", "2 episodes"]
-    assert [_count(n, "success", "successes") for n in (0, 1)] == ["0 successes", "1 success"]
+    assert [counted(n, "episode") for n in (0, 1, 2)] == ["0 episodes", "1 episode", "2 episodes"]
+    assert [counted(n, "success", "successes") for n in (0, 1)] == ["0 successes", "1 success"]
     _Progress()("base")(2, 2, 1)
     assert "eval: 2/2 episodes, 1 success so far (base)" in capsys.readouterr().err
 

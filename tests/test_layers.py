@@ -186,6 +186,60 @@ def test_every_import_beyond_the_table_is_used() -> None:
             )
 
 
+# Underscore names that a module of distrl still takes from another module, ``"module: name"`` -> why. A
+# module's underscore names are its own: what another module needs is public there (the CLI's grammar and
+# its handlers meet through ``distrl.cli.common``'s argument types and each handler's ``*_command``). Every
+# entry must be in use: this list only shrinks.
+PRIVATE_IMPORTS: dict[str, str] = {}
+
+
+def _private_uses(module: Path) -> set[str]:
+    """``"distrl.x.y: _name"`` for each underscore name ``module`` imports from another module of distrl
+    (``from distrl.x.y import _name``), or reads from one it imported (``y._name``)."""
+    tree = ast.parse(module.read_text(encoding="utf-8"), filename=str(module))
+    modules: dict[str, str] = {}  # local name -> the module of distrl it is bound to
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "distrl":
+                    modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "distrl":
+            for alias in node.names:
+                if _private(alias.name):
+                    found.add(f"{node.module}: {alias.name}")
+                elif _is_module(f"{node.module}.{alias.name}"):
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            dotted = ast.unparse(node.value)
+            if dotted in modules:
+                found.add(f"{modules[dotted]}: {node.attr}")
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[str(m.relative_to(PACKAGE)) for m in MODULES])
+def test_no_module_takes_another_modules_private_names(module: Path) -> None:
+    taken = _private_uses(module) - set(PRIVATE_IMPORTS)
+    assert not taken, (
+        f"{module.relative_to(PACKAGE)} uses {sorted(taken)}: make the name public where it lives"
+    )
+
+
+def test_every_private_import_allowed_is_used() -> None:
+    used = set().union(*(_private_uses(m) for m in MODULES))
+    assert set(PRIVATE_IMPORTS) <= used, f"drop {sorted(set(PRIVATE_IMPORTS) - used)} from PRIVATE_IMPORTS"
+
+
 def test_public_api_is_importable() -> None:
     for name in distrl.__all__:
         assert hasattr(distrl, name), name

@@ -15,8 +15,8 @@ from distrl.cli.common import (
     EXIT_TERMINATED,
     EXIT_USAGE,
     Terminated,
-    _fail,
-    _logging,
+    configure_logging,
+    fail,
 )
 from distrl.cli.parsers import build_parser
 from distrl.errors import ConfigError, DistrlError, TaskFileError
@@ -28,15 +28,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _logging(args.verbose)
+    configure_logging(args.verbose)
     try:
         status: int = args.command(args)
     except (ConfigError, TaskFileError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     except DistrlError as exc:
-        return _fail(str(exc), EXIT_FAILED)
+        return fail(str(exc), EXIT_FAILED)
     except Terminated:
-        return _fail("terminated", EXIT_TERMINATED)
+        return fail("terminated", EXIT_TERMINATED)
     except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+        return fail("interrupted", EXIT_INTERRUPTED)
     return status

@@ -76,7 +76,7 @@ def stop_status(stop: KeyboardInterrupt) -> int:
     return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
-def _unknown_suite(name: str) -> str | None:
+def unknown_suite(name: str) -> str | None:
     from distrl.sim.suites import SUITES
 
     if name in SUITES:
@@ -84,21 +84,21 @@ def _unknown_suite(name: str) -> str | None:
     return f"unknown task suite {name!r}: use one of {', '.join(sorted(SUITES))}"
 
 
-def _headline(inventory: Inventory) -> str:
+def headline(inventory: Inventory) -> str:
     hosts = len(inventory.hosts)
     return (
-        f"distrl {__version__}: {inventory.source}: {_count(hosts, 'host')}, "
-        f"{_count(inventory.device_count, 'device')}, mode {inventory.run.mode}"
+        f"distrl {__version__}: {inventory.source}: {counted(hosts, 'host')}, "
+        f"{counted(inventory.device_count, 'device')}, mode {inventory.run.mode}"
     )
 
 
-def _count(number: int, noun: str, plural: str = "") -> str:
+def counted(number: int, noun: str, plural: str = "") -> str:
     """``number`` with ``noun`` in its number: ``1 episode``, ``2 episodes``, ``0 successes`` (``plural``
     where it is not the noun and an s)."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
-def _integer(text: str) -> int:
+def whole_number(text: str) -> int:
     """``int(text)``, or argparse's own error in words (not the name of a function of this module)."""
     try:
         return int(text)
@@ -106,22 +106,22 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
-def _positive_int(text: str) -> int:
-    value = _integer(text)
+def positive_int(text: str) -> int:
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
-def _non_negative_int(text: str) -> int:
-    value = _integer(text)
+def non_negative_int(text: str) -> int:
+    value = whole_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
-def _port(text: str) -> int:
-    value = _integer(text)
+def port_number(text: str) -> int:
+    value = whole_number(text)
     if not 1024 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port from 1024 to 65535, got {value}")
     return value
@@ -142,14 +142,14 @@ def _number(allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]
     return parse
 
 
-def _fault_rates(text: str) -> FaultRates:
+def fault_rates(text: str) -> FaultRates:
     try:
         return FaultRates.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _screen(text: str) -> tuple[int, int]:
+def screen_size(text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))
     except ValueError:
@@ -159,7 +159,7 @@ def _screen(text: str) -> tuple[int, int]:
     return width, height
 
 
-def _adapter(text: str) -> str:
+def adapter_folder(text: str) -> str:
     """``--adapter``: a PEFT adapter folder, or a checkpoint's folder (its ``adapter/``), or a run's
     checkpoints folder or output folder (the adapter of its latest checkpoint); the folder it names, in
     full. Any other path is left for the loader to refuse with its reason."""
@@ -179,14 +179,14 @@ def _adapter(text: str) -> str:
     return str(folder.resolve())
 
 
-def _logging(verbosity: int) -> None:
+def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     """Print a line of output; if the reader has gone (``| head``), drop the rest and carry on."""
     try:
         print(text, flush=True)
@@ -194,12 +194,12 @@ def _say(text: str) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _fail(message: str, status: int) -> int:
+def fail(message: str, status: int) -> int:
     print(f"distrl: error: {message}", file=sys.stderr)
     return status
 
 
-_seconds = _number("a positive number of seconds", lambda value: value > 0)
-_scale = _number("a number ≥ 0", lambda value: value >= 0)
-_positive_float = _number("a positive number", lambda value: value > 0)
-_rate = _number("a number from 0 to 1", lambda value: 0 <= value <= 1)
+positive_seconds = _number("a positive number of seconds", lambda value: value > 0)
+non_negative_float = _number("a number ≥ 0", lambda value: value >= 0)
+positive_float = _number("a positive number", lambda value: value > 0)
+fraction = _number("a number from 0 to 1", lambda value: 0 <= value <= 1)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _say, _unknown_suite
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, counted, fail, say, unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
@@ -38,15 +38,15 @@ class _Played:
     """Its adapter changes nothing (``Adapter.changes_nothing``)."""
 
 
-def _eval(args: argparse.Namespace) -> int:
-    if problem := _unknown_suite(args.suite):
-        return _fail(problem, EXIT_USAGE)
+def eval_command(args: argparse.Namespace) -> int:
+    if problem := unknown_suite(args.suite):
+        return fail(problem, EXIT_USAGE)
     if args.against_start and not args.adapter:
-        return _fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
+        return fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
     if args.checkpoints and not args.adapter:
-        return _fail("--checkpoints evaluates a run's checkpoints: name the run with --adapter", EXIT_USAGE)
+        return fail("--checkpoints evaluates a run's checkpoints: name the run with --adapter", EXIT_USAGE)
     if args.checkpoints and args.samples > 1:
-        return _fail(
+        return fail(
             "--checkpoints plays each task once per checkpoint and --samples K plays it K times with one "
             "policy: give one of them",
             EXIT_USAGE,
@@ -56,9 +56,9 @@ def _eval(args: argparse.Namespace) -> int:
         try:
             adapters = [*_checkpoint_adapters(args.adapter, args.checkpoints)]
         except ValueError as exc:
-            return _fail(str(exc), EXIT_USAGE)
+            return fail(str(exc), EXIT_USAGE)
     if problem := _damaged_checkpoint([folder for _, folder in adapters]):
-        return _fail(problem, EXIT_FAILED)
+        return fail(problem, EXIT_FAILED)
     from transformers.utils.logging import disable_progress_bar
 
     from distrl.errors import PolicyError
@@ -78,7 +78,7 @@ def _eval(args: argparse.Namespace) -> int:
         if args.against_start:
             start = _play(args, _load(args, ""), "", None, progress, who="start, ").results
     except PolicyError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     results = [
         (temperature, Evaluation.pooled([one.results[index][1] for one in played]))
         for index, (temperature, _) in enumerate(played[0].results)
@@ -92,8 +92,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
     """The adapters of the last ``count`` checkpoints of a run up to the one ``adapter`` belongs to (as
-    ``_adapter`` resolved it: ``<checkpoints>/step-NNNNNNNNN/adapter``), oldest first, each with its update
-    step. ``ValueError`` saying why when ``adapter`` is no checkpoint's or fewer are on disk."""
+    ``adapter_folder`` resolved it: ``<checkpoints>/step-NNNNNNNNN/adapter``), oldest first, each with its
+    update step. ``ValueError`` saying why when ``adapter`` is no checkpoint's or fewer are on disk."""
     from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
 
     folder = Path(adapter)
@@ -196,7 +196,7 @@ class _Progress:
             if done < total and now - self._shown < (1.0 if self._live else 15.0):
                 return
             self._shown = now
-            line = f"eval: {done}/{total} episodes, {_count(won, 'success', 'successes')} so far ({name})"
+            line = f"eval: {done}/{total} episodes, {counted(won, 'success', 'successes')} so far ({name})"
             end = "" if self._live else "\n"
             print(f"\r\x1b[2K{line}" if self._live else line, end=end, file=sys.stderr, flush=True)
 
@@ -213,41 +213,39 @@ def _report(args: argparse.Namespace, results: Results, start: Results, played: 
     pooled = len(played) > 1
     if args.per_task:
         for temperature, result in results:
-            _say(f"{_decoding(temperature)}:")
+            say(f"{_decoding(temperature)}:")
             for index, outcome in enumerate(result.outcomes):
                 verdict = "ok  " if outcome.success else "fail"
                 play = f" play {index % result.samples + 1}" if result.samples > 1 else ""
                 if pooled:
                     play = f" step {played[index % len(played)].step}"
-                _say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
+                say(f"  {verdict} {outcome.task.id:<40}{play} {outcome.steps:2d} steps  {outcome.task.goal}")
     tasks = len(results[0][1].per_task())
-    _say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
+    say(f"{args.suite} {args.split}, {tasks} tasks (± one standard error)")
     if pooled:
         for one in played:
             each = "   ".join(
                 f"{_decoding(t)} {r.success_rate:.1%} ± {r.standard_error:.1%}" for t, r in one.results
             )
-            _say(f"step {one.step:<10} {each}")
+            say(f"step {one.step:<10} {each}")
         steps = ", ".join(str(one.step) for one in played)
-        _say(
-            f"mean of the {len(played)} checkpoints (steps {steps}), each task's success its mean over them:"
-        )
+        say(f"mean of the {len(played)} checkpoints (steps {steps}), each task's success its mean over them:")
         for temperature, result in results:
             rate, error = result.pass_at_k(1)
-            _say(
+            say(
                 f"{_decoding(temperature):<15} success {rate:.1%} ± {error:.1%} over tasks,"
                 f" in {result.wall_s:.0f} s"
             )
     else:
         for temperature, result in results:
-            _say(_eval_lines(_decoding(temperature), result))
+            say(_eval_lines(_decoding(temperature), result))
     if len(results) == 2:
         failed, reached = results[0][1].failures_solved_by(results[1][1])
         sampled = results[1][1].samples
         where = f" in every one of the {len(played)} checkpoints" if pooled else ""
         plays = f"{sampled} plays" if sampled > 1 else "one play"
         plays = f"the checkpoints' {plays}" if pooled else plays
-        _say(
+        say(
             f"greedy fails {failed} of {tasks} tasks{where}; sampling at temperature 1 solves {reached} of "
             f"those in {plays} (what RL sampling at 1 can learn from)"
         )
@@ -257,16 +255,16 @@ def _report(args: argparse.Namespace, results: Results, start: Results, played: 
             if pooled
             else "the adapter"
         )
-        _say(
+        say(
             f"{which} changes nothing: its LoRA B matrices are all zero, as initialised (a run saves such a "
             "checkpoint before its first actor update, in the critic's warm-up)"
         )
     if start:
-        _say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
+        say(f"against the start ({args.model} without the adapter), same tasks and seeds, paired by task:")
         for (temperature, before), (_, after) in zip(start, results, strict=True):
             difference, error = after.minus(before)
             gained, lost = after.changes_from(before)
-            _say(
+            say(
                 f"{_decoding(temperature):<15} start {before.success_rate:.1%} ± {before.standard_error:.1%}"
                 f"   difference {100 * difference:+.1f} ± {100 * error:.1f} points"
                 f"   (solves {gained} tasks the start never does, never solves {lost} it does)"

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 from distrl.cli.common import (
     EXIT_FAILED,
     EXIT_USAGE,
-    _count,
-    _fail,
-    _headline,
-    _say,
+    counted,
+    fail,
+    headline,
     run_async,
+    say,
     stop_name,
     stop_status,
 )
@@ -41,18 +41,18 @@ def _check_algorithm(inventory: Inventory) -> None:
     configure(inventory.learner, source=inventory.source)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
     from distrl.fleet import RunStats, train
 
     inventory = load_inventory(args.inventory)
     _check_algorithm(inventory)
     if problem := placement_problem(inventory):
-        return _fail(problem, EXIT_USAGE)
+        return fail(problem, EXIT_USAGE)
     if _serves_as_rank(inventory):
         return 0
-    _say(_headline(inventory))
+    say(headline(inventory))
     output = inventory.output_dir
-    _say(f"output: {output} (curves: tensorboard --logdir {output / 'tensorboard'})")
+    say(f"output: {output} (curves: tensorboard --logdir {output / 'tensorboard'})")
     live = sys.stderr.isatty()
 
     def show(stats: RunStats) -> None:
@@ -68,39 +68,39 @@ def _run(args: argparse.Namespace) -> int:
         # the run wrote its checkpoint on the way out: a stop, not a failure
         if live:
             print(file=sys.stderr)
-        _say(_stopped(stop, inventory, args.inventory))
+        say(_stopped(stop, inventory, args.inventory))
         if hint := _eval_hint(inventory):
-            _say(hint)
+            say(hint)
         return stop_status(stop)
     if live:
         print(file=sys.stderr)
     failed = ", ".join(f"{n} {why}" for why, n in sorted(stats.failed.items())) or "none"
-    _say(
-        f"{_count(stats.completed, 'episode')} ({stats.success_rate:.0%} success)"
+    say(
+        f"{counted(stats.completed, 'episode')} ({stats.success_rate:.0%} success)"
         f" in {stats.elapsed_s:.0f} s; "
-        f"{_count(stats.updates, 'update')}; failed episodes: {failed} (all re-queued); "
-        f"{stats.device_errors} cut short by a device; {_count(stats.retired, 'device')} retired; "
-        f"{_count(stats.weight_pushes, 'weight push', 'weight pushes')}, {stats.weight_bytes / 1e6:.1f} MB."
+        f"{counted(stats.updates, 'update')}; failed episodes: {failed} (all re-queued); "
+        f"{stats.device_errors} cut short by a device; {counted(stats.retired, 'device')} retired; "
+        f"{counted(stats.weight_pushes, 'weight push', 'weight pushes')}, {stats.weight_bytes / 1e6:.1f} MB."
     )
     if stats.judge:
         judge = stats.judge
-        _say(
-            f"judge: {_count(round(judge['verdicts']), 'verdict')} ({judge['cache_hits']:.0f} cached),"
-            f" {_count(round(judge['requests']), 'request')},"
+        say(
+            f"judge: {counted(round(judge['verdicts']), 'verdict')} ({judge['cache_hits']:.0f} cached),"
+            f" {counted(round(judge['requests']), 'request')},"
             f" p50 {judge['latency_p50_s']:.1f} s to a verdict,"
             f" {judge['prompt_tokens']:.0f} +"
             f" {judge['completion_tokens']:.0f} tokens."
         )
     if stats.unscored:
-        _say(
-            f"not trained on: {_count(stats.unscored, 'episode')} with no score (it came back without one,"
+        say(
+            f"not trained on: {counted(stats.unscored, 'episode')} with no score (it came back without one,"
             " or still waited for the judge at the stop; see the log)."
         )
     problem = stats.achieved_nothing
     if problem:
-        return _fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
+        return fail(f"the run stopped before its goal: {problem}", EXIT_FAILED)
     if stats.updates and (hint := _eval_hint(inventory)):
-        _say(hint)
+        say(hint)
     return 0
 
 
@@ -155,7 +155,7 @@ def _serves_as_rank(inventory: Inventory) -> bool:
         import torch
 
         device = f"cuda:{local}" if torch.cuda.is_available() else "cpu"
-    _say(f"learner rank {launched[0]} of {launched[1]} on {device}: training with rank 0")
+    say(f"learner rank {launched[0]} of {launched[1]} on {device}: training with rank 0")
     serve(
         inventory.policy,
         learner,
@@ -167,33 +167,33 @@ def _serves_as_rank(inventory: Inventory) -> bool:
     return True
 
 
-def _probe(args: argparse.Namespace) -> int:
+def probe_command(args: argparse.Namespace) -> int:
     from distrl.fleet import HostReport, probe_fleet
 
     inventory = load_inventory(args.inventory)
-    _say(_headline(inventory))
+    say(headline(inventory))
 
     def show(report: HostReport) -> None:
         if report.ok:
             cpus = report.compute.get("cpus", "?")
             python = report.compute.get("python", "?")
-            devices = _count(len(report.devices), "device")
-            _say(
+            devices = counted(len(report.devices), "device")
+            say(
                 f"  {report.host:<16} ok    {devices}, worker up in {report.startup_s:.2f} s, "
                 f"heartbeat p50 {report.rtt_p50_ms:.2f} ms (python {python}, {cpus} cpus)",
             )
         else:
-            _say(f"  {report.host:<16} FAIL  {report.error}")
+            say(f"  {report.host:<16} FAIL  {report.error}")
 
     reports = run_async(lambda: probe_fleet(inventory, heartbeats=args.heartbeats, on_report=show))
     failed = [r.host for r in reports if not r.ok]
     if failed:
-        return _fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
-    _say(f"{_count(len(reports), 'host')} answered and shut down cleanly.")
+        return fail(f"{len(failed)} of {len(reports)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
+    say(f"{counted(len(reports), 'host')} answered and shut down cleanly.")
     return 0
 
 
-def _deploy(args: argparse.Namespace) -> int:
+def deploy_command(args: argparse.Namespace) -> int:
     from distrl.deploy import deploy_fleet
 
     inventory = load_inventory(args.inventory)
@@ -201,10 +201,8 @@ def _deploy(args: argparse.Namespace) -> int:
     unknown = sorted(set(names) - {host.name for host in inventory.hosts})
     if unknown:
         known = ", ".join(host.name for host in inventory.hosts)
-        return _fail(
-            f"--hosts: no host {', '.join(unknown)} in {args.inventory} (it has {known})", EXIT_USAGE
-        )
-    _say(_headline(inventory))
+        return fail(f"--hosts: no host {', '.join(unknown)} in {args.inventory} (it has {known})", EXIT_USAGE)
+    say(headline(inventory))
 
     def show(host: str, stage: str, text: str) -> None:
         print(f"[{host}] {stage}: {text}", file=sys.stderr, flush=True)
@@ -212,39 +210,40 @@ def _deploy(args: argparse.Namespace) -> int:
     outcomes = run_async(lambda: deploy_fleet(inventory, names=names, force=args.force, progress=show))
     for outcome in outcomes:
         status = outcome.status.upper() if outcome.error else outcome.status
-        _say(f"  {outcome.host:<16} {status:<7} {outcome.detail}")
+        say(f"  {outcome.host:<16} {status:<7} {outcome.detail}")
         if outcome.error is not None and outcome.error.output:
             for line in outcome.error.output.splitlines():
-                _say(f"  {'':<16} | {line}")
+                say(f"  {'':<16} | {line}")
     failed = [outcome.host for outcome in outcomes if outcome.status == "failed"]
     if failed:
-        return _fail(f"{len(failed)} of {len(outcomes)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
-    _say(
-        f"{_count(len(outcomes), 'host')} ready; hosts that leave python empty run ~/.distrl/venv/bin/python."
+        return fail(f"{len(failed)} of {len(outcomes)} host(s) failed: {', '.join(failed)}", EXIT_FAILED)
+    say(
+        f"{counted(len(outcomes), 'host')} ready;"
+        " hosts that leave python empty run ~/.distrl/venv/bin/python."
     )
     return 0
 
 
-def _check(args: argparse.Namespace) -> int:
+def check_command(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     _check_algorithm(inventory)
-    _say(_headline(inventory))
+    say(headline(inventory))
     problem = _missing_local_path(inventory) or placement_problem(inventory)
     if problem:
-        return _fail(problem, EXIT_USAGE)
+        return fail(problem, EXIT_USAGE)
     for host in inventory.hosts:
         where = (
             "local subprocess" if host.is_local else f"ssh {host.user or '(you)'}@{host.address}:{host.port}"
         )
         python = host.python or "~/.distrl/venv/bin/python (deploy's), else python3"
-        _say(f"  {host.name:<16} {where}; python {python}; {_count(host.max_episodes, 'episode')} at once")
-        _say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
+        say(f"  {host.name:<16} {where}; python {python}; {counted(host.max_episodes, 'episode')} at once")
+        say(f"  {'':<16} devices: {', '.join(host.devices.serials)}")
         if host.devices.avd:
             problem = _emulator_problem(host)
             if problem:
-                return _fail(problem, EXIT_USAGE)
-    _say(_tasks_line(inventory))
-    _say(f"inventory ok; output goes to {inventory.output_dir}")
+                return fail(problem, EXIT_USAGE)
+    say(_tasks_line(inventory))
+    say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
 
 
@@ -256,13 +255,13 @@ def _emulator_problem(host: HostEntry) -> str:
     d = host.devices
     where = f"{d.count} × AVD {d.avd} on ports {d.first_port}-{d.first_port + 2 * d.count - 1}"
     if not host.is_local:
-        _say(f"  {'':<16} emulators: {where} (`python -m distrl probe` checks the SDK, AVD and KVM there)")
+        say(f"  {'':<16} emulators: {where} (`python -m distrl probe` checks the SDK, AVD and KVM there)")
         return ""
     try:
         binary = anyio.run(preflight, d, {**os.environ, **host.env})
     except EmulatorError as exc:
         return f"host {host.name!r}: {exc}"
-    _say(f"  {'':<16} emulators: {where}, with {binary}")
+    say(f"  {'':<16} emulators: {where}, with {binary}")
     return ""
 
 
@@ -321,12 +320,12 @@ def _missing_local_path(inventory: Inventory) -> str:
     return ""
 
 
-def _collect(args: argparse.Namespace) -> int:
+def collect_command(args: argparse.Namespace) -> int:
     from distrl.episodes import EpisodeWriter
     from distrl.fleet import collect
 
     inventory = load_inventory(args.inventory)
-    _say(_headline(inventory))
+    say(headline(inventory))
     policy = inventory.policy
     if args.policy:
         model = args.policy if args.policy in BUILT_IN_MODELS else str(Path(args.policy).resolve())
@@ -334,16 +333,16 @@ def _collect(args: argparse.Namespace) -> int:
     if args.adapter:
         policy = dataclasses.replace(policy, adapter=args.adapter)
     if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
-        return _fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
+        return fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
     if args.group_size is not None and args.group_size > inventory.device_count:
-        return _fail(
+        return fail(
             f"--group-size: {args.group_size} is more than the fleet's {inventory.device_count} device(s):"
             " each member of a group plays on a device of its own",
             EXIT_USAGE,
         )
     writer = EpisodeWriter(args.out)
     if writer.bytes:
-        _say(f"{args.out} already holds episodes: the new ones go beside them")
+        say(f"{args.out} already holds episodes: the new ones go beside them")
     try:  # each episode is written as it arrives, those waiting for the judge at the stop unscored
         result = run_async(
             lambda: collect(
@@ -357,22 +356,22 @@ def _collect(args: argparse.Namespace) -> int:
             )
         )
     except KeyboardInterrupt as stop:
-        _say(
-            f"stopped ({stop_name(stop)}): {_count(writer.written, 'episode')} written to {args.out}"
+        say(
+            f"stopped ({stop_name(stop)}): {counted(writer.written, 'episode')} written to {args.out}"
             f" ({writer.unscored} unscored); {_look_at(args.out)}"
         )
         return stop_status(stop)
     stats = result.stats
     scored = f"{stats.success_rate:.0%} success" if stats.scored else "none scored"
-    _say(
-        f"{_count(writer.written, 'episode')} written to {args.out} ({scored}, {stats.unscored} unscored,"
+    say(
+        f"{counted(writer.written, 'episode')} written to {args.out} ({scored}, {stats.unscored} unscored,"
         f" {stats.cut_short} cut short) in {stats.elapsed_s:.0f} s"
     )
-    _say(_look_at(args.out))
+    say(_look_at(args.out))
     if stats.ended == "judge":
-        return _fail(f"collect stopped: {stats.achieved_nothing}", EXIT_FAILED)
+        return fail(f"collect stopped: {stats.achieved_nothing}", EXIT_FAILED)
     if stats.completed < args.episodes:
-        return _fail(
+        return fail(
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
         )
     return 0
@@ -396,17 +395,17 @@ def _made_by_init(example: str, target: Path) -> str:
     ).replace("`python -m distrl check hosts.toml`", f"`python -m distrl check {target}`", 1)
 
 
-def _init(args: argparse.Namespace) -> int:
+def init_command(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
     target = Path(args.inventory)
     if target.exists() and not args.force:
-        return _fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
+        return fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
     example = files("distrl").joinpath("hosts.example.toml").read_text(encoding="utf-8")
     try:
         target.write_text(_made_by_init(example, target), encoding="utf-8")
     except OSError as exc:
-        return _fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
-    _say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
-    _say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
+        return fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
+    say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
+    say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
     return 0

@@ -16,27 +16,27 @@ from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from distrl.local.judge_eval import Calibration
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, _count, _fail, _say, _unknown_suite, run_async
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, counted, fail, run_async, say, unknown_suite
 from distrl.records import InvalidAction
 
 
-def _action(args: argparse.Namespace) -> int:
+def action_command(args: argparse.Namespace) -> int:
     width, height = args.screen
     parsed = parse_action(args.text)
     if isinstance(parsed, InvalidAction):
-        return _fail(f"not a valid action: {parsed.reason}", EXIT_FAILED)
-    _say(f"action:  {format_action(parsed)}")
-    _say(f"gesture: {to_gesture(parsed, width, height)} on a {width}x{height} screen")
+        return fail(f"not a valid action: {parsed.reason}", EXIT_FAILED)
+    say(f"action:  {format_action(parsed)}")
+    say(f"gesture: {to_gesture(parsed, width, height)} on a {width}x{height} screen")
     return 0
 
 
-def _worker(args: argparse.Namespace) -> int:
+def worker_command(args: argparse.Namespace) -> int:
     from distrl.worker import main as worker_main
 
     worker_main(args.host, handshake_s=args.handshake_timeout, silence_s=args.silence_timeout)
 
 
-def _sim(args: argparse.Namespace) -> int:
+def sim_command(args: argparse.Namespace) -> int:
     import socket
 
     from distrl.sim.latency import LatencyProfile
@@ -47,7 +47,7 @@ def _sim(args: argparse.Namespace) -> int:
     try:
         config = PhoneConfig(width=width, height=height, seed=args.seed)
     except ValueError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     adb_port = args.adb_server_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
     register: int | None = None
     if not args.no_register:
@@ -55,7 +55,7 @@ def _sim(args: argparse.Namespace) -> int:
             socket.create_connection(("127.0.0.1", adb_port), timeout=2).close()
             register = adb_port
         except OSError:
-            _say(
+            say(
                 f"no adb server on port {adb_port}; one started later finds phones whose adbd port is in "
                 "5555-5585 by itself (others: adb connect 127.0.0.1:PORT)"
             )
@@ -66,7 +66,7 @@ def _sim(args: argparse.Namespace) -> int:
 
         def started(self, value: list[ServedPhone] | None = None) -> None:
             for item in value or []:
-                _say(f"{item.serial}  adbd 127.0.0.1:{item.adb_port}  console {item.console_port}")
+                say(f"{item.serial}  adbd 127.0.0.1:{item.adb_port}  console {item.console_port}")
 
     serve = functools.partial(
         serve_phones,
@@ -87,15 +87,15 @@ def _sim(args: argparse.Namespace) -> int:
     try:
         run_async(serve)
     except KeyboardInterrupt:
-        _say("stopped")
+        say("stopped")
     except OSError as exc:
-        return _fail(f"cannot serve the phones: {exc.strerror or exc}", EXIT_FAILED)
+        return fail(f"cannot serve the phones: {exc.strerror or exc}", EXIT_FAILED)
     except ValueError as exc:  # serve_phones checks the ports before it starts anything
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     return 0
 
 
-def _pretrain(args: argparse.Namespace) -> int:
+def pretrain_command(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
     from distrl.config import BUILT_IN_BASES
@@ -107,13 +107,13 @@ def _pretrain(args: argparse.Namespace) -> int:
 
     suites = args.suite or ["general"]
     for name in suites:
-        if problem := _unknown_suite(name):
-            return _fail(problem, EXIT_USAGE)
+        if problem := unknown_suite(name):
+            return fail(problem, EXIT_USAGE)
     if os.path.lexists(args.out):
-        return _fail(f"{args.out!r} already exists; choose another output folder", EXIT_USAGE)
+        return fail(f"{args.out!r} already exists; choose another output folder", EXIT_USAGE)
 
     def show(p: Progress) -> None:
-        _say(
+        say(
             f"step {p.step:5d}  loss {p.loss:.4f}  {p.examples_per_s:5.1f} examples/s  lr {p.lr:.2e}  "
             f"{p.elapsed_s:5.0f} s"
         )
@@ -122,9 +122,9 @@ def _pretrain(args: argparse.Namespace) -> int:
         try:
             model_folder(args.start)
         except PolicyError as exc:
-            return _fail(str(exc), EXIT_USAGE)
+            return fail(str(exc), EXIT_USAGE)
     what = args.start or "a fresh tiny"
-    _say(f"pretraining {what} on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
+    say(f"pretraining {what} on {', '.join(suites)} for up to {args.minutes:g} min -> {args.out}")
     try:
         report = pretrain(
             args.out,
@@ -143,18 +143,18 @@ def _pretrain(args: argparse.Namespace) -> int:
             start=args.start,
         )
     except PolicyError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     except OSError as exc:
-        return _fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
-    _say(
-        f"saved {report.out} after {_count(report.steps, 'step')} on"
-        f" {_count(report.demonstrations, 'demonstration step')} "
+        return fail(f"cannot write {args.out!r}: {exc.strerror or exc}", EXIT_FAILED)
+    say(
+        f"saved {report.out} after {counted(report.steps, 'step')} on"
+        f" {counted(report.demonstrations, 'demonstration step')} "
         f"({report.wall_s:.0f} s, final loss {report.final_loss:.4f})"
     )
     return 0
 
 
-def _judge_eval(args: argparse.Namespace) -> int:
+def judge_eval_command(args: argparse.Namespace) -> int:
     from distrl.config import EXPERT
     from distrl.fleet.scoring import build_judge
     from distrl.local.judge_eval import calibrate, calibration_episodes
@@ -162,19 +162,19 @@ def _judge_eval(args: argparse.Namespace) -> int:
 
     inventory = load_inventory(args.inventory)
     suite = args.suite or inventory.run.suite
-    if problem := _unknown_suite(suite):
-        return _fail(problem, EXIT_USAGE)
+    if problem := unknown_suite(suite):
+        return fail(problem, EXIT_USAGE)
     if not inventory.judge.configured:
         raise ConfigError.at(
             "judge", "judge-eval needs a [judge] (base_url and model)", inventory.source or None
         )
     judge = build_judge(inventory)
     policy = None if inventory.policy.model == EXPERT else Policy.load(inventory.policy, seed=args.seed)
-    _say(f"playing {_count(args.episodes, 'episode')} of {suite} {args.split} on simulated phones ...")
+    say(f"playing {counted(args.episodes, 'episode')} of {suite} {args.split} on simulated phones ...")
     episodes = calibration_episodes(
         policy, suite=suite, split=args.split, episodes=args.episodes, seed=args.seed
     )
-    _say(f"asking {inventory.judge.model} at {inventory.judge.base_url} about each ...")
+    say(f"asking {inventory.judge.model} at {inventory.judge.base_url} about each ...")
 
     async def judged() -> Calibration:
         async with judge:
@@ -184,40 +184,40 @@ def _judge_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.as_json()))
     else:
-        _say(result.report())
+        say(result.report())
     if not result.judged:
-        return _fail(
+        return fail(
             f"the judge at {inventory.judge.base_url} gave no verdict for any of the"
-            f" {_count(result.unscored, 'episode')}: {result.why_unscored or 'no reason given'}",
+            f" {counted(result.unscored, 'episode')}: {result.why_unscored or 'no reason given'}",
             EXIT_FAILED,
         )
     return 0
 
 
-def _view(args: argparse.Namespace) -> int:
+def view_command(args: argparse.Namespace) -> int:
     from distrl.episodes.view import write_viewer
 
     try:
         page = write_viewer(args.folder, strict=args.strict)
     except (OSError, ValueError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    _say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
+        return fail(str(exc), EXIT_USAGE)
+    say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
     return 0
 
 
-def _export(args: argparse.Namespace) -> int:
+def export_command(args: argparse.Namespace) -> int:
     from distrl.episodes.export import write_metadata
 
     try:
         target, rows = write_metadata(args.folder, strict=args.strict)
     except (OSError, ValueError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    _say(f"wrote {target}: {_count(rows, 'step')}; load them with")
-    _say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
+        return fail(str(exc), EXIT_USAGE)
+    say(f"wrote {target}: {counted(rows, 'step')}; load them with")
+    say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
     return 0
 
 
-def _save_model(args: argparse.Namespace) -> int:
+def save_model_command(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
     from distrl.policy.tiny import build_pretrained, build_tiny
@@ -226,12 +226,12 @@ def _save_model(args: argparse.Namespace) -> int:
 
     target = Path(args.out)
     if target.exists() and any(target.iterdir()):
-        return _fail(f"{target} is not empty", EXIT_USAGE)
+        return fail(f"{target} is not empty", EXIT_USAGE)
     model, prompter = build_tiny(seed=args.seed) if args.model == "tiny" else build_pretrained(args.model)
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(target))
     prompter.save_pretrained(target)
-    _say(
+    say(
         f"wrote {args.model} to {target}: a Qwen2-VL model folder that transformers loads"
         f" (AutoModelForImageTextToText.from_pretrained), and [policy] model = {str(target)!r} runs"
     )

@@ -11,28 +11,28 @@ from typing import TypeAlias
 
 from distrl.cli.common import (
     ADAPTER_HELP,
-    _adapter,
-    _fault_rates,
-    _integer,
-    _non_negative_int,
-    _port,
-    _positive_float,
-    _positive_int,
-    _rate,
-    _scale,
-    _screen,
-    _seconds,
+    adapter_folder,
+    fault_rates,
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    port_number,
+    positive_float,
+    positive_int,
+    positive_seconds,
+    screen_size,
+    whole_number,
 )
-from distrl.cli.evaluate import _eval
+from distrl.cli.evaluate import eval_command
 from distrl.cli.local import (
-    _action,
-    _export,
-    _judge_eval,
-    _pretrain,
-    _save_model,
-    _sim,
-    _view,
-    _worker,
+    action_command,
+    export_command,
+    judge_eval_command,
+    pretrain_command,
+    save_model_command,
+    sim_command,
+    view_command,
+    worker_command,
 )
 
 __all__ = ["Commands", "add_local_commands"]
@@ -53,9 +53,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     action.add_argument("text", help="the model output")
     action.add_argument(
-        "--screen", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
+        "--screen", type=screen_size, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
     )
-    action.set_defaults(command=_action)
+    action.set_defaults(command=action_command)
 
     # internal: no help, so that --help's list of commands leaves it out (the docs' reference keeps it)
     worker = commands.add_parser(
@@ -67,19 +67,19 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     worker.add_argument("--host", required=True, help="this host's name in the inventory")
     worker.add_argument(
         "--handshake-timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=60.0,
         metavar="S",
         help="seconds to wait for the learner",
     )
     worker.add_argument(
         "--silence-timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=60.0,
         metavar="S",
         help="seconds without a byte from the learner before leaving (its heartbeat_timeout_s)",
     )
-    worker.set_defaults(command=_worker)
+    worker.set_defaults(command=worker_command)
 
     sim = commands.add_parser(
         "sim",
@@ -91,16 +91,22 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "adb server, as an emulator does. Runs until Ctrl-C.",
     )
     sim.add_argument(
-        "--devices", type=_positive_int, default=1, metavar="N", help="phones to serve (default 1)"
+        "--devices", type=positive_int, default=1, metavar="N", help="phones to serve (default 1)"
     )
     sim.add_argument(
-        "--base-port", type=_port, default=5554, metavar="PORT", help="first console port (default 5554)"
+        "--base-port",
+        type=port_number,
+        default=5554,
+        metavar="PORT",
+        help="first console port (default 5554)",
     )
-    sim.add_argument("--size", type=_screen, default=(1080, 2400), help="screen size WxH (default 1080x2400)")
-    sim.add_argument("--seed", type=_integer, default=0, help="phone k is seeded with SEED+k (default 0)")
+    sim.add_argument(
+        "--size", type=screen_size, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
+    )
+    sim.add_argument("--seed", type=whole_number, default=0, help="phone k is seeded with SEED+k (default 0)")
     sim.add_argument(
         "--time-scale",
-        type=_scale,
+        type=non_negative_float,
         default=1.0,
         metavar="F",
         help="wall seconds per simulated second of latency (default 1; 0: no waiting)",
@@ -113,7 +119,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     sim.add_argument(
         "--faults",
-        type=_fault_rates,
+        type=fault_rates,
         default="",
         metavar="RATES",
         help="fault probabilities per operation, e.g. hang=0.01,crash=0.001,offline=0.001,white_frame=0.02",
@@ -126,7 +132,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     sim.add_argument(
         "--adb-server-port",
-        type=_port,
+        type=port_number,
         default=None,
         metavar="PORT",
         help="the adb server to announce the phones to (default $ANDROID_ADB_SERVER_PORT or 5037)",
@@ -134,7 +140,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     sim.add_argument("--no-register", action="store_true", help="do not announce the phones to an adb server")
     sim.add_argument(
         "--boot-s",
-        type=_scale,
+        type=non_negative_float,
         default=0.0,
         metavar="S",
         help="seconds each phone boots, listed by adb but sys.boot_completed not yet 1 (default 0)",
@@ -155,7 +161,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     sim.add_argument(
         "--read-only", action="store_true", help="as emulator -read-only: snapshots load but are never saved"
     )
-    sim.set_defaults(command=_sim)
+    sim.set_defaults(command=sim_command)
 
     pretrain = commands.add_parser(
         "pretrain",
@@ -173,24 +179,28 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         help="task suite to learn from, general or web_shopping; repeat for both (default general)",
     )
     pretrain.add_argument(
-        "--minutes", type=_positive_float, default=10.0, metavar="M", help="time budget (default 10)"
+        "--minutes", type=positive_float, default=10.0, metavar="M", help="time budget (default 10)"
     )
     pretrain.add_argument(
-        "--steps", type=_positive_int, default=None, metavar="N", help="most optimiser steps"
+        "--steps", type=positive_int, default=None, metavar="N", help="most optimiser steps"
     )
     pretrain.add_argument(
         "--episodes",
-        type=_positive_int,
+        type=positive_int,
         default=1000,
         metavar="N",
         help="demonstration episodes (default 1000)",
     )
     pretrain.add_argument(
-        "--mistake-rate", type=_rate, default=0.1, metavar="P", help="share of mistaken actions (default 0.1)"
+        "--mistake-rate",
+        type=fraction,
+        default=0.1,
+        metavar="P",
+        help="share of mistaken actions (default 0.1)",
     )
     pretrain.add_argument(
         "--randomise",
-        type=_rate,
+        type=fraction,
         default=0.5,
         metavar="P",
         help="share of episodes playing drawn tasks: the train templates with fresh values and wordings, "
@@ -198,7 +208,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     pretrain.add_argument(
         "--drills",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=16,
         metavar="N",
         help="at each step where the expert types, N more examples of its screen with the goal of a task "
@@ -207,7 +217,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     pretrain.add_argument(
         "--contrasts",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="N other tasks of each episode's template, each one more example where the expert's action "
@@ -215,7 +225,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "built-in tiny-bc; 8 measured no better)",
     )
     pretrain.add_argument(
-        "--lr", type=_positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
+        "--lr", type=positive_float, default=3e-3, metavar="LR", help="peak learning rate (default 3e-3)"
     )
     pretrain.add_argument(
         "--start",
@@ -225,9 +235,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "of a fresh tiny: more steps, other demonstrations (a lower --lr, such as 1e-3, keeps what it knows)",
     )
     pretrain.add_argument(
-        "--seed", type=_integer, default=0, help="seed of the weights and the data (default 0)"
+        "--seed", type=whole_number, default=0, help="seed of the weights and the data (default 0)"
     )
-    pretrain.set_defaults(command=_pretrain)
+    pretrain.set_defaults(command=pretrain_command)
 
     view = commands.add_parser(
         "view",
@@ -241,7 +251,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     view.add_argument(
         "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
     )
-    view.set_defaults(command=_view)
+    view.set_defaults(command=view_command)
 
     export = commands.add_parser(
         "export",
@@ -254,7 +264,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     export.add_argument(
         "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
     )
-    export.set_defaults(command=_export)
+    export.set_defaults(command=export_command)
 
     save_model = commands.add_parser(
         "save-model",
@@ -266,8 +276,8 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     save_model.add_argument("model", choices=["tiny", "tiny-bc", "tiny-weak"], help="which built-in model")
     save_model.add_argument("out", metavar="DIR", help="an empty or new folder")
-    save_model.add_argument("--seed", type=_integer, default=0, help="tiny's weights seed (default 0)")
-    save_model.set_defaults(command=_save_model)
+    save_model.add_argument("--seed", type=whole_number, default=0, help="tiny's weights seed (default 0)")
+    save_model.set_defaults(command=save_model_command)
 
     evaluate = commands.add_parser(
         "eval",
@@ -280,7 +290,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "template.",
     )
     evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny, tiny-bc or tiny-weak")
-    evaluate.add_argument("--adapter", default="", type=_adapter, metavar="FOLDER", help=ADAPTER_HELP)
+    evaluate.add_argument("--adapter", default="", type=adapter_folder, metavar="FOLDER", help=ADAPTER_HELP)
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
     evaluate.add_argument(
         "--split",
@@ -290,23 +300,25 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "(default test)",
     )
     evaluate.add_argument(
-        "--episodes", type=_positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
+        "--episodes", type=positive_int, default=None, metavar="N", help="tasks to play (default: all once)"
     )
     evaluate.add_argument(
         "--temperature",
-        type=_scale,
+        type=non_negative_float,
         default=None,
         metavar="T",
         help="decode at T alone, 0 being greedy (default: greedy, then temperature 1)",
     )
     evaluate.add_argument(
         "--samples",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="K",
         help="plays of each task at temperature 1 (or --temperature), for pass@1..K (default 1)",
     )
-    evaluate.add_argument("--seed", type=_integer, default=0, help="task order and sampling seed (default 0)")
+    evaluate.add_argument(
+        "--seed", type=whole_number, default=0, help="task order and sampling seed (default 0)"
+    )
     evaluate.add_argument(
         "--against-start",
         action="store_true",
@@ -315,7 +327,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     evaluate.add_argument(
         "--checkpoints",
-        type=_positive_int,
+        type=positive_int,
         default=0,
         metavar="K",
         help="with --adapter naming a run (or one of its checkpoints): play the adapters of its last K "
@@ -327,7 +339,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     evaluate.add_argument(
         "--json", action="store_true", help="print the figures as one JSON object (--per-task: with outcomes)"
     )
-    evaluate.set_defaults(command=_eval)
+    evaluate.set_defaults(command=eval_command)
 
     judge_eval = commands.add_parser(
         "judge-eval",
@@ -340,12 +352,14 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     judge_eval.add_argument("inventory", metavar="HOSTS_TOML", help="an inventory with a [judge] table")
     judge_eval.add_argument(
-        "--episodes", type=_positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
+        "--episodes", type=positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
     )
     judge_eval.add_argument("--suite", default=None, help="general or web_shopping (default: run.suite)")
     judge_eval.add_argument(
         "--split", default="test", choices=["train", "test", "unseen"], help="(default test)"
     )
-    judge_eval.add_argument("--seed", type=_integer, default=0, help="task order and play seed (default 0)")
+    judge_eval.add_argument(
+        "--seed", type=whole_number, default=0, help="task order and play seed (default 0)"
+    )
     judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    judge_eval.set_defaults(command=_judge_eval)
+    judge_eval.set_defaults(command=judge_eval_command)

@@ -8,8 +8,15 @@ import argparse
 from pathlib import Path
 
 from distrl import __version__
-from distrl.cli.common import ADAPTER_HELP, _adapter, _integer, _positive_int
-from distrl.cli.fleet import _check, _collect, _deploy, _init, _probe, _run
+from distrl.cli.common import ADAPTER_HELP, adapter_folder, positive_int, whole_number
+from distrl.cli.fleet import (
+    check_command,
+    collect_command,
+    deploy_command,
+    init_command,
+    probe_command,
+    run_command,
+)
 from distrl.cli.local_parsers import Commands, add_local_commands
 
 __all__ = ["build_parser"]
@@ -55,7 +62,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
     start.add_argument(
         "--new", action="store_true", help="a new run beside an earlier one there, as <name>.1 (.2, ...)"
     )
-    run.set_defaults(command=_run)
+    run.set_defaults(command=run_command)
 
     probe = commands.add_parser(
         "probe",
@@ -67,12 +74,12 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
     probe.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
     probe.add_argument(
         "--heartbeats",
-        type=_positive_int,
+        type=positive_int,
         default=5,
         metavar="N",
         help="round trips to time per host (default 5)",
     )
-    probe.set_defaults(command=_probe)
+    probe.set_defaults(command=probe_command)
 
     deploy = commands.add_parser(
         "deploy",
@@ -90,7 +97,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "--hosts", default="", metavar="NAME,...", help="only these hosts (default: every SSH host)"
     )
     deploy.add_argument("--force", action="store_true", help="install again where it is up to date")
-    deploy.set_defaults(command=_deploy)
+    deploy.set_defaults(command=deploy_command)
 
     check = commands.add_parser(
         "check",
@@ -99,7 +106,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         description="Load and check the inventory, then print its hosts and devices.",
     )
     check.add_argument("inventory", help="the hosts file")
-    check.set_defaults(command=_check)
+    check.set_defaults(command=check_command)
 
     collect = commands.add_parser(
         "collect",
@@ -116,9 +123,9 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         metavar="MODEL",
         help="tiny, tiny-bc, tiny-weak, expert (sim devices only) or a model folder (default: the inventory's [policy])",
     )
-    collect.add_argument("--adapter", default="", type=_adapter, metavar="FOLDER", help=ADAPTER_HELP)
+    collect.add_argument("--adapter", default="", type=adapter_folder, metavar="FOLDER", help=ADAPTER_HELP)
     collect.add_argument(
-        "--episodes", type=_positive_int, required=True, metavar="N", help="episodes to bring back"
+        "--episodes", type=positive_int, required=True, metavar="N", help="episodes to bring back"
     )
     collect.add_argument(
         "--split",
@@ -128,14 +135,16 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
     collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
     collect.add_argument(
         "--group-size",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="play each task on K devices at once, its K episodes a group (pass@k data; default: the"
         " inventory's [tasks] group_size)",
     )
-    collect.add_argument("--seed", type=_integer, default=None, help="task order seed (default: run.seed)")
-    collect.set_defaults(command=_collect)
+    collect.add_argument(
+        "--seed", type=whole_number, default=None, help="task order seed (default: run.seed)"
+    )
+    collect.set_defaults(command=collect_command)
 
     init = commands.add_parser(
         "init",
@@ -148,4 +157,4 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "inventory", metavar="HOSTS_TOML", nargs="?", default="hosts.toml", help="(default hosts.toml)"
     )
     init.add_argument("--force", action="store_true", help="overwrite HOSTS_TOML if it exists")
-    init.set_defaults(command=_init)
+    init.set_defaults(command=init_command)
