@@ -18,14 +18,18 @@ from distrl.config import (
     LearnerSettings,
     PolicySettings,
     RunSettings,
+    ScreenSettings,
     SimSettings,
     TaskSettings,
     Timeouts,
+    WorkerSettings,
     devices_json,
     load_inventory,
     parse_devices,
     parse_inventory,
+    parse_worker_settings,
     read_section,
+    worker_settings_json,
 )
 from distrl.errors import ConfigError
 from distrl.learner.algorithms import configure, names, resolve, table_name
@@ -67,7 +71,8 @@ def test_example_documents_every_key_in_its_place() -> None:
     def keys(cls: type[object]) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
-    assert set(data) == {"run", "tasks", "judge", "timeouts", "learner", "policy", "sim", "defaults", "hosts"}
+    tables = {"run", "tasks", "judge", "timeouts", "learner", "policy", "screen", "sim", "defaults", "hosts"}
+    assert set(data) == tables
     assert set(data["run"]) == keys(RunSettings)
     assert set(data["tasks"]) == keys(TaskSettings)
     assert set(data["judge"]) == keys(JudgeSettings)
@@ -77,6 +82,7 @@ def test_example_documents_every_key_in_its_place() -> None:
     for name in names():  # each algorithm's own table, every key of its settings
         assert set(data["learner"].get(table_name(name), {})) == keys(resolve(name).Settings)
     assert set(data["policy"]) == keys(PolicySettings)
+    assert set(data["screen"]) == keys(ScreenSettings)
     assert set(data["sim"]) == keys(SimSettings)
     assert set(data["defaults"]) | set(host) == keys(HostEntry)
     assert set(host["devices"]) == keys(Devices)
@@ -140,10 +146,17 @@ def test_launched_emulator_settings_are_checked(devices: str, where: str, proble
 
 
 def test_launched_emulators_are_named_after_their_ports_and_travel_to_the_worker() -> None:
-    devices_table = 'sim = 1\navd = "P"\ncount = 2\nfirst_port = 5600\n'
+    devices_table = 'sim = 1\navd = "P"\ncount = 2\nfirst_port = 5600\nemulator_ports = [5554]\n'
     text = f'[[hosts]]\nname = "h"\naddress = "localhost"\n[hosts.devices]\n{devices_table}'
     devices = parse_inventory(text).hosts[0].devices
-    assert devices.serials == ("sim-0", "emulator-5600", "emulator-5602")
+    assert devices.serials == ("sim-0", "emulator-5554", "emulator-5600", "emulator-5602")
+    # each device's kind, as a worker opens it: the sim's phones are a kind of their own
+    assert devices.kinds == {
+        "sim": ("sim-0",),
+        "adb": ("emulator-5554",),
+        "emulator": ("emulator-5600", "emulator-5602"),
+    }
+    assert Devices(adb_serials=("R58M",)).kinds == {"adb": ("R58M",)}
     assert parse_devices(devices_json(devices)) == devices
     with pytest.raises(ConfigError, match="count"):
         parse_devices(devices_json(devices).replace('"count": 2', '"count": 0'))
@@ -300,6 +313,14 @@ MALFORMED = [
     ("[policy]\ntemperature = -0.5\n" + ONE_HOST, "policy.temperature", "at least 0"),
     ('[policy]\nengine = "vllm"\n' + ONE_HOST, "policy.engine", "eager"),
     ("[sim]\nwidth = 2000\nheight = 1000\n" + ONE_HOST, "sim.height", "portrait"),
+    (
+        '[sim]\nimage_format = "png"\njpeg_quality = 70\n' + ONE_HOST,
+        "sim",
+        "every device's screens are in [screen]'s format: sim.image_format is now screen.image_format,"
+        " sim.jpeg_quality is now screen.jpeg_quality",
+    ),
+    ('[screen]\nimage_format = "webp"\n' + ONE_HOST, "screen.image_format", "'jpeg', 'png'"),
+    ("[screen]\nmax_pixels = -1\n" + ONE_HOST, "screen.max_pixels", "at least 0"),
     ("[sim]\ncrash_rate = 1.5\n" + ONE_HOST, "sim.crash_rate", "at most 1"),
     ('[sim]\nlatency = "fast"\n' + ONE_HOST, "sim.latency", "'calibrated', 'off'"),
     ("[sim]\nwidth = 100\n" + ONE_HOST, "sim.width", "at least 240"),
@@ -416,3 +437,18 @@ def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     assert local.identity_file == remote.identity_file == str(path.parent / "keys" / "id")
     assert remote.workdir == "remote"  # on the remote host: relative to the remote home
     assert remote.known_hosts_file == str(Path.home() / "kh")
+
+
+def test_the_screen_format_is_the_workers_own_and_travels_to_it() -> None:
+    inventory = parse_inventory(
+        '[screen]\nimage_format = "png"\nmax_pixels = 0\n[sim]\nwidth = 540\nheight = 1200\n' + ONE_HOST
+    )
+    assert inventory.screen == ScreenSettings(image_format="png", max_pixels=0)
+    assert (inventory.sim.width, inventory.sim.height) == (540, 1200)
+    settings = parse_worker_settings(worker_settings_json(inventory))
+    assert settings == WorkerSettings(
+        policy=inventory.policy, screen=inventory.screen, sim=inventory.sim, timeouts=inventory.timeouts
+    )
+    assert parse_worker_settings("{}").screen == ScreenSettings()  # 1080 × 2400, JPEG at 85
+    with pytest.raises(ConfigError, match=r"sim\.image_format is now screen\.image_format"):
+        parse_worker_settings('{"sim": {"image_format": "png"}}')

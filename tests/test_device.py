@@ -17,7 +17,13 @@ import pytest
 from PIL import Image
 
 from distrl.actions import swipe_action, tap_action, to_gesture
-from distrl.config import Timeouts, parse_inventory
+from distrl.config import (
+    ScreenSettings,
+    Timeouts,
+    parse_inventory,
+    parse_worker_settings,
+    worker_settings_json,
+)
 from distrl.device import AdbDevice, Device, screen
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
 from distrl.device.protocol import Gate
@@ -25,7 +31,7 @@ from distrl.device.screen import Frame, capture, decode, is_blank
 from distrl.errors import BadScreenshot, DeviceCrashed, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, ActionType, Observation, Task
 from distrl.sim import adbd as sim_adbd
-from distrl.sim.device import SimDevice, sim_device
+from distrl.sim.device import SimDevice, open_sim, sim_device
 from distrl.sim.latency import (
     Fault,
     FaultModel,
@@ -717,6 +723,19 @@ def test_sim_device_settings_are_checked() -> None:
         SimDevice("sim-0", phone_config=CONFIG, timeouts=TIMEOUTS, jpeg_quality=0)
 
 
+async def test_sim_screens_come_in_the_screen_format_and_at_most_its_size() -> None:
+    settings = parse_worker_settings('{"sim": {"width": 540, "height": 1200, "latency": "off"}}')
+    small = ScreenSettings(image_format="png", max_pixels=54_000)
+    async with open_sim("sim-0", settings.sim, screen=small, timeouts=TIMEOUTS, seed=1) as device:
+        observation = await device.observe()
+    image = _image(observation)
+    assert (observation.image_format, image.format) == ("png", "PNG")
+    assert (observation.width, observation.height) == image.size == (155, 346)  # 540 × 1200 scaled down
+    async with open_sim("sim-0", settings.sim, screen=ScreenSettings(), timeouts=TIMEOUTS, seed=1) as device:
+        whole = await device.observe()
+    assert (whole.image_format, whole.width, whole.height) == ("jpeg", 540, 1200)  # it fits: as it is
+
+
 def test_adb_device_derives_the_console_port_from_the_serial() -> None:
     assert AdbDevice("emulator-5556", timeouts=TIMEOUTS).console_port == 5556
     assert AdbDevice("R58M123ABC", timeouts=TIMEOUTS).console_port is None
@@ -738,26 +757,24 @@ async def test_reset_runs_a_suite_task_setup() -> None:
 
 def test_sim_device_follows_the_inventory_sim_section() -> None:
     inventory = parse_inventory(
-        '[sim]\nwidth = 540\nheight = 1200\nimage_format = "png"\nnuisances = false\nlatency = "off"\n'
+        '[sim]\nwidth = 540\nheight = 1200\nnuisances = false\nlatency = "off"\n'
         "time_scale = 0.5\nwhite_frame_rate = 0.25\n"
+        '[screen]\nimage_format = "png"\njpeg_quality = 60\nmax_pixels = 100000\n'
         '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n'
     )
-    device = sim_device("sim-0", inventory.sim, inventory.timeouts, seed=7)
+    device = open_sim("sim-0", inventory.sim, screen=inventory.screen, timeouts=inventory.timeouts, seed=7)
     assert (device.phone.width, device.phone.height) == (540, 1200)
     assert device.phone.config.seed == 7
     assert not device.phone.config.nuisances
-    assert device.image_format == "png"
+    assert (device.image_format, device.jpeg_quality, device.max_pixels) == ("png", 60, 100_000)
     assert device.latency is not None
     assert device.latency.time_scale == 0.5
     assert device.latency.profile.is_off
     assert device.faults is not None
     assert device.faults.rates.white_frame == 0.25
-    quiet = sim_device(
-        "sim-1",
-        parse_inventory('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n').sim,
-        inventory.timeouts,
-        seed=0,
-    )
+    defaults = parse_inventory('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
+    quiet = sim_device.device("sim-1", parse_worker_settings(worker_settings_json(defaults)), seed=0)
+    assert isinstance(quiet, SimDevice)  # the kind, as registered, with its own settings out of the worker's
     assert quiet.faults is None
     assert quiet.latency is not None
     assert not quiet.latency.profile.is_off

@@ -21,10 +21,10 @@ import pytest
 from conftest import AdbServer, SimFleet
 
 from distrl.cli import main
-from distrl.config import Devices, SimSettings, Timeouts, parse_inventory
+from distrl.config import Devices, ScreenSettings, Timeouts, parse_inventory
 from distrl.device.adb import AdbDevice
 from distrl.device.emulator import Launcher, state_folder
-from distrl.device.host import screen_options
+from distrl.device.screen import screen_options
 from distrl.device.sdk import preflight
 from distrl.errors import DeviceError, DeviceOffline, EmulatorError
 from distrl.fleet import probe_fleet
@@ -451,9 +451,9 @@ def test_a_run_whose_host_has_no_working_device_stops_and_says_why(
     assert f"host 'phones' has no working device: emulator-{two_attached}: still booting" in err, err
 
 
-async def test_screens_of_adb_devices_come_in_the_sims_format_and_size(sim_fleet: SimFleet) -> None:
+async def test_screens_of_adb_devices_come_in_the_screen_format_and_size(sim_fleet: SimFleet) -> None:
     serial = sim_fleet.serials[0]
-    small = SimSettings(width=540, height=1200, image_format="jpeg", jpeg_quality=70)
+    small = ScreenSettings(image_format="jpeg", jpeg_quality=70, max_pixels=540 * 1200)
     kwargs = {"timeouts": TIMEOUTS, "console_token_file": str(sim_fleet.token_file)}
     as_captured = await AdbDevice(serial, **kwargs).observe()  # type: ignore[arg-type]
     observation = await AdbDevice(serial, **kwargs, **screen_options(small)).observe()  # type: ignore[arg-type]
@@ -463,8 +463,8 @@ async def test_screens_of_adb_devices_come_in_the_sims_format_and_size(sim_fleet
     assert observation.screenshot.startswith(b"\xff\xd8")
     assert (observation.width, observation.height) == (540, 1200)
     assert len(observation.screenshot) * 2 < len(as_captured.screenshot)
-    same_size = await AdbDevice(serial, **kwargs, **screen_options(SimSettings())).observe()  # type: ignore[arg-type]
-    assert (same_size.width, same_size.height) == (1080, 2400)  # the sim's own size: not scaled
+    same_size = await AdbDevice(serial, **kwargs, **screen_options(ScreenSettings())).observe()  # type: ignore[arg-type]
+    assert (same_size.width, same_size.height) == (1080, 2400)  # at most the default's 1080 × 2400: as it is
     assert same_size.image_format == "jpeg"
 
 

@@ -57,12 +57,13 @@ BEYOND_TABLE: dict[str, dict[str, str]] = {
     "config": {"errors": "ConfigError, which every bad setting raises with its TOML path"},
     "device": {
         "errors": "the DeviceError family every device raises",
-        "config": "Timeouts and SimSettings, the limits and screens a device works to",
+        "config": "Timeouts and ScreenSettings, the limits and screens a device works to, and the settings"
+        " each kind of device takes (WorkerSettings, Devices)",
     },
     "tasks": {"errors": "TaskFileError, JudgeError and ConfigError for unscorable runs"},
     "sim": {
         "errors": "the DeviceError family SimDevice raises, and WireError in its adbd",
-        "config": "SimSettings and Timeouts for sim_device",
+        "config": "SimSettings, the settings of its kind of device (sim_device), and the screens and limits",
     },
     "policy": {
         "errors": "PolicyError",

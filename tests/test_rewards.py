@@ -20,7 +20,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import distrl.sim.shell
 from distrl.cli import main
-from distrl.config import Inventory, SimSettings, parse_inventory
+from distrl.config import Inventory, ScreenSettings, parse_inventory
 from distrl.device.screen import decode, encode
 from distrl.fleet import collect, probe_fleet
 from distrl.records import Task
@@ -106,7 +106,7 @@ async def test_a_task_files_adb_checks_score_episodes_on_adb_devices(
 class _Truth:
     """The sim's truth for each screen the phones showed: every screencap is recorded with the state
     the phone was in, and that state names the test task it was playing (``MARK``). A screen is known
-    by its bytes as captured (PNG) and as the worker re-encodes them (JPEG, ``[sim]``'s quality)."""
+    by its bytes as captured (PNG) and as the worker re-encodes them (JPEG, ``[screen]``'s quality)."""
 
     by_goal: dict[str, tuple[int, Task]]
     seen: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
@@ -117,7 +117,7 @@ class _Truth:
         for number, task in self.by_goal.values():
             if str(number) == mark:
                 success = is_successful(task, phone.state())
-                sent = encode(decode(png), "jpeg", SimSettings().jpeg_quality)
+                sent = encode(decode(png), "jpeg", ScreenSettings().jpeg_quality)
                 with self.lock:
                     for screen in (png, sent):
                         self.seen[(task.goal, hashlib.sha256(screen).hexdigest())] = success

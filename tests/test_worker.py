@@ -1,4 +1,5 @@
-"""The worker agent as a real subprocess, and the fleet probe that drives it."""
+"""The worker agent as a real subprocess, and the fleet probe that drives it; a worker of adb devices
+on a host where the sim is not installed."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import Process
-from support import gone, wait_gone
+from conftest import SimFleet
+from support import gone, small_run, wait_gone
 
 from distrl import __version__
-from distrl.config import parse_inventory, worker_settings_json
+from distrl.config import Devices, devices_json, parse_inventory, worker_settings_json
 from distrl.errors import ProtocolMismatch, WeightsError
-from distrl.fleet import probe_fleet
+from distrl.fleet import collect, probe_fleet
 from distrl.records import Task
 from distrl.sim.suites import tasks
 from distrl.wire import (
@@ -45,15 +47,19 @@ from distrl.wire import (
 pytestmark = pytest.mark.anyio
 
 
-def _hello(protocol: int = PROTOCOL_VERSION) -> Hello:
+TWO_SIMS = Devices(sim=2)
+
+
+def _hello(protocol: int = PROTOCOL_VERSION, devices: Devices = TWO_SIMS) -> Hello:
     return Hello(
         id=1,
         role="learner",
         protocol=protocol,
         distrl_version=__version__,
         host="w",
-        devices=("sim-0", "sim-1"),
+        devices=devices.serials,
         compute={},
+        device_settings=devices_json(devices),
     )
 
 
@@ -342,9 +348,19 @@ async def test_worker_sets_up_takes_weights_and_plays_episodes() -> None:
             assert await process.wait() == 0
 
 
+async def test_the_worker_opens_the_devices_its_settings_name_only() -> None:
+    with anyio.fail_after(60):
+        async with worker() as (process, stream):
+            await stream.send(dataclasses.replace(_hello(), devices=("sim-0", "R58M")))
+            refused = await stream.receive()
+            assert isinstance(refused, ErrorReport)
+            assert "names 'R58M', which the host's device settings do not" in refused.error.message
+            assert await process.wait() == 2
+
+
 async def test_the_expert_plays_sim_phones_only_and_takes_no_weights() -> None:
     expert = _settings(model='"expert"')
-    hello = dataclasses.replace(_hello(), devices=("sim-0", "emulator-5554"))
+    hello = _hello(devices=Devices(sim=1, emulator_ports=(5554,)))
     with anyio.fail_after(60):
         async with worker() as (process, stream):
             await stream.send(hello)
@@ -389,3 +405,113 @@ async def test_worker_leaves_a_learner_that_went_silent() -> None:
             assert await process.wait() == 3  # no heartbeat, no message: the learner is gone
             assert time.monotonic() - said >= 2.0
             assert time.monotonic() - acked <= 10.0
+
+
+WITHOUT_THE_SIM = """
+import argparse, importlib.abc, importlib.metadata, logging, sys
+
+TRIED = {tried!r}
+
+
+class NoSim(importlib.abc.MetaPathFinder):
+    \"\"\"The sim is not installed on this host: importing any of it fails, and says so in TRIED.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "distrl.sim" or name.startswith("distrl.sim."):
+            with open(TRIED, "a") as tried:
+                tried.write(name + "\\n")
+            raise ImportError(f"{{name}}: the sim is not installed on this host")
+        return None
+
+
+sys.meta_path.insert(0, NoSim())
+installed = importlib.metadata.entry_points
+
+
+def entry_points(**selection):  # nor are its entry points
+    found = installed(**selection)
+    if "group" not in selection:
+        return found
+    return importlib.metadata.EntryPoints(p for p in found if not p.value.startswith("distrl.sim"))
+
+
+importlib.metadata.entry_points = entry_points
+# the argv the learner starts a worker with: -m distrl [-v] worker --host NAME --silence-timeout S ...
+parser = argparse.ArgumentParser()
+parser.add_argument("-m")
+parser.add_argument("-v", action="count", default=0)
+parser.add_argument("command")
+parser.add_argument("--host")
+parser.add_argument("--silence-timeout", type=float)
+parser.add_argument("--handshake-timeout", type=float)
+args = parser.parse_args()
+logging.basicConfig(level=logging.INFO if args.v else logging.WARNING, stream=sys.stderr)
+from distrl.worker import main
+
+main(args.host, handshake_s=args.handshake_timeout, silence_s=args.silence_timeout)
+"""
+
+
+@pytest.mark.timeout(240)
+async def test_a_worker_of_adb_devices_plays_file_tasks_where_the_sim_is_not_installed(
+    tmp_path: Path, sim_fleet: SimFleet
+) -> None:
+    """The real-device path knows no sim: a worker whose host has adb devices only (the served phones,
+    which adb lists as emulators), playing task-file tasks that its ``adb`` evaluator scores, where
+    importing any of ``distrl.sim`` fails and its entry points (the ``sim`` device kind and evaluator,
+    the suites) are gone."""
+    tried = tmp_path / "tried-to-import-the-sim"
+    boot = tmp_path / "worker_without_the_sim.py"
+    boot.write_text(WITHOUT_THE_SIM.format(tried=str(tried)))
+    python = tmp_path / "python-without-the-sim"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{boot}" "$@"\n')
+    python.chmod(0o755)
+    home = tmp_path / "home"  # the console's token, where an emulator's is
+    home.mkdir()
+    (home / ".emulator_console_auth_token").write_text(sim_fleet.token + "\n")
+    airplane = {"command": "settings get global airplane_mode_on", "equals": "1"}
+    (tmp_path / "mine.jsonl").write_text(
+        json.dumps(
+            {
+                "goal": "Turn on airplane mode",
+                "setup": ["settings put global airplane_mode_on 1"],
+                "check": airplane,
+                "max_steps": 1,
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "goal": "Turn off airplane mode",
+                "setup": ["settings put global airplane_mode_on 1"],
+                "check": {**airplane, "equals": "0"},
+                "max_steps": 1,
+            }
+        )
+        + "\n"
+    )
+    ports = ", ".join(str(phone.console_port) for phone in sim_fleet.phones)
+    inventory = parse_inventory(
+        f"""{small_run(tmp_path / "runs")}
+[tasks]
+files = ["mine.jsonl"]
+[[hosts]]
+name = "phones"
+address = "localhost"
+python = "{python}"
+env = {{ HOME = "{home}" }}
+devices = {{ emulator_ports = [{ports}] }}
+""",
+        source=str(tmp_path / "hosts.toml"),
+    )
+    result = await collect(inventory, split="train", episodes=4)
+    assert not tried.exists(), tried.read_text()
+    assert len(result.trajectories) == 4
+    for trajectory in result.trajectories:
+        assert trajectory.device in sim_fleet.serials
+        assert trajectory.task.evaluator == "adb"
+        assert not trajectory.cut_short, trajectory.end_reason
+        assert len(trajectory.steps) == 1
+        # scored on the worker by the task's shell checks: one step cannot change airplane mode
+        assert trajectory.success is (trajectory.task.goal == "Turn on airplane mode")
+    assert result.stats.unscored == 0

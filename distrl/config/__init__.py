@@ -8,6 +8,8 @@ An inventory has these tables, each optional but ``[[hosts]]``::
     [timeouts]   one named number per external operation, in seconds
     [learner]    the algorithm and its hyper-parameters
     [policy]     the model, its LoRA adapter, decoding and batching
+    [screen]     the screens the policy sees, from every device: encoding and largest size
+    [sim]        the simulated phones: their size, latency and faults
     [defaults]   host settings every [[hosts]] entry inherits (``env`` tables merge key by key)
     [[hosts]]    one entry per machine: how to reach it and which devices it drives
 
@@ -33,18 +35,29 @@ from distrl.config.documents import (
     parse_worker_settings,
     worker_settings_json,
 )
-from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
+from distrl.config.hosts import (
+    ADB_KIND,
+    EMULATOR_KIND,
+    LOCAL_ADDRESS,
+    SIM_KIND,
+    Devices,
+    HostEntry,
+    address_problem,
+)
 from distrl.config.learner import LearnerSettings
 from distrl.config.reader import load_inventory, parse_inventory, read_section
 from distrl.config.settings import (
     BUILT_IN_BASES,
     BUILT_IN_MODELS,
     EXPERT,
+    PRETRAINED,
     TINY_BC,
+    TINY_WEAK,
     Inventory,
     JudgeSettings,
     PolicySettings,
     RunSettings,
+    ScreenSettings,
     SimSettings,
     TaskSettings,
     Timeouts,
@@ -52,11 +65,16 @@ from distrl.config.settings import (
 )
 
 __all__ = [
+    "ADB_KIND",
     "BUILT_IN_BASES",
     "BUILT_IN_MODELS",
+    "EMULATOR_KIND",
     "EXPERT",
     "LOCAL_ADDRESS",
+    "SIM_KIND",
     "TINY_BC",
+    "TINY_WEAK",
+    "PRETRAINED",
     "Devices",
     "HostEntry",
     "Inventory",
@@ -64,6 +82,7 @@ __all__ = [
     "LearnerSettings",
     "PolicySettings",
     "RunSettings",
+    "ScreenSettings",
     "SimSettings",
     "TaskSettings",
     "Timeouts",

@@ -13,7 +13,14 @@ import json
 from distrl.config.hosts import Devices
 from distrl.config.learner import LearnerSettings
 from distrl.config.reader import Reader
-from distrl.config.settings import Inventory, PolicySettings, SimSettings, Timeouts, WorkerSettings
+from distrl.config.settings import (
+    Inventory,
+    PolicySettings,
+    ScreenSettings,
+    SimSettings,
+    Timeouts,
+    WorkerSettings,
+)
 from distrl.errors import ConfigError
 
 
@@ -21,6 +28,7 @@ def worker_settings_json(inventory: Inventory) -> str:
     """The ``WorkerSettings`` of ``inventory`` as a JSON document (``parse_worker_settings`` reads it)."""
     document = {
         "policy": dataclasses.asdict(inventory.policy),
+        "screen": dataclasses.asdict(inventory.screen),
         "sim": dataclasses.asdict(inventory.sim),
         "timeouts": dataclasses.asdict(inventory.timeouts),
         "seed": inventory.run.seed,
@@ -82,12 +90,13 @@ def parse_worker_settings(text: str) -> WorkerSettings:
     Raises ``ConfigError`` naming the setting at fault."""
     reader, data = _document(text, "the worker settings", "setup")
     table = reader.table(data, "")
-    reader.reject_unknown(table, ["policy", "sim", "timeouts", "seed"], "")
+    reader.reject_unknown(table, ["policy", "screen", "sim", "timeouts", "seed"], "")
     seed = table.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise reader.fail("seed", f"must be an integer ≥ 0, not {seed!r}")
     return WorkerSettings(
         policy=reader.section(PolicySettings, table.get("policy", {}), "policy"),
+        screen=reader.section(ScreenSettings, table.get("screen", {}), "screen"),
         sim=reader.section(SimSettings, table.get("sim", {}), "sim"),
         timeouts=reader.section(Timeouts, table.get("timeouts", {}), "timeouts"),
         seed=seed,

@@ -11,7 +11,16 @@ from typing import Literal
 
 from distrl.config.fields import NAME, NAME_MEANING, num_field, text_field
 
-__all__ = ["EMULATOR_FLAGS", "LOCAL_ADDRESS", "Devices", "HostEntry", "address_problem"]
+__all__ = [
+    "ADB_KIND",
+    "EMULATOR_FLAGS",
+    "EMULATOR_KIND",
+    "LOCAL_ADDRESS",
+    "SIM_KIND",
+    "Devices",
+    "HostEntry",
+    "address_problem",
+]
 
 LOCAL_ADDRESS = "localhost"
 """A host at this address runs its worker as a local subprocess unless ``transport`` says otherwise."""
@@ -42,6 +51,13 @@ def address_problem(address: str) -> str:
 
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?")
 
+
+SIM_KIND = "sim"
+"""The kind of the simulated phones a host's ``sim`` count asks for: registered by the sim."""
+ADB_KIND = "adb"
+"""The kind of the devices a worker attaches to by adb serial (``AdbDevice``), built in."""
+EMULATOR_KIND = "emulator"
+"""The kind of the emulators a worker launches from an AVD (``distrl.device.emulator``), built in."""
 
 EMULATOR_FLAGS = ("-no-window", "-no-audio", "-no-boot-anim", "-gpu", "swiftshader_indirect")
 """The default flags of a launched emulator: headless, silent, software GPU (runs on any host)."""
@@ -87,15 +103,22 @@ class Devices:
         return tuple(f"emulator-{self.first_port + 2 * k}" for k in range(self.count))
 
     @property
+    def kinds(self) -> dict[str, tuple[str, ...]]:
+        """Every device's name on its host by its kind, the kinds it has only: ``sim`` the simulated
+        phones (``sim-0``…, a registered kind: ``distrl.device.registry``), ``adb`` the attached devices
+        (adb serials, then emulators by console port), ``emulator`` the launched ones."""
+        kinds = {
+            SIM_KIND: tuple(f"sim-{i}" for i in range(self.sim)),
+            ADB_KIND: self.adb_serials + tuple(f"emulator-{port}" for port in self.emulator_ports),
+            EMULATOR_KIND: self.launched,
+        }
+        return {kind: names for kind, names in kinds.items() if names}
+
+    @property
     def serials(self) -> tuple[str, ...]:
         """Every device's name on its host: ``sim-0``…, then adb serials, then emulators (attached, then
         launched)."""
-        return (
-            tuple(f"sim-{i}" for i in range(self.sim))
-            + self.adb_serials
-            + tuple(f"emulator-{port}" for port in self.emulator_ports)
-            + self.launched
-        )
+        return tuple(name for names in self.kinds.values() for name in names)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,14 +21,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from distrl.config.hosts import LOCAL_ADDRESS, Devices, HostEntry, address_problem
+from distrl.config.hosts import LOCAL_ADDRESS, SIM_KIND, Devices, HostEntry, address_problem
 from distrl.config.learner import MOVED_KEYS, LearnerSettings
 from distrl.config.settings import (
     BUILT_IN_MODELS,
+    MOVED_SIM_KEYS,
     Inventory,
     JudgeSettings,
     PolicySettings,
     RunSettings,
+    ScreenSettings,
     SimSettings,
     TaskSettings,
     Timeouts,
@@ -52,6 +54,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "timeouts": Timeouts,
     "learner": LearnerSettings,
     "policy": PolicySettings,
+    "screen": ScreenSettings,
     "sim": SimSettings,
 }
 _HOST_ONLY = ("name", "address")
@@ -177,16 +180,22 @@ class Reader:
     def section(self, cls: type[T], table: object, path: str) -> T:
         if cls is LearnerSettings:
             return self.learner(self.table(table, path), path)  # type: ignore[return-value]  # cls is it
+        if cls is SimSettings:
+            self.moved(table, path, MOVED_SIM_KEYS, "every device's screens are in [screen]'s format")
         return cls(**self.fields(cls, self.table(table, path), path))
+
+    def moved(self, table: object, path: str, moved: Mapping[str, str], why: str) -> None:
+        """Refuse the keys of ``table`` that ``moved`` says are elsewhere now, saying where and ``why``."""
+        keys = [key for key in self.table(table, path) if key in moved]
+        if keys:
+            where = ", ".join(f"{_join(path, key)} is now {moved[key]}" for key in keys)
+            raise self.fail(path, f"{why}: {where}")
 
     def learner(self, table: dict[str, Any], path: str) -> LearnerSettings:
         """``[learner]``: the core's keys, and each ``[learner.NAME]`` table kept as written for its
         algorithm to read (``distrl.learner.algorithms.configure``). A key that moved to an algorithm's
         table is refused with where it is now."""
-        moved = [key for key in table if key in MOVED_KEYS]
-        if moved:
-            where = ", ".join(f"{_join(path, key)} is now {MOVED_KEYS[key]}" for key in moved)
-            raise self.fail(path, f"each algorithm's settings have their own table: {where}")
+        self.moved(table, path, MOVED_KEYS, "each algorithm's settings have their own table")
         tables = {key: value for key, value in table.items() if isinstance(value, dict)}
         plain = {key: value for key, value in table.items() if key not in tables}
         for key in tables:
@@ -221,16 +230,17 @@ class Reader:
                     f"{path}.name", f"duplicate host name {host.name!r} (also hosts[{seen[host.name]}])"
                 )
             seen[host.name] = index
-            for serial in host.devices.serials:
-                if serial.startswith("sim-"):
+            for kind, names in host.devices.kinds.items():
+                if kind == SIM_KIND:
                     continue  # in-process phones: each worker has its own
-                other = devices.setdefault((host.address, serial), index)
-                if other != index:
-                    raise self.fail(
-                        f"{path}.devices",
-                        f"device {serial!r} of {host.address} is also hosts[{other}]'s: two workers cannot"
-                        " drive one device",
-                    )
+                for serial in names:
+                    other = devices.setdefault((host.address, serial), index)
+                    if other != index:
+                        raise self.fail(
+                            f"{path}.devices",
+                            f"device {serial!r} of {host.address} is also hosts[{other}]'s: two workers"
+                            " cannot drive one device",
+                        )
             hosts.append(host)
         return tuple(hosts)
 

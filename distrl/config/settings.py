@@ -7,6 +7,7 @@ stated with ``distrl.config.fields``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -21,10 +22,14 @@ __all__ = [
     "BUILT_IN_MODELS",
     "EXPERT",
     "TINY_BC",
+    "TINY_WEAK",
+    "PRETRAINED",
     "Inventory",
     "JudgeSettings",
     "PolicySettings",
+    "MOVED_SIM_KEYS",
     "RunSettings",
+    "ScreenSettings",
     "SimSettings",
     "TaskSettings",
     "Timeouts",
@@ -206,7 +211,11 @@ EXPERT = "expert"
 """``[policy] model`` naming the simulated phone's scripted expert instead of a model."""
 TINY_BC = "tiny-bc"
 """``[policy] model`` naming ``tiny`` behaviour-cloned on the sim's expert, shipped with distrl."""
-BUILT_IN_BASES = frozenset({"tiny", TINY_BC})
+TINY_WEAK = "tiny-weak"
+"""``[policy] model`` naming ``tiny`` behaviour-cloned briefly: a weak start, shipped with distrl."""
+PRETRAINED = (TINY_BC, TINY_WEAK)
+"""The built-in pretrained models, strongest first."""
+BUILT_IN_BASES = frozenset({"tiny", *PRETRAINED})
 """The built-in models that can be trained (``pretrain --start``, ``[policy] model``), not folders."""
 BUILT_IN_MODELS = BUILT_IN_BASES | {EXPERT}
 """``[policy] model`` values that name something built in, not a folder."""
@@ -268,11 +277,8 @@ class SimSettings:
     width: int = num_field(1080, ge=240, le=4096)
     """Screen width in pixels."""
     height: int = num_field(2400, ge=320, le=8192)
-    """Screen height in pixels (portrait: at least the width)."""
-    image_format: Literal["jpeg", "png"] = "jpeg"
-    """How in-process sim devices encode screenshots (over adb the sim sends PNG, as ``screencap -p``)."""
-    jpeg_quality: int = num_field(85, ge=1, le=95)
-    """JPEG quality of screenshots."""
+    """Screen height in pixels (portrait: at least the width). The screens the policy sees are in
+    ``[screen]``'s format, as every device's are."""
     nuisances: bool = True
     """Pop-ups and slow page loads, as real phones have them."""
     latency: Literal["calibrated", "off"] = "calibrated"
@@ -293,6 +299,30 @@ class SimSettings:
     """Chance per screenshot of an all-white frame."""
 
 
+MOVED_SIM_KEYS: Mapping[str, str] = {
+    "image_format": "screen.image_format",
+    "jpeg_quality": "screen.jpeg_quality",
+}
+"""Keys that ``[sim]`` held while every device's screens took the sim's format, and where each is now."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScreenSettings:
+    """The screens the policy sees, from every device a worker drives (simulated phones, attached phones,
+    emulators): encoded on the worker, before the wire and the replay buffer, so that a policy sees on
+    a real phone the encoding and size it was trained on."""
+
+    image_format: Literal["jpeg", "png"] = "jpeg"
+    """How screens are encoded: ``jpeg`` (a real phone's 2 MB PNG becomes about a tenth of that) or
+    ``png`` (lossless, as ``screencap -p`` captures)."""
+    jpeg_quality: int = num_field(85, ge=1, le=95)
+    """JPEG quality of screens, 1-95."""
+    max_pixels: int = num_field(1080 * 2400, ge=0)
+    """Screens with more pixels than this are scaled down to it, keeping their shape (a 1440×3120 phone's
+    to 1,097×2,377 by default, the sim's 1080×2400 size); 0 keeps every screen's own size.
+    ``[policy] max_image_pixels`` applies after, in the model's processor."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Inventory:
     """A whole ``hosts.toml``."""
@@ -304,6 +334,7 @@ class Inventory:
     timeouts: Timeouts = field(default_factory=Timeouts)
     learner: LearnerSettings = field(default_factory=LearnerSettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
+    screen: ScreenSettings = field(default_factory=ScreenSettings)
     sim: SimSettings = field(default_factory=SimSettings)
     source: str = ""
     """The file it was read from (empty when parsed from a string)."""
@@ -323,7 +354,10 @@ class WorkerSettings:
     """What a worker agent needs of the inventory: sent by the learner in its ``Setup`` message."""
 
     policy: PolicySettings = field(default_factory=PolicySettings)
+    screen: ScreenSettings = field(default_factory=ScreenSettings)
+    """The format of every device's screens."""
     sim: SimSettings = field(default_factory=SimSettings)
+    """The simulated phones' own settings (the ``sim`` kind of device's), used where the host has some."""
     timeouts: Timeouts = field(default_factory=Timeouts)
     seed: int = num_field(0, ge=0)
     """The run's seed: the simulated phones' seeds derive from it."""

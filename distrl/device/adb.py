@@ -1,27 +1,11 @@
 """``AdbDevice``: an Android emulator (or a phone, or the sim served as an emulator) through adb.
 
-adbutils is blocking, so every adb call runs in a worker thread behind a ``CapacityLimiter``, under the
-operation's timeout, and with a socket timeout on every read so that a thread left behind by a
-cancelled or timed-out call ends on its own soon after. Such a thread may still deliver its command
-meanwhile (the device answers late, or the thread had not sent it yet), so the device keeps the
-threads its calls abandoned (``threads.Threads``), and whatever touches the device next (every adb call,
-and the console's snapshot load of ``reset``) first waits until they have ended, each for at most its
-socket timeout since it was abandoned: nothing a timed-out ``act`` sent can land on the phone after the
-next ``reset`` has loaded its snapshot. The wait counts against the operation that waits.
-
-Commands go through adbutils' ``open_transport`` rather than its helpers (``shell``, ``click``,
-``swipe``, ``keyevent``, ``send_keys``): the wire is the same (``input tap X Y`` …), but the helpers
-read with a 10-minute timeout while switching transport, cannot take one for ``click`` and friends,
-and read output in a quadratic loop.
-
-Commands use shell protocol v2 (``shell,v2,raw:``) where the device advertises ``shell_v2`` (Android 7
-and later, and the sim): the exit status is known, stdout is kept apart from stderr (a warning never
-corrupts a PNG), and a connection lost half-way (the device crashed) is told from a command that
-printed nothing. Older devices get plain ``shell:``.
-
-Every adbutils and socket error is translated in ``AdbDevice._translate``, the one boundary: lost or
-unknown devices become ``DeviceOffline``, stalls ``DeviceTimeout``, the rest ``DeviceError``, each
-with ``host``, ``device`` and ``operation``.
+Every adb call goes through the device's ``AdbShell`` (``adb_shell.py``), the one boundary around
+adbutils: each in a worker thread under its operation's timeout, after the threads that earlier
+cancelled calls left behind have ended (nothing a timed-out ``act`` sent can land on the phone after the
+next ``reset`` has loaded its snapshot), shell protocol v2 where the device speaks it, and every
+adbutils and socket error translated (``DeviceOffline``, ``DeviceTimeout``, ``DeviceError``, each with
+``host``, ``device`` and ``operation``). This module is what a phone does with it:
 
 - ``observe``: ``screencap -p``, decoded and checked: a corrupt PNG raises ``BadScreenshot`` (never a
   black image, as adbutils' ``screenshot`` would give); a white frame is captured again, up to
@@ -38,9 +22,6 @@ with ``host``, ``device`` and ``operation``.
   ``device_boot_s``.
 - ``state``: ``dumpsys distrl`` parsed as JSON (the sim answers it); None for any other answer.
 - ``shell``: any command (the ``adb`` evaluator's checks), with its exit status where shell v2 gives it.
-
-Over 450 lines, one module: it is the one boundary around adbutils, every call and the translation
-of every error kept in one place on purpose; the threads the calls run in are ``threads.Threads``'s.
 """
 
 from __future__ import annotations
@@ -51,19 +32,14 @@ import logging
 import os
 import re
 import shlex
-import socket
-import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-import adbutils
 import anyio
-from anyio.lowlevel import RunVar
 from PIL import Image
 
 from distrl.actions import KeyEvent, Swipe, Tap, TypeText, to_gesture
 from distrl.config import Timeouts
+from distrl.device.adb_shell import AdbShell, not_ready
 from distrl.device.console import ConsoleError, EmulatorConsole, read_token
 from distrl.device.protocol import CommandOutput, Gate
 from distrl.device.screen import (
@@ -77,18 +53,13 @@ from distrl.device.screen import (
     image_limiter,
     is_blank,
 )
-from distrl.device.threads import Threads
 from distrl.errors import BadScreenshot, DeviceError, DeviceOffline, DeviceTimeout
 from distrl.records import Action, Observation, Task
 
-__all__ = ["AdbDevice", "adb_limiter", "not_ready"]
+__all__ = ["AdbDevice"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-MAX_SHELL_BYTES = 64 * 1024 * 1024
-"""Most bytes one shell command may answer (a 4K PNG screenshot is far below)."""
 CONSOLE_HOST = "127.0.0.1"
 """The emulator console accepts local connections only."""
 REBOOT_POLL_S = 0.5
@@ -99,32 +70,7 @@ quarter of ``device_boot_s``)."""
 TOKEN_FILE = "~/.emulator_console_auth_token"
 """Where the emulator keeps its console auth token."""
 
-_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("distrl.device.adb_limiter")
 _SIZE = re.compile(rb"(Physical|Override) size:\s*(\d+)x(\d+)")
-_OFFLINE_WORDS = ("not found", "offline", "unauthorized", "no devices", "closed", "connect")
-
-
-def not_ready(serials: list[str] | tuple[str, ...], *, timeout_s: float = 10.0) -> dict[str, str]:
-    """The ``serials`` the adb server does not list as ready, each with why: its state (``offline``,
-    ``unauthorized``), ``not attached``, or that the adb server cannot be asked. Blocking (one request
-    to the adb server)."""
-    try:
-        listed = {info.serial: info.state for info in adbutils.AdbClient(socket_timeout=timeout_s).list()}
-    except (adbutils.AdbError, OSError) as exc:
-        return {serial: f"the adb server cannot be asked ({exc})" for serial in serials}
-    return {
-        serial: listed.get(serial, "not attached") for serial in serials if listed.get(serial) != "device"
-    }
-
-
-def adb_limiter() -> anyio.CapacityLimiter:
-    """This event loop's default limiter for adb threads (32 at once)."""
-    try:
-        return _LIMITER.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(32)
-        _LIMITER.set(limiter)
-        return limiter
 
 
 class AdbDevice:
@@ -178,15 +124,16 @@ class AdbDevice:
         self.reboot = reboot
         """Whether a failed snapshot load reboots the device; False where its owner relaunches it
         instead (``distrl.device.emulator``), and the failure is raised."""
-        # The client's socket timeout bounds the reads adbutils does on its own (server version).
-        self._client = adbutils.AdbClient(
-            host=adb_host, port=adb_port, socket_timeout=min(timeouts.device_act_s, timeouts.device_observe_s)
-        )
-        self._adb = self._client.device(serial)
-        self._size: tuple[int, int] | None = None
-        self._shell_v2: bool | None = None  # whether the device speaks shell protocol v2 (asked once)
-        self._threads = Threads(serial, lambda: limiter or adb_limiter())
         self._gate = Gate(host=host, device=serial)
+        self._adb = AdbShell(
+            serial,
+            gate=self._gate,
+            socket_timeout_s=min(timeouts.device_act_s, timeouts.device_observe_s),
+            adb_host=adb_host,
+            adb_port=adb_port,
+            limiter=limiter,
+        )
+        self._size: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:
@@ -256,13 +203,13 @@ class AdbDevice:
                 command = f"input keyevent {gesture.keycode}"
             else:  # pragma: no cover - EndEpisode returned above
                 return
-            await self._shell("act", command, timeout_s)
+            await self._adb.output("act", command, timeout_s)
 
     async def state(self) -> dict[str, Any] | None:
         """``dumpsys distrl`` as a JSON object; None when the device answers anything else."""
         timeout_s = self.timeouts.device_observe_s
         async with self._gate.operation("state", timeout_s):
-            output = await self._run("state", "dumpsys distrl", timeout_s)
+            output = await self._adb.run("state", "dumpsys distrl", timeout_s)
         try:
             data = json.loads(output.stdout)
         except ValueError:
@@ -273,7 +220,7 @@ class AdbDevice:
         """``command`` in the device's shell: its exit status (shell v2) and its stdout."""
         timeout_s = self.timeouts.device_observe_s
         async with self._gate.operation("shell", timeout_s):
-            output = await self._run("shell", command, timeout_s)
+            output = await self._adb.run("shell", command, timeout_s)
         return CommandOutput(output.exit_code, output.stdout.decode("utf-8", "replace"))
 
     async def booted(self, timeout_s: float) -> str:
@@ -284,11 +231,12 @@ class AdbDevice:
             missing = await anyio.to_thread.run_sync(lambda: not_ready([self._serial], timeout_s=timeout_s))
             if missing:
                 return missing[self._serial]
-            self._shell_v2 = None  # a new system may speak otherwise
+            self._adb.forget_protocol()  # a new system may speak otherwise
             try:
-                if (await self._run("boot", "getprop sys.boot_completed", timeout_s)).stdout.strip() != b"1":
+                booted = await self._adb.run("boot", "getprop sys.boot_completed", timeout_s)
+                if booted.stdout.strip() != b"1":
                     return "still booting (sys.boot_completed is not 1)"
-                answer = await self._run("boot", "pm path android", timeout_s)
+                answer = await self._adb.run("boot", "pm path android", timeout_s)
             except (DeviceOffline, DeviceTimeout) as exc:
                 return f"not answering ({exc})"
             if not answer.stdout.startswith(b"package:"):
@@ -302,7 +250,7 @@ class AdbDevice:
     # ------------------------------------------------------------------ operations' parts
     async def _capture(self, operation: str) -> Observation:
         async def grab(attempt: int) -> Frame | None:
-            data = await self._shell(operation, "screencap -p", self.timeouts.device_observe_s)
+            data = await self._adb.output(operation, "screencap -p", self.timeouts.device_observe_s)
             try:
                 return await anyio.to_thread.run_sync(self._check_frame, data, limiter=image_limiter())
             except ValueError as exc:
@@ -332,7 +280,7 @@ class AdbDevice:
 
     async def _window_size(self, operation: str) -> tuple[int, int]:
         if self._size is None:
-            output = await self._shell(operation, "wm size", self.timeouts.device_act_s)
+            output = await self._adb.output(operation, "wm size", self.timeouts.device_act_s)
             sizes = {kind: (int(w), int(h)) for kind, w, h in _SIZE.findall(output)}
             size = sizes.get(b"Override") or sizes.get(b"Physical")
             if size is None:
@@ -343,7 +291,7 @@ class AdbDevice:
         return self._size
 
     async def _load_snapshot(self) -> None:
-        await self._threads.settle()
+        await self._adb.settle()
         port = self.console_port
         if port is None:
             raise self._gate.error(DeviceError, "reset", "has no emulator console to load a snapshot with")
@@ -359,7 +307,7 @@ class AdbDevice:
             ) from exc
         # A real emulator can drop off adb for a moment while the snapshot loads.
         timeout_s = self.timeouts.device_reset_s
-        await self._call("reset", timeout_s, self._wait_for, "device", timeout_s)
+        await self._adb.wait_for("reset", "device", timeout_s)
 
     async def _clear_apps(self, apps: tuple[str, ...]) -> None:
         """A phone's reset: each of the task's apps force-stopped and its data cleared, then HOME. An app
@@ -367,8 +315,8 @@ class AdbDevice:
         raises, and the caller reboots it."""
         t = self.timeouts
         for app in apps:
-            await self._shell("reset", f"am force-stop {shlex.quote(app)}", t.device_act_s)
-            cleared = await self._run("reset", f"pm clear {shlex.quote(app)}", t.device_act_s)
+            await self._adb.output("reset", f"am force-stop {shlex.quote(app)}", t.device_act_s)
+            cleared = await self._adb.run("reset", f"pm clear {shlex.quote(app)}", t.device_act_s)
             if cleared.exit_code not in (None, 0):
                 log.info(
                     "%s: pm clear %s: %s",
@@ -376,7 +324,7 @@ class AdbDevice:
                     app,
                     cleared.stdout.decode("utf-8", "replace").strip(),
                 )
-        await self._shell("reset", "input keyevent 3", t.device_act_s)  # KEYCODE_HOME
+        await self._adb.output("reset", "input keyevent 3", t.device_act_s)  # KEYCODE_HOME
 
     async def _reboot(self) -> None:
         """``adb reboot``, then wait until the device is back with ``sys.boot_completed`` = 1.
@@ -386,17 +334,17 @@ class AdbDevice:
         t = self.timeouts
         # The connection goes down with the device, so losing it is the expected answer.
         with contextlib.suppress(DeviceError):
-            await self._call("reset", t.device_act_s, self._service_sync, "reboot:", t.device_act_s)
-        self._shell_v2 = None
+            await self._adb.service("reset", "reboot:", t.device_act_s)
+        self._adb.forget_protocol()
         # Give the adb server the moment it needs to see the device go, so the old system is not
         # taken for the new one; a device that is back already (or never left) just ends the wait.
         leave_s = min(REBOOT_LEAVE_S, t.device_boot_s / 4)
         with contextlib.suppress(DeviceError), anyio.move_on_after(leave_s):
-            await self._call("reset", leave_s, self._wait_for, "disconnect", leave_s)
+            await self._adb.wait_for("reset", "disconnect", leave_s)
         while True:
             try:
-                await self._call("reset", t.device_boot_s, self._wait_for, "device", t.device_boot_s)
-                booted = await self._shell("reset", "getprop sys.boot_completed", t.device_act_s)
+                await self._adb.wait_for("reset", "device", t.device_boot_s)
+                booted = await self._adb.output("reset", "getprop sys.boot_completed", t.device_act_s)
             except (DeviceOffline, DeviceTimeout):
                 booted = b""
             if booted.strip() == b"1":
@@ -404,7 +352,7 @@ class AdbDevice:
             await anyio.sleep(REBOOT_POLL_S)
 
     async def _setup(self, command: str) -> None:
-        output = await self._run("reset", command, self.timeouts.device_reset_s)
+        output = await self._adb.run("reset", command, self.timeouts.device_reset_s)
         if output.exit_code not in (None, 0):
             text = (output.stdout + output.stderr).decode("utf-8", "replace").strip()
             raise self._gate.error(
@@ -412,99 +360,3 @@ class AdbDevice:
                 "reset",
                 f"setup command {command!r} failed with exit status {output.exit_code}: {text:.200}",
             )
-
-    # ------------------------------------------------------------------ the adbutils boundary
-    async def _shell(self, operation: str, command: str, timeout_s: float) -> bytes:
-        """``command``'s stdout; a ``DeviceError`` when its exit status is not 0."""
-        output = await self._run(operation, command, timeout_s)
-        if output.exit_code not in (None, 0):
-            text = (output.stderr or output.stdout).decode("utf-8", "replace").strip()
-            raise self._gate.error(
-                DeviceError, operation, f"{command!r} exited with status {output.exit_code}: {text:.200}"
-            )
-        return output.stdout
-
-    async def _run(self, operation: str, command: str, timeout_s: float) -> _Output:
-        """Run ``command`` in the device's shell: protocol v2 where the device speaks it, so that its
-        exit status is known and a connection lost half-way is told from a command that printed
-        nothing; plain ``shell:`` (no exit status) on devices older than Android 7."""
-        if self._shell_v2 is None:
-            features = await self._call(operation, timeout_s, self._features_sync, timeout_s)
-            self._shell_v2 = "shell_v2" in features.split(",")
-        if self._shell_v2:
-            return await self._call(operation, timeout_s, self._shell_v2_sync, command, timeout_s)
-        stdout = await self._call(operation, timeout_s, self._service_sync, "shell:" + command, timeout_s)
-        return _Output(None, stdout, b"")
-
-    async def _call(self, operation: str, timeout_s: float, func: Callable[..., T], *args: object) -> T:
-        """``func(*args)`` in a worker thread (``Threads.run``: after the threads of earlier abandoned
-        calls have ended, each read bounded by ``timeout_s``), its errors translated."""
-        try:
-            return await self._threads.run(timeout_s, func, *args)
-        except (adbutils.AdbError, OSError, EOFError, subprocess.SubprocessError) as exc:
-            raise self._translate(exc, operation, timeout_s) from exc
-
-    def _translate(self, exc: BaseException, operation: str, timeout_s: float) -> DeviceError:
-        """The ``DeviceError`` for an adbutils or socket error: the one place where they are mapped."""
-        problem = f"adb {operation}: {type(exc).__name__}: {exc}"
-        if isinstance(exc, adbutils.AdbTimeout | TimeoutError | subprocess.TimeoutExpired):
-            return self._gate.error(DeviceTimeout, operation, problem, timeout_s=timeout_s)
-        if isinstance(exc, adbutils.AdbError) and not any(w in str(exc).lower() for w in _OFFLINE_WORDS):
-            return self._gate.error(DeviceError, operation, problem)
-        return self._gate.error(DeviceOffline, operation, problem)
-
-    # The methods below run in worker threads; each socket read is bounded by ``timeout_s``.
-    def _wait_for(self, state: str, timeout_s: float) -> None:
-        """Until the adb server has the device in ``state`` (``device``, ``disconnect``)."""
-        self._client.wait_for(self._serial, "any", state, timeout_s)
-
-    def _features_sync(self, timeout_s: float) -> str:
-        with self._adb.open_transport("features", timeout=timeout_s) as conn:
-            features: str = conn.read_string_block()
-            return features
-
-    def _service_sync(self, service: str, timeout_s: float) -> bytes:
-        """Open ``service`` on the device (``shell:…``, ``reboot:``) and read until it closes."""
-        with self._adb.open_transport(timeout=timeout_s) as conn:
-            conn.send_command(service)
-            conn.check_okay()
-            return _read_all(conn.conn)
-
-    def _shell_v2_sync(self, command: str, timeout_s: float) -> _Output:
-        """``shell,v2,raw:<command>``, its packets (id byte, u32 LE length, data) taken apart."""
-        data = self._service_sync("shell,v2,raw:" + command, timeout_s)
-        stdout: list[bytes] = []
-        stderr: list[bytes] = []
-        at = 0
-        while at + 5 <= len(data):
-            kind, size = data[at], int.from_bytes(data[at + 1 : at + 5], "little")
-            payload = data[at + 5 : at + 5 + size]
-            at += 5 + size
-            if kind == 1:
-                stdout.append(payload)
-            elif kind == 2:
-                stderr.append(payload)
-            elif kind == 3 and len(payload) == 1:
-                return _Output(payload[0], b"".join(stdout), b"".join(stderr))
-        raise adbutils.AdbError("the shell stream closed before the exit status (connection closed)")
-
-
-@dataclass(frozen=True, slots=True)
-class _Output:
-    """What a shell command gave: its exit status (None over shell v1), stdout, stderr."""
-
-    exit_code: int | None
-    stdout: bytes
-    stderr: bytes
-
-
-def _read_all(sock: socket.socket) -> bytes:
-    """Everything until the peer closes, at most ``MAX_SHELL_BYTES`` (linear, unlike adbutils')."""
-    chunks: list[bytes] = []
-    total = 0
-    while chunk := sock.recv(256 * 1024):
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > MAX_SHELL_BYTES:
-            raise adbutils.AdbError(f"shell output is larger than {MAX_SHELL_BYTES} bytes")
-    return b"".join(chunks)

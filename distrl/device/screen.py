@@ -1,5 +1,6 @@
-"""Screenshots: encoding and decoding them, checking what a device sends, and the white-frame retries of
-a capture. The simulated phone encodes its screens with ``encode`` too.
+"""Screenshots: encoding and decoding them in the worker's screen format (``[screen]``, ``screen_options``),
+checking what a device sends, and the white-frame retries of a capture. The simulated phone encodes its
+screens with ``encode`` and ``fit`` too.
 
 Image work is CPU-bound, so devices run these functions in worker threads behind ``image_limiter()``,
 one ``CapacityLimiter`` per event loop sized to the machine's cores: hundreds of devices share a few
@@ -13,11 +14,13 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 from anyio.lowlevel import RunVar
 from PIL import Image
 
+from distrl.config import ScreenSettings
 from distrl.device.protocol import Gate
 from distrl.errors import BadScreenshot
 from distrl.records import Observation
@@ -32,6 +35,7 @@ __all__ = [
     "fit",
     "image_limiter",
     "is_blank",
+    "screen_options",
 ]
 
 WHITE_FRAME_RETRIES = 5
@@ -44,6 +48,16 @@ log = logging.getLogger(__name__)
 
 IMAGE_FORMATS = ("png", "jpeg")
 """The encodings an ``Observation`` may carry."""
+
+
+def screen_options(screen: ScreenSettings) -> dict[str, Any]:
+    """The keywords of a device (``AdbDevice``, ``SimDevice``) that give its screens the ``screen``
+    format: ``image_format``, ``jpeg_quality``, ``max_pixels``."""
+    return {
+        "image_format": screen.image_format,
+        "jpeg_quality": screen.jpeg_quality,
+        "max_pixels": screen.max_pixels,
+    }
 
 
 def encode(image: Image.Image, image_format: str, quality: int = 85) -> bytes:

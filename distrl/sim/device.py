@@ -11,9 +11,11 @@ position (``Phone.restore``), on purpose, so that pop-ups differ from one episod
 Reset restores the snapshot taken when the phone booted, then runs the task's setup commands
 (``Task.setup``) with the sim's Android shell, as ``AdbDevice`` does with an emulator snapshot and
 ``adb shell``. It lives with the sim, which it implements the ``Device`` protocol for: the device layer
-imports nothing of the sim. It is registered as the ``sim`` kind of device (``distrl.device.registry``),
-and carries the sim's scripted expert (``expert_action``, the ``ExpertDevice`` protocol), so the worker
-plays the expert without importing the sim.
+imports nothing of the sim. It is registered as the ``sim`` kind of device (``sim_device``, a
+``DeviceKind`` of ``distrl.device.registry`` whose settings are ``[sim]``), which a worker loads only
+when its host has simulated phones, and carries the sim's scripted expert (``expert_action``, the
+``ExpertDevice`` protocol), so the worker plays the expert without importing the sim. Its screens come
+in the worker's screen format (``[screen]``), as every device's do.
 
 Faults (``FaultModel``) strike ``observe`` and ``act``; ``reset`` is the way back and is never struck:
 
@@ -33,15 +35,19 @@ from typing import Any
 import anyio
 
 from distrl.actions import EndEpisode, Gesture, KeyEvent, Swipe, Tap, TypeText, to_gesture
-from distrl.config import SimSettings, Timeouts
+from distrl.config import ScreenSettings, SimSettings, Timeouts, WorkerSettings
 from distrl.device.protocol import CommandOutput, Gate
+from distrl.device.registry import DeviceKind
 from distrl.device.screen import (
     IMAGE_FORMATS,
     WHITE_FRAME_RETRIES,
     Frame,
     capture,
+    encode,
+    fit,
     image_limiter,
     is_blank,
+    screen_options,
 )
 from distrl.errors import DeviceCrashed, DeviceError, DeviceOffline
 from distrl.records import Action, Observation, Task
@@ -57,7 +63,7 @@ from distrl.sim.latency import (
 from distrl.sim.phone import LAUNCHER, Phone, PhoneConfig
 from distrl.sim.shell import run_shell
 
-__all__ = ["SimDevice", "sim_device"]
+__all__ = ["SimDevice", "open_sim", "sim_device"]
 
 _GESTURE_OPS: dict[type[Gesture], Op] = {Tap: Op.TAP, Swipe: Op.SWIPE, TypeText: Op.TEXT, KeyEvent: Op.KEY}
 
@@ -77,6 +83,7 @@ class SimDevice:
         faults: FaultModel | None = None,
         image_format: str = "jpeg",
         jpeg_quality: int = 85,
+        max_pixels: int = 0,
         host: str = "local",
         white_frame_retries: int = WHITE_FRAME_RETRIES,
         task_spread: float = 1.0,
@@ -85,6 +92,8 @@ class SimDevice:
             raise ValueError(f"image_format {image_format!r} is not one of {', '.join(IMAGE_FORMATS)}")
         if not 1 <= jpeg_quality <= 95:
             raise ValueError(f"jpeg_quality must be 1-95, got {jpeg_quality}")
+        if max_pixels < 0:
+            raise ValueError(f"max_pixels must be ≥ 0, got {max_pixels}")
         if white_frame_retries < 0:
             raise ValueError(f"white_frame_retries must be ≥ 0, got {white_frame_retries}")
         self._name = name
@@ -98,6 +107,8 @@ class SimDevice:
         """``png`` or ``jpeg``: the encoding of observations."""
         self.jpeg_quality = jpeg_quality
         """JPEG quality of observations (1-95)."""
+        self.max_pixels = max_pixels
+        """Screens larger than this many pixels are scaled down to it, keeping their shape; 0: never."""
         self.white_frame_retries = white_frame_retries
         """Captures retried after a white frame before ``observe`` gives up."""
         task_slowness("", task_spread)  # checks it
@@ -238,11 +249,14 @@ class SimDevice:
         phone = self._phone
         phone.white = white
         try:
-            data = phone.screenshot(self.image_format, self.jpeg_quality)
-            blank = is_blank(phone.render())  # the frame just encoded, from the phone's cache
+            image = phone.capture()
+            blank = is_blank(image)
+            if self.max_pixels and image.width * image.height > self.max_pixels:
+                image = fit(image, self.max_pixels)
+            data = encode(image, self.image_format, self.jpeg_quality)
         finally:
             phone.white = False
-        return None if blank else (data, phone.width, phone.height)
+        return None if blank else (data, image.width, image.height)
 
     async def _strike(self, op: Op, operation: str) -> Fault | None:
         """Draw a fault for ``op`` and act it out; returns ``WHITE_FRAME`` or None to carry on."""
@@ -267,10 +281,17 @@ class SimDevice:
             await anyio.sleep(self.latency.wall(op) * self._slowness)
 
 
-def sim_device(
-    name: str, settings: SimSettings, timeouts: Timeouts, *, seed: int, host: str = "local"
+def open_sim(
+    name: str,
+    settings: SimSettings,
+    *,
+    screen: ScreenSettings,
+    timeouts: Timeouts,
+    seed: int,
+    host: str = "local",
 ) -> SimDevice:
-    """A ``SimDevice`` as an inventory's ``[sim]`` section describes it, seeded with ``seed`` throughout."""
+    """A ``SimDevice`` as an inventory's ``[sim]`` section describes it, its screens in the ``[screen]``
+    format, seeded with ``seed`` throughout."""
     profile = LatencyProfile.calibrated() if settings.latency == "calibrated" else LatencyProfile.off()
     rates = FaultRates(
         hang=settings.hang_rate,
@@ -286,8 +307,16 @@ def sim_device(
         timeouts=timeouts,
         latency=LatencyModel(profile, seed=seed, time_scale=settings.time_scale),
         faults=FaultModel(rates, seed=seed) if rates.total > 0 else None,
-        image_format=settings.image_format,
-        jpeg_quality=settings.jpeg_quality,
         host=host,
         task_spread=settings.task_spread,
+        **screen_options(screen),
     )
+
+
+def _settings(worker: WorkerSettings) -> SimSettings:
+    return worker.sim
+
+
+sim_device: DeviceKind[SimSettings] = DeviceKind(settings=_settings, open=open_sim)
+"""The ``sim`` kind of device, as registered (``pyproject.toml``): its settings are the worker's
+``[sim]``."""

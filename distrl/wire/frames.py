@@ -24,7 +24,7 @@ from distrl.wire.codec import (
 )
 from distrl.wire.messages import TYPE_NAMES, Message
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 """Bumped on any change to the frame layout or to a message's fields."""
 MAGIC = b"DRL"
 PREFIX_BYTES = 12

@@ -4,12 +4,13 @@
 2. answer with its own ``Hello``: the devices it drives and what it runs on;
 3. serve, each message in its own task so that a slow one never holds up a heartbeat:
    - ``Heartbeat``: echoed;
-   - ``Setup``: the policy, sim and timeout settings. The worker opens its devices (``sim-N`` are
-     in-process simulated phones, the ``sim`` kind of ``distrl.device.registry``; anything else an adb
-     serial) and loads its policy replica
+   - ``Setup``: the policy, screen, sim and timeout settings. The worker opens its devices, each by
+     its kind as the hello's device settings say (``distrl.device.host``: adb devices and the
+     emulators it launches built in, any other kind, such as the simulated phones, loaded from
+     ``distrl.device.registry`` only when the host has some), and loads its policy replica
      (``inference.py``), then acks; a bad setting or an unloadable model is an ``ErrorReport``. With
-     ``model = "expert"`` there is no model: the simulated phone's scripted expert chooses each step
-     (sim devices only);
+     ``model = "expert"`` there is no model: the device's own expert chooses each step (devices whose
+     kind has one, ``ExpertDevice``: the simulated phones);
    - ``Weights``: a full snapshot or a diff against the version held, applied by the replica between
      inference batches, then acked with the new version. A diff that does not apply changes nothing and
      is answered with its ``WeightsError``: the learner then sends a full snapshot;
@@ -17,7 +18,8 @@
      batched policy → act, until a STATUS action or the task's step limit. Every step goes back as a
      ``StepReport`` the moment it is taken, tagged with the policy version that chose it, and an
      ``EpisodeEnd`` at the end (the trajectory without its steps, which the learner already has), with
-     the task's success where the device can tell (the simulated phones; ``None`` on real emulators).
+     the task's score where this worker can give it: by the evaluator the task names, loaded from
+     ``distrl.tasks.registry`` the first time a task names it (the judge scores on the learner).
      A device that fails ends the episode with ``end_reason = device_error`` and the steps taken so
      far; the next episode resets it;
    - ``Shutdown``: acked, then the worker exits.
@@ -36,7 +38,6 @@ import logging
 import os
 import platform
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,7 +78,7 @@ from distrl.worker.inference import Replica, expert_step, import_heavy
 if TYPE_CHECKING:
     from distrl.device.host import HostDevices
     from distrl.device.protocol import Device
-    from distrl.device.registry import DeviceFactory
+    from distrl.tasks.registry import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -154,13 +155,13 @@ class _Agent:
         host: str,
         devices: Sequence[str],
         silence_s: float,
-        adb: HostDevices,
+        host_devices: HostDevices,
         bytes_heard: Callable[[], float],
     ) -> None:
         self.stream = stream
         self.bytes_heard = bytes_heard
-        self.adb = adb
-        """The host's adb devices, attached and launched."""
+        self.host_devices = host_devices
+        """The host's devices of every kind, as its settings name them, to be opened at ``Setup``."""
         self.silence_s = silence_s
         """How long the learner may be silent before ``Setup`` gives its ``heartbeat_timeout_s``."""
         self.host = host
@@ -171,6 +172,9 @@ class _Agent:
         """The episode playing on each device: its cancel scope, and an event set when it has stopped."""
         self.replica: Replica | None = None
         """The policy replica; None for the expert."""
+        self.evaluators: dict[str, Evaluator | None] = {}
+        """The evaluators the tasks have named so far, loaded once each; None where this worker does
+        not score (the judge's, or a name it does not know)."""
         self.ready = anyio.Event()
         self.heard = time.monotonic()
 
@@ -239,22 +243,24 @@ class _Agent:
         settings = parse_worker_settings(message.settings)
         started = time.perf_counter()
         expert = settings.policy.model == EXPERT
-        if expert and (adb := [name for name in self.names if not name.startswith("sim-")]):
+        if expert and (adb := self.host_devices.attached + self.host_devices.launched):
             raise DistrlError(
                 f"the expert policy plays simulated phones only, and {', '.join(adb)} are adb devices"
             )
         # the emulators it launches boot while the policy loads (their first resets wait for them)
-        opened = await self.adb.open(settings.timeouts, settings.sim, tg)
-        # importing torch, transformers and the sim takes seconds: in a thread, so heartbeats go on
+        devices = await self.host_devices.open(settings, tg)
+        self.devices.update(devices)
+        if expert:
+            from distrl.device.protocol import ExpertDevice
+
+            if others := [name for name, device in devices.items() if not isinstance(device, ExpertDevice)]:
+                raise DistrlError(
+                    f"the expert policy plays devices with an expert only, and {', '.join(others)} have none"
+                )
+        # importing torch and transformers takes seconds: in a thread, so heartbeats go on
         await anyio.to_thread.run_sync(import_heavy, expert)
-        from distrl.device.registry import device_kind
-
-        sim_device = device_kind("sim")  # the simulated phones, as registered
-
         if not expert:
             self.replica = await Replica.start(settings, self.host, tg)
-        for name in self.names:
-            self.devices[name] = opened[name] if name in opened else self._sim(name, settings, sim_device)
         self.heard = time.monotonic()
         self.settings = settings
         self.ready.set()
@@ -269,11 +275,6 @@ class _Agent:
         )
         await self.stream.send(Ack(ref=message.id, ok=True, detail=runs_on))
         self.heard = time.monotonic()  # the silence that counts starts now, not while loading
-
-    def _sim(self, name: str, settings: WorkerSettings, sim_device: DeviceFactory) -> Device:
-        seed = zlib.crc32(f"{settings.seed}/{self.host}/{name}".encode())
-        device: Device = sim_device(name, settings.sim, settings.timeouts, seed=seed, host=self.host)
-        return device
 
     def _require_setup(self, message: Message) -> None:
         if not self.ready.is_set():
@@ -338,7 +339,7 @@ class _Agent:
             host=self.host,
             step_timeout_s=self.settings.timeouts.policy_step_s,
             on_step=report,
-            score=_score,
+            score=self._score,
             keep_final=task.evaluator == "judge",  # the judge sees the screen the episode ended on
         )
         if self.replica is None:
@@ -362,6 +363,17 @@ class _Agent:
             return expert_step(device, task, observation, index)
         return await self.replica.choose(task, observation, history, index, temperature)
 
+    async def _score(self, task: Task, device: Device) -> bool | None:
+        """The episode's score where this worker can give it, by the evaluator the task names as
+        registered (``distrl.tasks.registry``; loaded the first time, in a thread): the ``adb``
+        evaluator's checks, or the sim's state (None where the device reports none). The ``judge``'s
+        episodes are scored on the learner; others go unscored here."""
+        name = task.evaluator
+        if name not in self.evaluators:
+            self.evaluators[name] = await anyio.to_thread.run_sync(_evaluator, name)
+        scorer = self.evaluators[name]
+        return None if scorer is None else await scorer(task, device)
+
     async def aclose(self) -> None:
         for device in self.devices.values():
             with contextlib.suppress(Exception):
@@ -369,8 +381,8 @@ class _Agent:
 
 
 def _host_devices(hello: Hello, host: str) -> HostDevices:
-    """The host's adb devices as the learner's hello names and sets them (``ConfigError`` when its
-    settings are bad)."""
+    """The host's devices as the learner's hello names and sets them (``ConfigError`` when its settings
+    are bad, or name no such device)."""
     from distrl.device.host import HostDevices
 
     settings = parse_devices(hello.device_settings) if hello.device_settings else Devices()
@@ -385,12 +397,11 @@ def _on_host(exc: DistrlError, host: str) -> DistrlError:
     return error_from_wire({**error_to_wire(exc), "message": f"host {host!r}: {exc}"})
 
 
-async def _score(task: Task, device: Device) -> bool | None:
-    """The episode's score where this worker can give it, by the task's evaluator as registered
-    (``distrl.tasks.registry``): the ``adb`` evaluator's checks, or the sim's state (None where the
-    device reports none). The ``judge``'s episodes are scored on the learner; others go unscored here."""
+def _evaluator(name: str) -> Evaluator | None:
+    """The evaluator called ``name`` (imported now), or None where a worker does not score: the judge's,
+    and names that are not registered here."""
     from distrl.tasks.registry import evaluator, evaluator_names
 
-    if task.evaluator not in evaluator_names() or task.evaluator == "judge":
+    if name == "judge" or name not in evaluator_names():
         return None
-    return await evaluator(task.evaluator)(task, device)
+    return evaluator(name)

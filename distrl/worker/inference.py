@@ -4,7 +4,7 @@ Inference runs in one thread for all devices (``distrl.policy.batching.Batcher``
 device coroutines are gathered into batches of at most ``policy.max_batch``. A ``Weights`` message is applied
 between inference batches (``Batcher.exclusive``), verified against the learner's checksum; a diff that
 does not apply changes nothing and raises its ``WeightsError``. With ``model = "expert"`` there is no
-replica: the simulated phone's scripted expert chooses each step (sim devices only).
+replica: the device's own expert chooses each step (``ExpertDevice``: the simulated phones).
 """
 
 from __future__ import annotations
@@ -147,14 +147,11 @@ def expert_step(device: Device, task: Task, observation: Observation, index: int
 
 
 def import_heavy(expert: bool) -> None:
-    """Import what the setup needs (seconds of work for torch, transformers and the sim)."""
-    import distrl.device.adb
+    """Import what every setup needs (seconds of work for torch and transformers). The kinds of device
+    and the evaluators are loaded when the host's devices or the tasks name them, not here."""
     import distrl.device.episode
-    from distrl.device.registry import device_kind
-    from distrl.tasks.registry import evaluator
+    import distrl.tasks.registry
 
-    device_kind("sim")  # the simulated phones, as registered
-    evaluator("sim")  # and their state's evaluator, with the expert
     if not expert:
         import distrl.policy
         import distrl.policy.batching  # noqa: F401
