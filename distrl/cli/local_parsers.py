@@ -231,8 +231,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "--start",
         default=None,
         metavar="MODEL",
-        help="go on training this model (tiny-bc, tiny-weak or a model folder, as policy.model names them) instead "
-        "of a fresh tiny: more steps, other demonstrations (a lower --lr, such as 1e-3, keeps what it knows)",
+        help="go on training this model (tiny-bc, tiny-weak or a model folder, as policy.model names them) "
+        "instead of a fresh tiny: more steps, other demonstrations (a lower --lr, such as 1e-3, keeps what "
+        "it knows)",
     )
     pretrain.add_argument(
         "--seed", type=whole_number, default=0, help="seed of the weights and the data (default 0)"
@@ -270,9 +271,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "save-model",
         parents=[common],
         help="write a built-in model (tiny, tiny-bc, tiny-weak) to a folder, as any Hugging Face model",
-        description="Write the built-in tiny, tiny-bc or tiny-weak model, with its tokenizer and image processor, to "
-        "DIR as an ordinary Qwen2-VL model folder: the base of adapters trained from it (their config "
-        "names tiny-bc), for transformers and peft without distrl.",
+        description="Write the built-in tiny, tiny-bc or tiny-weak model, with its tokenizer and image "
+        "processor, to DIR as an ordinary Qwen2-VL model folder: the base of adapters trained from it (their "
+        "config names tiny-bc), for transformers and peft without distrl.",
     )
     save_model.add_argument("model", choices=["tiny", "tiny-bc", "tiny-weak"], help="which built-in model")
     save_model.add_argument("out", metavar="DIR", help="an empty or new folder")

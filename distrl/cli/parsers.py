@@ -121,7 +121,8 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "--policy",
         default="",
         metavar="MODEL",
-        help="tiny, tiny-bc, tiny-weak, expert (sim devices only) or a model folder (default: the inventory's [policy])",
+        help="tiny, tiny-bc, tiny-weak, expert (sim devices only) or a model folder (default: the "
+        "inventory's [policy])",
     )
     collect.add_argument("--adapter", default="", type=adapter_folder, metavar="FOLDER", help=ADAPTER_HELP)
     collect.add_argument(
