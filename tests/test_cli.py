@@ -62,7 +62,18 @@ def test_check_prints_hosts_and_devices() -> None:
     assert result.returncode == 0, result.stderr
     assert "local subprocess" in result.stdout
     assert "sim-0, sim-1" in result.stdout
+    assert "screens: JPEG at quality 85, at most 2,592,000 pixels, from every device" in result.stdout
     assert "inventory ok" in result.stdout
+
+
+def test_check_refuses_a_key_that_moved_and_names_its_place(tmp_path: Path) -> None:
+    old = tmp_path / "hosts.toml"
+    old.write_text(
+        '[sim]\nimage_format = "png"\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n'
+    )
+    assert_one_sentence_error(distrl("check", str(old)), 2, "sim.image_format is now screen.image_format")
+    old.write_text(old.read_text().replace("[sim]", "[screen]"))
+    assert "screens: PNG, at most 2,592,000 pixels" in distrl("check", str(old)).stdout
 
 
 def test_bad_inventory_is_one_sentence_and_exit_2(tmp_path: Path) -> None:

@@ -452,6 +452,37 @@ main(args.host, handshake_s=args.handshake_timeout, silence_s=args.silence_timeo
 """
 
 
+def _without_the_sim(folder: Path) -> tuple[Path, Path]:
+    """A ``python`` for a host's worker where the sim is not installed, and the file that lists what of
+    the sim its worker tried to import (none: no file)."""
+    tried = folder / "tried-to-import-the-sim"
+    boot = folder / "worker_without_the_sim.py"
+    boot.write_text(WITHOUT_THE_SIM.format(tried=str(tried)))
+    python = folder / "python-without-the-sim"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{boot}" "$@"\n')
+    python.chmod(0o755)
+    return python, tried
+
+
+async def test_a_host_of_sim_phones_where_the_sim_is_not_installed_says_so(tmp_path: Path) -> None:
+    python, tried = _without_the_sim(tmp_path)
+    argv = [str(python), "-m", "distrl", "worker", "--host", "w", "--silence-timeout", "30"]
+    with anyio.fail_after(60):
+        async with await anyio.open_process([*argv, "--handshake-timeout", "30"]) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            stream = FrameStream.from_pair(receive=process.stdout, send=process.stdin)
+            await stream.send(_hello())
+            refused = await stream.receive()
+            assert isinstance(refused, ErrorReport)
+            assert refused.error.message == (
+                "host 'w': devices: sim-0, sim-1 are of the device kind 'sim', which is not installed here"
+                " (registered kinds: none)"
+            )
+            assert await process.wait() == 2
+    assert not tried.exists(), tried.read_text()  # it knew without trying
+
+
 @pytest.mark.timeout(240)
 async def test_a_worker_of_adb_devices_plays_file_tasks_where_the_sim_is_not_installed(
     tmp_path: Path, sim_fleet: SimFleet
@@ -460,12 +491,7 @@ async def test_a_worker_of_adb_devices_plays_file_tasks_where_the_sim_is_not_ins
     which adb lists as emulators), playing task-file tasks that its ``adb`` evaluator scores, where
     importing any of ``distrl.sim`` fails and its entry points (the ``sim`` device kind and evaluator,
     the suites) are gone."""
-    tried = tmp_path / "tried-to-import-the-sim"
-    boot = tmp_path / "worker_without_the_sim.py"
-    boot.write_text(WITHOUT_THE_SIM.format(tried=str(tried)))
-    python = tmp_path / "python-without-the-sim"
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{boot}" "$@"\n')
-    python.chmod(0o755)
+    python, tried = _without_the_sim(tmp_path)
     home = tmp_path / "home"  # the console's token, where an emulator's is
     home.mkdir()
     (home / ".emulator_console_auth_token").write_text(sim_fleet.token + "\n")

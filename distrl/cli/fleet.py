@@ -242,6 +242,7 @@ def check_command(args: argparse.Namespace) -> int:
             problem = _emulator_problem(host)
             if problem:
                 return fail(problem, EXIT_USAGE)
+    say(_screen_line(inventory))
     say(_tasks_line(inventory))
     say(f"inventory ok; output goes to {inventory.output_dir}")
     return 0
@@ -263,6 +264,14 @@ def _emulator_problem(host: HostEntry) -> str:
         return f"host {host.name!r}: {exc}"
     say(f"  {'':<16} emulators: {where}, with {binary}")
     return ""
+
+
+def _screen_line(inventory: Inventory) -> str:
+    """The format of the screens every device's worker sends (``[screen]``)."""
+    screen = inventory.screen
+    quality = f" at quality {screen.jpeg_quality}" if screen.image_format == "jpeg" else ""
+    size = f"at most {screen.max_pixels:,} pixels" if screen.max_pixels else "each at its own size"
+    return f"screens: {screen.image_format.upper()}{quality}, {size}, from every device"
 
 
 def _tasks_line(inventory: Inventory) -> str:
