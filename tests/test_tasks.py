@@ -16,7 +16,7 @@ from distrl.cli import main
 from distrl.config import parse_inventory
 from distrl.config.settings import TaskSettings
 from distrl.errors import ConfigError, DistrlError, TaskFileError
-from distrl.fleet.scoring import run_tasks, task_variation
+from distrl.fleet.scoring import run_tasks, sim_phones_only, task_variation
 from distrl.records import Check, EndReason, ParamValue, Task, Trajectory
 from distrl.sim.suites import SPLITS, HeldOut, held_out, suite
 from distrl.tasks import load_task_files, passes, resolve_evaluators
@@ -280,6 +280,13 @@ def test_run_tasks_reads_the_files_of_the_inventory_split(tmp_path: Path) -> Non
     their = r"\(their splits: test, train, unseen\)"
     with pytest.raises(ConfigError, match=rf"no task of split 'dev' in the sim's general suite {their}"):
         run_tasks(sims, "dev")
+
+
+def test_the_sims_tasks_on_launched_emulators_are_not_taken_for_sim_phones() -> None:
+    launched = parse_inventory('[[hosts]]\nname = "box"\naddress = "localhost"\ndevices = { avd = "P" }\n')
+    assert not sim_phones_only(launched)  # real emulators: the sim's state is not there to score by
+    assert sim_phones_only(parse_inventory(ONE_SIM_HOST))
+    assert not sim_phones_only(parse_inventory(PHONES))
 
 
 def test_check_and_run_refuse_unscorable_tasks_in_one_line(

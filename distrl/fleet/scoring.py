@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from distrl.config import EXPERT, Inventory
+from distrl.config import EXPERT, SIM_KIND, Inventory
 from distrl.errors import ConfigError, JudgeError, TaskFileError
 from distrl.fleet.stop import Stop
 from distrl.records import Task, Trajectory
@@ -42,8 +42,9 @@ MAX_RETRY_S = 300.0
 
 
 def sim_phones_only(inventory: Inventory) -> bool:
-    """Whether every device of the fleet is an in-process simulated phone."""
-    return all(not h.devices.adb_serials and not h.devices.emulator_ports for h in inventory.hosts)
+    """Whether every device of the fleet is an in-process simulated phone (of the ``sim`` kind: no
+    attached device, no emulator to launch)."""
+    return all(set(host.devices.kinds) <= {SIM_KIND} for host in inventory.hosts)
 
 
 def run_tasks(
