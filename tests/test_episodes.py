@@ -3,6 +3,7 @@ written by ``collect`` and by runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -16,24 +17,45 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from distrl.episodes import EpisodeWriter, read_episode, read_episodes
-from distrl.records import Action, ActionType, EndReason, InvalidAction, Observation, Step, Task, Trajectory
+from distrl.episodes import FORMAT_VERSION, EpisodeWriter, read_episode, read_episodes
+from distrl.records import (
+    Action,
+    ActionType,
+    Check,
+    EndReason,
+    InvalidAction,
+    Observation,
+    Step,
+    Task,
+    Trajectory,
+)
+from distrl.records.forms import Outbox, trajectory_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _screen(colour: tuple[int, int, int], image_format: str) -> Observation:
+def _screen(colour: tuple[int, int, int], image_format: str, at: float = 0.0) -> Observation:
     out = io.BytesIO()
     Image.new("RGB", (27, 60), colour).save(out, "PNG" if image_format == "png" else "JPEG")
-    return Observation(screenshot=out.getvalue(), width=27, height=60, image_format=image_format)
+    return Observation(
+        screenshot=out.getvalue(), width=27, height=60, image_format=image_format, timestamp_s=at
+    )
 
 
 def _trajectory(name: str, image_format: str = "png", *, success: bool | None = True) -> Trajectory:
-    task = Task(id=f"t/{name}", suite="t", goal="Turn on Wi-Fi", setup=("settings put global wifi_on 0",))
+    task = Task(
+        id=f"t/{name}",
+        suite="t",
+        goal="Turn on Wi-Fi",
+        params={"band": "5 GHz", "tries": 2},
+        setup=("settings put global wifi_on 0",),
+        evaluator="adb",
+        checks=(Check(command="settings get global wifi_on", op="equals", value="1"),),
+    )
     steps = (
         Step(
             index=0,
-            observation=_screen((200, 10, 10), image_format),
+            observation=_screen((200, 10, 10), image_format, 1_700_000_000.5),
             output="Action Decision: tap",
             action=Action(type=ActionType.DUAL_POINT, touch=(0.25, 0.5), lift=(0.25, 0.5)),
             policy_version=3,
@@ -42,7 +64,7 @@ def _trajectory(name: str, image_format: str = "png", *, success: bool | None = 
         ),
         Step(
             index=1,
-            observation=_screen((10, 200, 10), image_format),
+            observation=_screen((10, 200, 10), image_format, 1_700_000_001.5),
             output="gibberish",
             action=InvalidAction(text="gibberish", reason="no action type"),
             policy_version=4,
@@ -57,13 +79,14 @@ def _trajectory(name: str, image_format: str = "png", *, success: bool | None = 
         host="h",
         device="sim-0",
         steps=steps,
-        final_observation=_screen((10, 10, 200), image_format),
+        final_observation=_screen((10, 10, 200), image_format, 1_700_000_002.5),
         end_reason=EndReason.STEP_LIMIT,
         success=success,
         verdict="the final screen shows Wi-Fi on",
         started_at_s=1_700_000_000.0,
         duration_s=2.5,
         temperature=0.7,
+        group="run/abc/g1",
     )
 
 
@@ -72,50 +95,58 @@ def test_an_episode_reads_back_as_it_was_written(tmp_path: Path, image_format: s
     written = _trajectory("1", image_format)
     folder = EpisodeWriter(tmp_path).write(written)
     assert folder == tmp_path / "run~abc~1"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "000.jpg",
-        "001.jpg",
-        "episode.json",
-        "final.jpg",
-        "steps.jsonl",
-    ]
-    lines = [json.loads(line) for line in (folder / "steps.jsonl").read_text().splitlines()]
-    assert lines[0]["action"] == {"type": "DUAL_POINT", "touch": [0.25, 0.5], "lift": [0.25, 0.5], "text": ""}
-    assert lines[1]["action"] == {"invalid": "no action type"}
-    assert [line["goal"] for line in lines] == ["Turn on Wi-Fi"] * 2
+    assert sorted(p.name for p in folder.iterdir()) == ["000.jpg", "001.jpg", "episode.json", "final.jpg"]
+    document = json.loads((folder / "episode.json").read_text())
+    assert (document["format"], document["screens"]) == (FORMAT_VERSION, ["000.jpg", "001.jpg", "final.jpg"])
     read = read_episode(folder)
     for step in read.steps:  # every screen is a JPEG of the step's picture
+        assert step.observation.image_format == "jpeg"
         with Image.open(io.BytesIO(step.observation.screenshot)) as image:
             assert image.format == "JPEG"
             assert image.size == (27, 60)
-    same_but_screens = [
-        (s.index, s.output, s.action, s.policy_version, s.behaviour_logprob, s.reward, s.duration_s)
-        for s in read.steps
-    ]
+    if image_format == "jpeg":  # JPEG screens are kept byte for byte: the episode is the trajectory, whole
+        assert read == written
+    same_but_screens = [dataclasses.replace(s, observation=written.steps[0].observation) for s in read.steps]
     assert same_but_screens == [
-        (s.index, s.output, s.action, s.policy_version, s.behaviour_logprob, s.reward, s.duration_s)
-        for s in written.steps
+        dataclasses.replace(s, observation=written.steps[0].observation) for s in written.steps
     ]
-    assert (read.id, read.task.goal, read.task.setup, read.success, read.verdict) == (
-        written.id,
-        written.task.goal,
-        written.task.setup,
-        True,
-        written.verdict,
-    )
-    assert (read.end_reason, read.started_at_s, read.duration_s) == (EndReason.STEP_LIMIT, 1.7e9, 2.5)
-    assert read.temperature == 0.7
+    assert dataclasses.replace(read, steps=(), final_observation=None) == dataclasses.replace(
+        written, steps=(), final_observation=None
+    )  # the task (params and checks too), outcome, times, temperature and group
     assert read.final_observation is not None
-    assert read.final_observation.width == 27
-    if image_format == "jpeg":  # JPEG screens are kept byte for byte
-        assert read.steps[0].observation.screenshot == written.steps[0].observation.screenshot
+    assert (read.final_observation.width, read.final_observation.timestamp_s) == (27, 1_700_000_002.5)
     unscored = read_episode(EpisodeWriter(tmp_path / "u").write(_trajectory("2", success=None)))  # type: ignore[arg-type]
     assert unscored.success is None
-    # an episode written before episodes said their temperature reads back as not saying
-    head = json.loads((folder / "episode.json").read_text())
-    del head["temperature"]
-    (folder / "episode.json").write_text(json.dumps(head))
-    assert read_episode(folder).temperature is None
+
+
+def test_the_store_writes_and_reads_the_records_json_form(tmp_path: Path) -> None:
+    """episode.json holds the trajectory's JSON form of ``distrl.records.forms``, the wire's and the
+    replay's, with the screens' files for its attachments: a document made by the forms alone reads
+    back, and what the store writes is what the forms make."""
+    trajectory = _trajectory("1", "jpeg")
+    outbox = Outbox()
+    form = trajectory_to_json(trajectory, "trajectory", outbox)
+    written = EpisodeWriter(tmp_path / "written").write(trajectory)
+    assert written is not None
+    document = json.loads((written / "episode.json").read_text())
+    assert document["trajectory"] == form
+    assert [(written / name).read_bytes() for name in document["screens"]] == outbox.blobs
+
+    made = tmp_path / "made" / "by~the~forms"  # by hand: the forms' document and its screens' files
+    made.mkdir(parents=True)
+    names = [f"screen-{k}.jpeg" for k in range(len(outbox.blobs))]
+    for name, blob in zip(names, outbox.blobs, strict=True):
+        (made / name).write_bytes(blob)
+    (made / "episode.json").write_text(json.dumps({"format": 2, "trajectory": form, "screens": names}))
+    assert read_episode(made) == trajectory
+    assert [t.id for t in read_episodes(made.parent)] == ["run/abc/1"]
+
+
+def test_a_value_with_no_json_form_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    broken = dataclasses.replace(_trajectory("1"), duration_s=float("nan"))
+    with pytest.raises(ValueError, match=r"trajectory\.duration_s is nan"):
+        EpisodeWriter(tmp_path).write(broken)
+    assert not any(tmp_path.iterdir())
 
 
 def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -145,9 +176,221 @@ def test_half_written_and_foreign_folders_are_passed_over_or_named(tmp_path: Pat
     writer.write(_trajectory("1"))
     (tmp_path / "run~abc~2.partial").mkdir()  # a write cut short
     assert [t.id for t in read_episodes(tmp_path)] == ["run/abc/1"]
-    (tmp_path / "run~abc~1" / "episode.json").write_text('{"format": 99}')
-    with pytest.raises(ValueError, match=r"run~abc~1/episode\.json: format 99, not 1"):
+    (tmp_path / "run~abc~1" / "episode.json").write_text('{"format": "2"}')
+    said = r"run~abc~1/episode\.json: format '2', not an episode format \(1 to 2\)"
+    with pytest.raises(ValueError, match=said):
         list(read_episodes(tmp_path))
+
+
+def test_an_episode_of_a_newer_format_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "episodes"
+    episode = EpisodeWriter(folder).write(_trajectory("1"))
+    assert episode is not None
+    _edit_json(episode / "episode.json", lambda document: {**document, "format": FORMAT_VERSION + 1})
+    said = (
+        rf"run~abc~1/episode\.json: format {FORMAT_VERSION + 1}, newer than this distrl's {FORMAT_VERSION}: "
+        "read it with the distrl that wrote it, or a newer one$"
+    )
+    with pytest.raises(ValueError, match=said) as caught:
+        read_episode(episode)
+    assert "\n" not in str(caught.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "view", "--strict", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert re.search(said, line), line
+
+
+V1_HEAD: dict[str, Any] = {
+    "format": 1,
+    "id": "run/abc/old",
+    "task": {
+        "id": "t/old",
+        "suite": "t",
+        "goal": "Turn on Wi-Fi",
+        "split": "test",
+        "max_steps": 10,
+        "setup": ["settings put global wifi_on 0"],
+        "apps": [],
+        "evaluator": "sim",
+    },
+    "host": "h",
+    "device": "sim-0",
+    "end_reason": "step_limit",
+    "success": False,
+    "verdict": "",
+    "started_at_s": 1_700_000_000.0,
+    "duration_s": 2.5,
+    "steps": 2,
+    "final_screen": "final.jpg",
+    "final_size": [27, 60],
+}
+"""A format 1 episode.json as the first writer of format 1 wrote it (no temperature, no group)."""
+V1_STEPS: list[dict[str, Any]] = [
+    {
+        "index": 0,
+        "goal": "Turn on Wi-Fi",
+        "output": "Action Decision: tap",
+        "action": {"type": "DUAL_POINT", "touch": [0.25, 0.5], "lift": [0.25, 0.5], "text": ""},
+        "logprob": -1.5,
+        "policy_version": 3,
+        "reward": 0.0,
+        "duration_s": 0.2,
+        "screen": "000.jpg",
+        "width": 27,
+        "height": 60,
+    },
+    {
+        "index": 1,
+        "goal": "Turn on Wi-Fi",
+        "output": "gibberish",
+        "action": {"invalid": "no action type"},
+        "logprob": -7.25,
+        "policy_version": 4,
+        "reward": 1.0,
+        "duration_s": 0.3,
+        "screen": "001.jpg",
+        "width": 27,
+        "height": 60,
+    },
+]
+
+
+def _format_1(folder: Path) -> Path:
+    """A format 1 episode folder, written as format 1's writer wrote them."""
+    folder.mkdir(parents=True)
+    for name, colour in (("000.jpg", (200, 10, 10)), ("001.jpg", (10, 200, 10)), ("final.jpg", (0, 0, 200))):
+        Image.new("RGB", (27, 60), colour).save(folder / name, "JPEG")
+    (folder / "episode.json").write_text(json.dumps(V1_HEAD, indent=1))
+    (folder / "steps.jsonl").write_text("".join(json.dumps(line) + "\n" for line in V1_STEPS))
+    return folder
+
+
+def test_a_format_1_folder_is_read_converted_and_left_as_it_was(tmp_path: Path) -> None:
+    from distrl.episodes.export import write_metadata
+    from distrl.episodes.view import write_viewer
+
+    folder = tmp_path / "episodes"
+    old = _format_1(folder / "run~abc~old")
+    before = {path.name: path.read_bytes() for path in old.iterdir()}
+    screens = [(old / name).read_bytes() for name in ("000.jpg", "001.jpg", "final.jpg")]
+
+    def seen(index: int) -> Observation:
+        return Observation(screenshot=screens[index], width=27, height=60, image_format="jpeg")
+
+    expected = Trajectory(
+        id="run/abc/old",
+        task=Task(
+            id="t/old",
+            suite="t",
+            goal="Turn on Wi-Fi",
+            split="test",
+            setup=("settings put global wifi_on 0",),
+            evaluator="sim",
+        ),
+        host="h",
+        device="sim-0",
+        steps=(
+            Step(
+                index=0,
+                observation=seen(0),
+                output="Action Decision: tap",
+                action=Action(type=ActionType.DUAL_POINT, touch=(0.25, 0.5), lift=(0.25, 0.5)),
+                policy_version=3,
+                behaviour_logprob=-1.5,
+                duration_s=0.2,
+            ),
+            Step(
+                index=1,
+                observation=seen(1),
+                output="gibberish",
+                action=InvalidAction(text="gibberish", reason="no action type"),
+                policy_version=4,
+                behaviour_logprob=-7.25,
+                reward=1.0,
+                duration_s=0.3,
+            ),
+        ),
+        final_observation=seen(2),
+        end_reason=EndReason.STEP_LIMIT,
+        success=False,
+        started_at_s=1_700_000_000.0,
+        duration_s=2.5,
+    )
+    assert read_episode(old) == expected  # temperature None and group "": format 1 did not say
+    _edit_json(old / "episode.json", lambda head: {**head, "temperature": 0.7, "group": "g"})
+    assert (read_episode(old).temperature, read_episode(old).group) == (0.7, "g")
+    (old / "episode.json").write_bytes(before["episode.json"])
+
+    EpisodeWriter(folder).write(_trajectory("new"))  # the formats side by side: both read, shown, exported
+    assert [t.id for t in read_episodes(folder)] == ["run/abc/new", "run/abc/old"]
+    page = write_viewer(folder).read_text()
+    assert "<h1>2 episodes, 1 success</h1>" in page
+    assert "src='run~abc~old/001.jpg'" in page
+    assert "src='run~abc~old/final.jpg'" in page
+    _, rows = write_metadata(folder)
+    assert rows == 4
+    lines = [json.loads(line) for line in (folder / "metadata.jsonl").read_text().splitlines()]
+    assert [line["file_name"] for line in lines[2:]] == ["run~abc~old/000.jpg", "run~abc~old/001.jpg"]
+    invalid = {"kind": "invalid", "text": "gibberish", "reason": "no action type"}
+    assert json.loads(lines[3]["action"]) == invalid
+    assert {path.name: path.read_bytes() for path in old.iterdir()} == before  # nothing written back
+
+
+V1_CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
+    (
+        "an unknown action",
+        lambda f: _edit_steps(
+            f / "steps.jsonl", lambda lines: lines[0].__setitem__("action", {"type": "FLY"})
+        ),
+        r"steps\.jsonl:1: action\.type 'FLY' is no action type",
+    ),
+    (
+        "a step short",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines.pop()),
+        r"steps\.jsonl: holds 1 step\(s\), but episode\.json says 2",
+    ),
+    ("no steps file", lambda f: (f / "steps.jsonl").unlink(), r"steps\.jsonl: cannot be read"),
+    (
+        "a reward as text",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines[1].__setitem__("reward", "1")),
+        r"steps\.jsonl:2: reward must be a number, not a string",
+    ),
+    (
+        "steps out of order",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines[1].__setitem__("index", 5)),
+        r"steps\.jsonl:2: index is 5, not 1 \(the step's place\)",
+    ),
+    (
+        "an escaping screen",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines[0].__setitem__("screen", "../x.jpg")),
+        r" \(format 1\): screens\[0\] names '\.\./x\.jpg', not a file of the episode's folder",
+    ),
+    (
+        "a tap off the screen",
+        lambda f: _edit_steps(
+            f / "steps.jsonl", lambda lines: lines[0]["action"].__setitem__("touch", [1.5, 0.5])
+        ),
+        r" \(format 1\): trajectory\.steps\[0\]\.action is not a valid action: touch point",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "problem"), [c[1:] for c in V1_CORRUPTIONS], ids=[c[0] for c in V1_CORRUPTIONS]
+)
+def test_a_malformed_format_1_episode_is_refused_with_its_file(
+    tmp_path: Path, corrupt: Callable[[Path], object], problem: str
+) -> None:
+    old = _format_1(tmp_path / "run~abc~old")
+    corrupt(old)
+    with pytest.raises(ValueError, match=rf"run~abc~old/?{problem}") as caught:
+        read_episode(old)
+    assert "\n" not in str(caught.value)
 
 
 def _edit_json(path: Path, change: Callable[[Any], Any]) -> None:
@@ -160,12 +403,23 @@ def _edit_steps(path: Path, change: Callable[[list[Any]], None]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def _set(key: str, value: object, *, step: int | None = None) -> Callable[[Path], None]:
+def _set(path: str, value: object) -> Callable[[Path], None]:
+    """Set the field at ``path`` (``trajectory.steps.0.reward``; ``-`` deletes it) of episode.json."""
+
     def corrupt(folder: Path) -> None:
-        if step is None:
-            _edit_json(folder / "episode.json", lambda head: {**head, key: value})
-        else:
-            _edit_steps(folder / "steps.jsonl", lambda lines: lines[step].__setitem__(key, value))
+        def change(document: Any) -> Any:
+            *parents, key = path.split(".")
+            target = document
+            for part in parents:
+                target = target[int(part) if part.isdigit() else part]
+            where: Any = int(key) if key.isdigit() else key
+            if value == "-":
+                del target[where]
+            else:
+                target[where] = value
+            return document
+
+        _edit_json(folder / "episode.json", change)
 
     return corrupt
 
@@ -183,57 +437,86 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
         r"episode\.json: must be an object, not an array",
     ),
     ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
-    ("not UTF-8", lambda f: (f / "steps.jsonl").write_bytes(b"\xff\xfe{}"), r"steps\.jsonl: is not UTF-8"),
-    ("task a string", _set("task", "t/1"), r"episode\.json: task must be an object, not a string"),
+    ("not UTF-8", lambda f: (f / "episode.json").write_bytes(b"\xff\xfe{}"), r"episode\.json: is not UTF-8"),
+    ("no format", _set("format", "-"), r"episode\.json: format None, not an episode format"),
     (
-        "no host",
-        lambda f: _edit_json(f / "episode.json", lambda h: {k: v for k, v in h.items() if k != "host"}),
-        r"episode\.json: host is missing",
+        "task a string",
+        _set("trajectory.task", "t/1"),
+        r"episode\.json: trajectory\.task must be an object, not a string",
     ),
-    ("success a string", _set("success", "yes"), r"success must be a boolean, not a string"),
-    ("end reason", _set("end_reason", "bored"), r"end_reason 'bored' is no end reason"),
+    ("no host", _set("trajectory.host", "-"), r"episode\.json: trajectory\.host is missing"),
+    (
+        "success a string",
+        _set("trajectory.success", "yes"),
+        r"episode\.json: trajectory\.success must be a boolean, not a string",
+    ),
+    (
+        "end reason",
+        _set("trajectory.end_reason", "bored"),
+        r"episode\.json: trajectory\.end_reason is 'bored', not an end reason",
+    ),
+    (
+        "an unknown field",
+        _set("trajectory.colour", "red"),
+        r"episode\.json: trajectory has unknown field\(s\) \['colour'\]",
+    ),
     (
         "a deleted screen",
         lambda f: (f / "001.jpg").unlink(),
-        r"steps\.jsonl:2: screen: the screen 001\.jpg is missing",
+        r"episode\.json: screens\[1\] names 001\.jpg, which is missing",
     ),
     (
         "no steps",
-        lambda f: (f / "steps.jsonl").write_text(""),
-        r"holds 0 step\(s\), but episode\.json says 2",
+        _set("trajectory.steps", []),
+        r"episode\.json: screens declares attachment\(s\) \[0, 1\] that no field uses",
     ),
     (
-        "a step short",
-        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines.pop()),
-        r"holds 1 step\(s\), but episode\.json says 2",
+        "a screen used twice",
+        _set("trajectory.steps.1.observation.screenshot", 0),
+        r"episode\.json: trajectory\.steps\[1\]\.observation\.screenshot refers to attachment 0, which "
+        "another field already uses",
+    ),
+    (
+        "a screen beyond the list",
+        _set("trajectory.steps.1.observation.screenshot", 7),
+        r"episode\.json: trajectory\.steps\[1\]\.observation\.screenshot refers to attachment 7, but the "
+        "episode has 3",
     ),
     (
         "an escaping screen",
-        _set("screen", "../../x.jpg", step=0),
-        r"steps\.jsonl:1: screen: '\.\./\.\./x\.jpg' is not a file of the episode's folder",
+        _set("screens.0", "../../x.jpg"),
+        r"episode\.json: screens\[0\] names '\.\./\.\./x\.jpg', not a file of the episode's folder",
     ),
     (
         "an absolute final",
-        _set("final_screen", "/etc/passwd"),
-        r"final_screen: '/etc/passwd' is not a file of the episode's folder",
+        _set("screens.2", "/etc/passwd"),
+        r"episode\.json: screens\[2\] names '/etc/passwd', not a file of the episode's folder",
     ),
     (
         "a link out",
         _outside_link,
-        r"steps\.jsonl:2: screen: '001\.jpg' is not a file of the episode's folder",
+        r"episode\.json: screens\[1\] names '001\.jpg', not a file of the episode's folder",
     ),
-    ("steps out of order", _set("index", 5, step=1), r"steps\.jsonl:2: index is 5, not 1"),
+    (
+        "steps out of order",
+        _set("trajectory.steps.1.index", 5),
+        r"episode\.json: trajectory\.steps\[1\]\.index is 5, not 1",
+    ),
     (
         "an unknown action",
-        _set("action", {"type": "FLY"}, step=0),
-        r"action\.type 'FLY' is no action type",
+        _set("trajectory.steps.0.action.type", 99),
+        r"episode\.json: trajectory\.steps\[0\]\.action\.type is 99, not an AitW action type",
     ),
     (
         "a touch of text",
-        _set("action", {"type": "DUAL_POINT", "touch": "here", "lift": None, "text": ""}, step=0),
-        r"action\.touch must be null or \[x, y\]",
+        _set("trajectory.steps.0.action.touch", "here"),
+        r"trajectory\.steps\[0\]\.action\.touch must be null or a \[y, x\] array, not a string",
     ),
-    ("a width as text", _set("width", "27", step=0), r"width must be an integer, not a string"),
+    (
+        "a width as text",
+        _set("trajectory.steps.0.observation.width", "27"),
+        r"episode\.json: trajectory\.steps\[0\]\.observation\.width must be an integer, not a string",
+    ),
 ]
 
 
@@ -274,7 +557,7 @@ def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Pat
     writer.write(_trajectory("1"))
     bad = writer.write(_trajectory("2"))
     assert bad is not None
-    _set("screen", "../../../etc/passwd", step=0)(bad)
+    _set("screens.0", "../../../etc/passwd")(bad)
     for command in ("view", "export"):
         done = subprocess.run(
             [sys.executable, "-m", "distrl", command, str(folder)],
@@ -283,7 +566,7 @@ def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Pat
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
-        assert "run~abc~2/steps.jsonl:1: screen: " in done.stderr
+        assert "run~abc~2/episode.json: screens[0] names " in done.stderr
         assert "Traceback" not in done.stderr
         strict = subprocess.run(
             [sys.executable, "-m", "distrl", command, "--strict", str(folder)],
@@ -294,7 +577,7 @@ def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Pat
         assert strict.returncode == 2
         (line,) = strict.stderr.strip().splitlines()
         assert line.startswith("distrl: error: ")
-        assert "is not a file of the episode's folder" in line
+        assert "not a file of the episode's folder" in line
 
 
 def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
@@ -464,8 +747,8 @@ def test_export_is_a_dataset_that_datasets_loads(tmp_path: Path, monkeypatch: py
         "imagefolder", data_dir=str(folder), split="train", cache_dir=str(tmp_path / "cache")
     )
     assert loaded.num_rows == 4
-    first = sorted(loaded, key=lambda row: (row["episode_id"], row["step"]))
-    assert [(row["episode_id"], row["step"]) for row in first] == [
+    first = sorted(loaded, key=lambda row: (row["episode_id"], row["index"]))
+    assert [(row["episode_id"], row["index"]) for row in first] == [
         ("run/abc/1", 0),
         ("run/abc/1", 1),
         ("run/abc/2", 0),
@@ -473,8 +756,10 @@ def test_export_is_a_dataset_that_datasets_loads(tmp_path: Path, monkeypatch: py
     ]
     assert first[0]["image"].size == (27, 60)
     assert first[0]["image"].getpixel((13, 30))[0] > 150  # the red screen the first step saw
-    assert json.loads(first[0]["action"])["type"] == "DUAL_POINT"
+    assert json.loads(first[0]["action"])["type"] == ActionType.DUAL_POINT  # the action's JSON form
     assert (first[1]["reward"], first[1]["success"], first[2]["success"]) == (1.0, True, None)
+    step = first[1]
+    assert (step["behaviour_logprob"], step["policy_version"], step["output"]) == (-7.25, 4, "gibberish")
     assert first[0]["goal"] == "Turn on Wi-Fi"
 
 

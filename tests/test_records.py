@@ -7,6 +7,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -170,6 +171,42 @@ def test_screens_are_attachments_taken_once_each_not_json() -> None:
         unused.close("t.att")
 
 
+def test_the_wire_the_replay_and_the_episodes_hold_one_form(tmp_path: Path) -> None:
+    """A trajectory has one JSON form wherever it goes: a wire frame's header, a packed trajectory (the
+    replay buffer, the ranks) and an episode's episode.json hold the same document, and each reads it back
+    whole. A side with fields of its own fails here."""
+    from distrl.episodes import EpisodeWriter, read_episode
+    from distrl.wire import frames
+    from distrl.wire.messages import TrajectoryReport
+
+    jpeg = Observation(screenshot=b"\xff\xd8screen", width=4, height=8, image_format="jpeg", timestamp_s=2.5)
+    trajectory = replace(
+        _trajectory(jpeg),  # JPEG screens: the store keeps them byte for byte
+        steps=tuple(replace(step, observation=jpeg) for step in _trajectory().steps),
+        temperature=0.5,
+        group="g",
+    )
+    outbox = Outbox()
+    form = trajectory_to_json(trajectory, "trajectory", outbox)
+
+    packed = pack_trajectory(trajectory)
+    (size,) = struct.unpack_from(">I", packed)
+    assert orjson.loads(packed[4 : 4 + size])["trajectory"] == form
+    assert unpack_trajectory(packed) == trajectory
+
+    frame = frames.encode(TrajectoryReport(trajectory=trajectory, id=1))
+    header_size = struct.unpack_from(">3sBII", frame)[2]
+    assert orjson.loads(frame[frames.PREFIX_BYTES : frames.PREFIX_BYTES + header_size])["trajectory"] == form
+    assert frames.decode(frame) == TrajectoryReport(trajectory=trajectory, id=1)
+
+    folder = EpisodeWriter(tmp_path).write(trajectory)
+    assert folder is not None
+    document = json.loads((folder / "episode.json").read_text())
+    assert document["trajectory"] == form
+    assert [(folder / name).read_bytes() for name in document["screens"]] == outbox.blobs
+    assert read_episode(folder) == trajectory
+
+
 @pytest.mark.parametrize(
     ("broken", "said"),
     [
@@ -243,3 +280,93 @@ def test_every_cut_of_a_blob_is_a_document_error() -> None:
     for cut in range(len(packed)):
         with pytest.raises(DocumentError):
             unpack_trajectory(packed[:cut])
+
+
+# -- the safetensors header (records/safetensors_header.py) ------------------------------------------
+
+
+def _safetensors() -> bytes:
+    import safetensors.torch
+    import torch
+
+    tensors = {
+        "a": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        "b": torch.ones(4, dtype=torch.bfloat16),
+    }
+    return safetensors.torch.save(tensors, metadata={"format": "x", "n": "1"})
+
+
+def _with_header(header: object, data: bytes = b"") -> bytes:
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def test_a_safetensors_header_reads_with_its_tensors_and_metadata() -> None:
+    from distrl.records.safetensors_header import TensorEntry, read_header
+
+    blob = _safetensors()
+    header = read_header(blob)
+    assert header.metadata == {"format": "x", "n": "1"}
+    assert header.tensors == {
+        "a": TensorEntry(dtype="F32", shape=(2, 3), begin=0, end=24),
+        "b": TensorEntry(dtype="BF16", shape=(4,), begin=24, end=32),
+    }
+    assert header.data_start == len(blob) - 32
+    assert read_header(memoryview(blob)) == header
+    assert read_header(_with_header({})).metadata == {}  # no tensors, no metadata
+
+
+@pytest.mark.parametrize(
+    ("blob", "reason", "said"),
+    [
+        (b"\x01\x00", "truncated", "2 bytes"),
+        (struct.pack("<Q", 10) + b"{}", "truncated", "the header needs 10 bytes, 2 follow"),
+        (struct.pack("<Q", 2**40), "corrupt", f"a header of {2**40} bytes"),
+        (struct.pack("<Q", 2) + b"{]", "corrupt", "the header is not JSON"),
+        (_with_header([]), "corrupt", "not a safetensors header: an array"),
+        (_with_header({"__metadata__": {"n": 1}}), "corrupt", "__metadata__ is not a map of strings"),
+        (_with_header({"t": 3}), "corrupt", "'t' is an integer, not a tensor's entry"),
+        (_with_header({"t": {"dtype": "F32", "shape": [1]}}), "corrupt", "'t' has malformed data offsets"),
+        (
+            _with_header({"t": {"dtype": 4, "shape": [1], "data_offsets": [0, 4]}}),
+            "corrupt",
+            "dtype or shape",
+        ),
+        (
+            _with_header({"t": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, b"1234"),
+            "corrupt",
+            "ends (byte 0) before it begins (4)",
+        ),
+        (
+            _with_header({"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"12"),
+            "truncated",
+            "the tensors run past the end (4 bytes, 2 follow)",
+        ),
+        (
+            _with_header({"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"12345"),
+            "corrupt",
+            "1 bytes follow the tensors",
+        ),
+    ],
+)
+def test_a_malformed_safetensors_header_says_what_in_one_error(blob: bytes, reason: str, said: str) -> None:
+    from distrl.records.safetensors_header import HeaderError, read_header
+
+    with pytest.raises(HeaderError) as caught:
+        read_header(blob)
+    assert said in str(caught.value)
+    assert caught.value.reason == reason
+
+
+def test_the_weights_and_the_checkpoints_share_one_safetensors_header_reader() -> None:
+    """No module but records/safetensors_header.py reads a safetensors header by hand (its length prefix),
+    and both of its users call it."""
+    import distrl
+
+    package = Path(distrl.__file__).parent
+    readers = sorted(
+        str(path.relative_to(package)) for path in package.rglob("*.py") if '"<Q"' in path.read_text("utf-8")
+    )
+    assert readers == ["records/safetensors_header.py"]
+    for user in ("weights/blobs.py", "learner/tensor_files.py"):
+        assert "from distrl.records.safetensors_header import" in (package / user).read_text("utf-8")

@@ -4,9 +4,11 @@ reads, one row a step, with its screen::
     datasets.load_dataset("imagefolder", data_dir="DIR", split="train")
 
 It writes ``DIR/metadata.jsonl`` (the ``imagefolder`` builder's metadata file): a line per step, its
-``file_name`` the step's screen, beside the episode id, the step's index, the goal, the model's output,
-the parsed action (as JSON), the log-prob, the policy version, the reward, the episode's success (null:
-unscored), the judge's verdict, the task id and split. Nothing is copied: the rows point at the screens.
+``file_name`` the step's screen, beside the episode id, the task id, split and goal, the episode's
+success (null: unscored) and the judge's verdict, then the step's own fields in the records' JSON form
+(``distrl.records.forms``, as the episode holds them): index, output, action (its form, as JSON text),
+policy_version, behaviour_logprob, reward and duration_s. Nothing is copied: the rows point at the
+screens.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from distrl.episodes.store import raw_episodes
+from distrl.episodes.store import stored_episodes
+from distrl.records.forms import Outbox, step_to_json
 
 __all__ = ["METADATA", "write_metadata"]
 
@@ -26,25 +29,25 @@ def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, i
     episode is left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder
     holds no episode."""
     folder = Path(folder)
-    rows = [
-        {
-            "file_name": f"{name}/{step['screen']}",
-            "episode_id": head["id"],
-            "step": step["index"],
-            "goal": step["goal"],
-            "output": step["output"],
-            "action": json.dumps(step["action"]),
-            "logprob": step["logprob"],
-            "policy_version": step["policy_version"],
-            "reward": step["reward"],
-            "success": head["success"],
-            "verdict": head["verdict"],
-            "task_id": head["task"]["id"],
-            "split": head["task"]["split"],
-        }
-        for name, head, steps in raw_episodes(folder, strict=strict)
-        for step in steps
-    ]
+    rows = []
+    for episode in stored_episodes(folder, strict=strict):
+        trajectory = episode.trajectory
+        for step, screen in zip(trajectory.steps, episode.screens, strict=True):
+            form = step_to_json(step, "step", Outbox())
+            del form["observation"]  # the row's image
+            rows.append(
+                {
+                    "file_name": f"{episode.folder.name}/{screen}",
+                    "episode_id": trajectory.id,
+                    "task_id": trajectory.task.id,
+                    "split": trajectory.task.split,
+                    "goal": trajectory.task.goal,
+                    "success": trajectory.success,
+                    "verdict": trajectory.verdict,
+                    **form,
+                    "action": json.dumps(form["action"]),
+                }
+            )
     target = folder / METADATA
     target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return target, len(rows)

@@ -1,27 +1,35 @@
-"""Episodes on disk: one folder per episode, its steps as JSON lines and its screens as JPEG files.
+"""Episodes on disk: one folder per episode, the trajectory in the records' JSON form and its screens as
+JPEG files.
 
-The format (``FORMAT_VERSION`` 1)::
+The format (``FORMAT_VERSION`` 2)::
 
     <folder>/
       <episode id, '/' as '~'>/
-        episode.json     the task (id, suite, goal, split, max steps, setup, apps, evaluator), host, device,
-                         end reason, success (true, false or null: unscored), the judge's verdict, start
-                         time, duration, the number of steps, the final screen's file (or null) and the
-                         temperature the model answered at (null, or absent in older episodes: not said)
-                         and its task group ("" outside one, or absent in older episodes)
-        steps.jsonl      one object a step: index, goal, output (the model's text), action (the parsed
-                         action: type, touch, lift, text; or {"invalid": reason}), logprob, policy_version,
-                         reward, duration_s, screen (its file), width, height
+        episode.json     {"format": 2, "trajectory": {...}, "screens": ["000.jpg", "001.jpg", "final.jpg"]}
         000.jpg ...      the screen each step saw; final.jpg, the screen after the last action
 
-Screens are stored as JPEG (a PNG from ``screencap`` is re-encoded at ``quality``), so an episode of 10
-steps of a 1080×2400 phone takes about 1 MB. ``EpisodeWriter`` writes them (all of them, or a share
-chosen by the episode id's hash, up to a byte budget); ``read_episodes`` gives them back as
-``Trajectory`` records; ``distrl.episodes.export`` turns a folder into a dataset.
+``trajectory`` is the trajectory's JSON form, the one the wire and the replay buffer use
+(``distrl.records.forms``: the same fields, types and checks): the task (params and checks included),
+host, device, the steps (index, observation, output, action, policy_version, behaviour_logprob, reward,
+duration_s), the final observation (or null), end reason, success (true, false or null: unscored), the
+judge's verdict, start time, duration, temperature (null: not said) and task group ("" outside one). An
+observation's ``screenshot`` is the index of its screen in ``screens``, as it is the index of a frame's
+attachment on the wire: the wire's JSON is followed by the screens' bytes (``att``: their lengths), an
+episode's by the files of its folder (``screens``: their names).
+
+Screens are stored as JPEG (a PNG from ``screencap`` is re-encoded at ``quality``; the observation then
+says ``jpeg``), so an episode of 10 steps of a 1080×2400 phone takes about 1 MB. ``EpisodeWriter`` writes
+them (all of them, or a share chosen by the episode id's hash, up to a byte budget); ``read_episodes``
+gives them back as ``Trajectory`` records; ``stored_episodes`` gives the viewer and the export each
+episode with its screens' files; ``distrl.episodes.export`` turns a folder into a dataset.
+
+Folders of format 1 (their own field names, steps in ``steps.jsonl``) are read too, converted on read
+(``distrl.episodes.legacy``); a format newer than this one is refused in one line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -29,31 +37,31 @@ import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from types import UnionType
-from typing import Any
+from typing import Any, NamedTuple
 
 from PIL import Image
 
-from distrl.records import (
-    Action,
-    ActionType,
-    Document,
-    EndReason,
-    Fail,
-    InvalidAction,
-    Observation,
-    Step,
-    Task,
-    Trajectory,
-)
+from distrl.episodes.legacy import file_errors, read_format_1, why_unreadable
+from distrl.records import Document, DocumentError, Observation, Trajectory
+from distrl.records.forms import Attachments, Outbox, trajectory_from_json, trajectory_to_json
 
-__all__ = ["FORMAT_VERSION", "EpisodeWriter", "episode_folder_name", "read_episode", "read_episodes"]
+__all__ = [
+    "FORMAT_VERSION",
+    "EpisodeWriter",
+    "StoredEpisode",
+    "episode_folder_name",
+    "read_episode",
+    "read_episodes",
+    "read_stored",
+    "stored_episodes",
+]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The format ``EpisodeWriter`` writes; the reader reads it and format 1, and refuses newer ones."""
 EPISODE_FILE = "episode.json"
-STEPS_FILE = "steps.jsonl"
+FINAL_SCREEN = "final.jpg"
 
 
 def episode_folder_name(episode_id: str) -> str:
@@ -94,7 +102,8 @@ class EpisodeWriter:
 
     def write(self, trajectory: Trajectory) -> Path | None:
         """Write one episode; its folder, or None when it is outside the share or past the budget. An
-        episode written before is written again (the same id: the same folder)."""
+        episode written before is written again (the same id: the same folder). ``DocumentError`` (a
+        ``ValueError``) naming the field when a value has no JSON form (a non-finite reward)."""
         if not self.wanted(trajectory.id):
             self.skipped += 1
             return None
@@ -108,23 +117,17 @@ class EpisodeWriter:
                     self.bytes / 1e6,
                 )
             return None
+        outbox = Outbox()
+        form = trajectory_to_json(self._in_jpeg(trajectory), "trajectory", outbox)
+        screens = _screen_names(form, len(outbox.blobs))
         target = self.folder / episode_folder_name(trajectory.id)
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        steps = []
-        for step in trajectory.steps:
-            name = f"{step.index:03d}.jpg"
-            self._screen(partial / name, step.observation)
-            steps.append(_step_to_json(step, trajectory.task.goal, name))
-        final = None
-        if trajectory.final_observation is not None:
-            final = "final.jpg"
-            self._screen(partial / final, trajectory.final_observation)
-        (partial / STEPS_FILE).write_text("".join(json.dumps(s) + "\n" for s in steps), encoding="utf-8")
-        (partial / EPISODE_FILE).write_text(
-            json.dumps(_episode_to_json(trajectory, final), indent=1), "utf-8"
-        )
+        for name, data in zip(screens, outbox.blobs, strict=True):
+            (partial / name).write_bytes(data)
+        document = {"format": FORMAT_VERSION, "trajectory": form, "screens": screens}
+        (partial / EPISODE_FILE).write_text(json.dumps(document, indent=1, allow_nan=False), "utf-8")
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)
         self.written += 1
@@ -132,12 +135,79 @@ class EpisodeWriter:
         self.bytes += _size(target)
         return target
 
-    def _screen(self, path: Path, observation: Observation) -> None:
+    def _in_jpeg(self, trajectory: Trajectory) -> Trajectory:
+        """``trajectory`` with every screen a JPEG (PNG re-encoded at ``quality``, JPEG kept as it is)."""
+        final = trajectory.final_observation
+        return dataclasses.replace(
+            trajectory,
+            steps=tuple(
+                dataclasses.replace(step, observation=self._jpeg(step.observation))
+                for step in trajectory.steps
+            ),
+            final_observation=None if final is None else self._jpeg(final),
+        )
+
+    def _jpeg(self, observation: Observation) -> Observation:
         if observation.image_format == "jpeg":
-            path.write_bytes(observation.screenshot)
-            return
+            return observation
+        out = io.BytesIO()
         with Image.open(io.BytesIO(observation.screenshot)) as image:
-            image.convert("RGB").save(path, "JPEG", quality=self.quality)
+            image.convert("RGB").save(out, "JPEG", quality=self.quality)
+        return dataclasses.replace(observation, screenshot=out.getvalue(), image_format="jpeg")
+
+
+def _screen_names(form: dict[str, Any], count: int) -> list[str]:
+    """The file of each of the ``count`` attachments of a trajectory's form: ``NNN.jpg`` the screen step
+    NNN saw, ``final.jpg`` the final one."""
+    names = [""] * count
+    for place, step in enumerate(form["steps"]):
+        names[step["observation"]["screenshot"]] = f"{place:03d}.jpg"
+    if form["final_observation"] is not None:
+        names[form["final_observation"]["screenshot"]] = FINAL_SCREEN
+    return names
+
+
+class StoredEpisode(NamedTuple):
+    """An episode as its folder holds it: the trajectory, and the files of its screens."""
+
+    folder: Path
+    trajectory: Trajectory
+    """Its screenshots are empty (``b""``) when read without them (``load_screens=False``)."""
+    screens: tuple[str, ...]
+    """The file of each step's screen, in the order of the steps (names in ``folder``)."""
+    final_screen: str | None
+    """The file of the final screen; None when the trajectory has none."""
+
+
+class _ScreenFiles(Attachments):
+    """The screens of an episode's folder as its document's attachments: attachment k is the file
+    ``names[k]`` (each checked to be a file of the folder), read only when ``load``."""
+
+    def __init__(self, folder: Path, names: tuple[str, ...], *, load: bool) -> None:
+        super().__init__(len(names), "the episode")
+        for index, name in enumerate(names):
+            _check_screen(name, folder, f"screens[{index}]")
+        self._folder = folder
+        self._names = names
+        self._load = load
+
+    def fetch(self, index: int, where: str) -> bytes:
+        if not self._load:
+            return b""
+        name = self._names[index]
+        try:
+            return (self._folder / name).read_bytes()
+        except OSError as exc:
+            raise DocumentError(where, f"is {name}, which cannot be read ({exc.strerror})") from None
+
+
+def _check_screen(name: str, folder: Path, where: str) -> None:
+    """A screen is a file of the episode's own folder, named plainly (no path, no '..', no link out)."""
+    plain = name and "/" not in name and "\\" not in name and name not in (".", "..") and "\0" not in name
+    if not plain or (folder / name).resolve().parent != folder.resolve():
+        raise DocumentError(where, f"names {name!r}, not a file of the episode's folder")
+    if not (folder / name).is_file():
+        raise DocumentError(where, f"names {name}, which is missing")
 
 
 def episode_folders(folder: str | Path) -> list[Path]:
@@ -147,145 +217,62 @@ def episode_folders(folder: str | Path) -> list[Path]:
     ]
 
 
-def read_raw(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """An episode's ``episode.json`` and its ``steps.jsonl`` lines, as JSON, checked: every field the
-    format has, of its type; a step count equal to ``episode.json``'s; every screen a file of the
-    episode's own folder. ``ValueError`` naming the file (and the line) when it is not an episode."""
-    head_file, steps_file = path / EPISODE_FILE, path / STEPS_FILE
+def read_stored(path: str | Path, *, load_screens: bool = True) -> StoredEpisode:
+    """The episode in the folder ``path``, of format 2 or 1; without its screens' bytes unless
+    ``load_screens`` (their files are checked all the same). ``ValueError`` in one line naming the file
+    (and the field) when it is not an episode, or one of a newer format."""
+    path = Path(path)
+    head_file = path / EPISODE_FILE
     try:
         head = json.loads(head_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{head_file}: {_why(exc)}") from None
-    _check_head(head, path, head_file)
+        raise ValueError(f"{head_file}: {why_unreadable(exc)}") from None
+    document = Document(head, "", fail=file_errors(head_file))
+    version = document.take("format") if document.has("format") else None
+    source = str(head_file)
+    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
+        if type(version) is int and version > FORMAT_VERSION:
+            raise ValueError(
+                f"{head_file}: format {version}, newer than this distrl's {FORMAT_VERSION}: read it with "
+                "the distrl that wrote it, or a newer one"
+            )
+        raise ValueError(f"{head_file}: format {version!r}, not an episode format (1 to {FORMAT_VERSION})")
+    form: Any  # checked by the forms' reader, then read for the screens' files
+    if version == 1:
+        form, names = read_format_1(path, document)
+        screens, source = tuple(names), f"{path} (format 1)"
+    else:
+        form, screens = document.take("trajectory"), document.strings("screens")
+        document.close()
     try:
-        text = steps_file.read_text(encoding="utf-8")
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{steps_file}: {_why(exc)}") from None
-    lines: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{steps_file}:{number}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{where}: is not JSON ({exc})") from None
-        _check_step(data, len(lines), path, where)
-        lines.append(data)
-    if len(lines) != head["steps"]:
-        raise ValueError(f"{steps_file}: holds {len(lines)} step(s), but {EPISODE_FILE} says {head['steps']}")
-    return head, lines
-
-
-def _why(exc: Exception) -> str:
-    if isinstance(exc, OSError):
-        return f"cannot be read ({exc.strerror or exc})"
-    if isinstance(exc, UnicodeDecodeError):
-        return "is not UTF-8 text"
-    return f"is not JSON ({exc})"
-
-
-def _reader(file: Path | str) -> Fail:
-    """The errors of a document read from ``file``: ``ValueError`` naming the file, then the field."""
-
-    def fail(field: str, problem: str) -> ValueError:
-        return ValueError(f"{file}: {field} {problem}" if field else f"{file}: {problem}")
-
-    return fail
-
-
-def _check_head(head: object, folder: Path, where: Path) -> None:
-    data = Document(head, "", fail=_reader(where))
-    version = data.take("format") if data.has("format") else None
-    if version != FORMAT_VERSION:
-        raise ValueError(f"{where}: format {version!r}, not {FORMAT_VERSION}")
-    task = data.document("task")
-    for key in ("id", "suite", "goal", "split", "evaluator"):
-        task.string(key)
-    task.integer("max_steps")
-    task.strings("setup")
-    task.strings("apps")
-    for key in ("id", "host", "device"):
-        data.string(key)
-    end_reason = data.string("end_reason")
-    if end_reason not in {reason.value for reason in EndReason}:
-        raise data.fail("end_reason", f"{end_reason!r} is no end reason")
-    if not data.is_null("success"):
-        data.boolean("success")
-    if not data.is_null("verdict"):
-        data.string("verdict")
-    data.number("started_at_s", finite=False)
-    data.number("duration_s", finite=False)
-    data.integer("steps", minimum=0)
-    if data.has("temperature") and not data.is_null("temperature"):
-        data.number("temperature")
-    if data.has("group"):
-        data.string("group")
-    if data.is_null("final_screen"):
-        if not data.is_null("final_size"):
-            data.array("final_size")
-        return
-    _check_screen(data.string("final_screen"), folder, f"{where}: final_screen")
-    if not _pair(data.take("final_size"), int):
-        raise data.fail("final_size", "must be [width, height]")
-
-
-def _check_step(step: object, index: int, folder: Path, where: str) -> None:
-    data = Document(step, "", fail=_reader(where))
-    place = data.integer("index")
-    if place != index:
-        raise data.fail("index", f"is {place}, not {index} (the step's place)")
-    for key in ("goal", "output"):
-        data.string(key)
-    for key in ("logprob", "reward", "duration_s"):
-        data.number(key, finite=False)
-    data.integer("policy_version")
-    data.integer("width")
-    data.integer("height")
-    _check_screen(data.string("screen"), folder, f"{where}: screen")
-    action = data.document("action")
-    if action.has("invalid"):
-        action.string("invalid")
-        return
-    kind = action.take("type") if action.has("type") else None
-    if kind not in ActionType.__members__:
-        raise action.fail(action.at("type"), f"{kind!r} is no action type")
-    for key in ("touch", "lift"):
-        if action.has(key) and not action.is_null(key) and not _pair(action.take(key), int | float):
-            raise action.fail(action.at(key), "must be null or [x, y]")
-    if action.has("text") and not action.is_null("text"):
-        action.string("text")
-
-
-def _pair(value: object, kind: type | UnionType) -> bool:
-    """Whether ``value`` is an array of two numbers of ``kind`` (booleans are none)."""
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
+        files = _ScreenFiles(path, screens, load=load_screens)
+        trajectory = trajectory_from_json(form, "trajectory", files)
+        files.close("screens")
+    except DocumentError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    for place, step in enumerate(trajectory.steps):
+        if step.index != place:
+            raise ValueError(f"{source}: trajectory.steps[{place}].index is {step.index}, not {place}")
+    final = form["final_observation"]
+    return StoredEpisode(
+        folder=path,
+        trajectory=trajectory,
+        screens=tuple(screens[step["observation"]["screenshot"]] for step in form["steps"]),
+        final_screen=None if final is None else screens[final["screenshot"]],
     )
 
 
-def _check_screen(name: str, folder: Path, where: str) -> None:
-    """A screen is a file of the episode's own folder, named plainly (no path, no '..', no link out)."""
-    plain = name and "/" not in name and "\\" not in name and name not in (".", "..") and "\0" not in name
-    if not plain or (folder / name).resolve().parent != folder.resolve():
-        raise ValueError(f"{where}: {name!r} is not a file of the episode's folder")
-    if not (folder / name).is_file():
-        raise ValueError(f"{where}: the screen {name} is missing")
-
-
-def raw_episodes(
-    folder: str | Path, *, strict: bool = False
-) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
-    """``(folder name, episode.json, step lines)`` for each episode in ``folder`` (for the viewer and the
-    export, which read the format as it is). A malformed episode is skipped with a warning naming its
-    file, or (``strict``) is a ``ValueError``; ``ValueError`` too when the folder holds no good one."""
+def stored_episodes(
+    folder: str | Path, *, strict: bool = False, load_screens: bool = False
+) -> list[StoredEpisode]:
+    """Each episode in ``folder`` (``read_stored``), in the order of their ids, for the viewer and the
+    export: a malformed one is skipped with a warning naming its file, or (``strict``) is a
+    ``ValueError``; ``ValueError`` too when the folder holds no good one."""
     found = []
     skipped = 0
     for path in episode_folders(folder) if Path(folder).is_dir() else []:
         try:
-            found.append((path.name, *read_raw(path)))
+            found.append(read_stored(path, load_screens=load_screens))
         except ValueError as exc:
             if strict:
                 raise
@@ -306,121 +293,7 @@ def read_episodes(folder: str | Path) -> Iterator[Trajectory]:
 
 def read_episode(path: str | Path) -> Trajectory:
     """The episode in ``path``; ValueError naming the file when it is not one."""
-    path = Path(path)
-    head, lines = read_raw(path)
-    try:
-        steps = tuple(_step_from_json(line, path) for line in lines)
-        final = head["final_screen"]
-        task = head["task"]
-        return Trajectory(
-            id=head["id"],
-            task=Task(
-                id=task["id"],
-                suite=task["suite"],
-                goal=task["goal"],
-                split=task["split"],
-                max_steps=task["max_steps"],
-                setup=tuple(task["setup"]),
-                apps=tuple(task["apps"]),
-                evaluator=task["evaluator"],
-            ),
-            host=head["host"],
-            device=head["device"],
-            steps=steps,
-            final_observation=None if final is None else _observation(path / final, *head["final_size"]),
-            end_reason=EndReason(head["end_reason"]),
-            success=head["success"],
-            verdict=head["verdict"],
-            started_at_s=head["started_at_s"],
-            duration_s=head["duration_s"],
-            temperature=head.get("temperature"),
-            group=head.get("group", ""),
-        )
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        raise ValueError(f"{path} is not an episode of this format: {exc}") from exc
-
-
-def _episode_to_json(trajectory: Trajectory, final: str | None) -> dict[str, Any]:
-    task = trajectory.task
-    return {
-        "format": FORMAT_VERSION,
-        "id": trajectory.id,
-        "task": {
-            "id": task.id,
-            "suite": task.suite,
-            "goal": task.goal,
-            "split": task.split,
-            "max_steps": task.max_steps,
-            "setup": list(task.setup),
-            "apps": list(task.apps),
-            "evaluator": task.evaluator,
-        },
-        "host": trajectory.host,
-        "device": trajectory.device,
-        "end_reason": trajectory.end_reason.value,
-        "success": trajectory.success,
-        "verdict": trajectory.verdict,
-        "started_at_s": trajectory.started_at_s,
-        "duration_s": trajectory.duration_s,
-        "temperature": trajectory.temperature,
-        "group": trajectory.group,
-        "steps": len(trajectory.steps),
-        "final_screen": final,
-        "final_size": None
-        if trajectory.final_observation is None
-        else [trajectory.final_observation.width, trajectory.final_observation.height],
-    }
-
-
-def _step_to_json(step: Step, goal: str, screen: str) -> dict[str, Any]:
-    action = step.action
-    parsed: dict[str, Any]
-    if isinstance(action, InvalidAction):
-        parsed = {"invalid": action.reason}
-    else:
-        parsed = {"type": action.type.name, "touch": action.touch, "lift": action.lift, "text": action.text}
-    return {
-        "index": step.index,
-        "goal": goal,
-        "output": step.output,
-        "action": parsed,
-        "logprob": step.behaviour_logprob,
-        "policy_version": step.policy_version,
-        "reward": step.reward,
-        "duration_s": step.duration_s,
-        "screen": screen,
-        "width": step.observation.width,
-        "height": step.observation.height,
-    }
-
-
-def _step_from_json(data: dict[str, Any], folder: Path) -> Step:
-    parsed = data["action"]
-    action: Action | InvalidAction
-    if "invalid" in parsed:
-        action = InvalidAction(text=data["output"], reason=parsed["invalid"])
-    else:
-        touch, lift = parsed["touch"], parsed["lift"]
-        action = Action(
-            type=ActionType[parsed["type"]],
-            touch=None if touch is None else (touch[0], touch[1]),
-            lift=None if lift is None else (lift[0], lift[1]),
-            text=parsed["text"],
-        )
-    return Step(
-        index=data["index"],
-        observation=_observation(folder / data["screen"], data["width"], data["height"]),
-        output=data["output"],
-        action=action,
-        policy_version=data["policy_version"],
-        behaviour_logprob=data["logprob"],
-        reward=data["reward"],
-        duration_s=data["duration_s"],
-    )
-
-
-def _observation(path: Path, width: int, height: int) -> Observation:
-    return Observation(screenshot=path.read_bytes(), width=width, height=height, image_format="jpeg")
+    return read_stored(path).trajectory
 
 
 def _size(folder: Path) -> int:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import collections
 import html
 from pathlib import Path
-from typing import Any
 
-from distrl.episodes.store import raw_episodes
+from distrl.episodes.store import StoredEpisode, stored_episodes
+from distrl.records import Action, InvalidAction, Step
 
 __all__ = ["write_viewer"]
 
@@ -99,12 +99,12 @@ def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
     left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder holds no
     episode."""
     folder = Path(folder)
-    episodes = raw_episodes(folder, strict=strict)
+    episodes = stored_episodes(folder, strict=strict)
     by_task: collections.Counter[str] = collections.Counter()
     won: collections.Counter[str] = collections.Counter()
-    for _, head, _ in episodes:
-        by_task[head["task"]["goal"]] += 1
-        won[head["task"]["goal"]] += bool(head["success"])
+    for episode in episodes:
+        by_task[episode.trajectory.task.goal] += 1
+        won[episode.trajectory.task.goal] += bool(episode.trajectory.success)
     total_won = sum(won.values())
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>distrl episodes</title>",
@@ -118,7 +118,7 @@ def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
         ),
         "</table></details>",
         _filters(episodes),
-        *(_episode(name, head, steps, first=i == 0) for i, (name, head, steps) in enumerate(episodes)),
+        *(_episode(episode, first=i == 0) for i, episode in enumerate(episodes)),
         f"<script>{_SCRIPT}</script>",
         "</body></html>",
     ]
@@ -127,11 +127,11 @@ def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
     return page
 
 
-def _filters(episodes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]) -> str:
+def _filters(episodes: list[StoredEpisode]) -> str:
     """The filter bar: outcome, task and policy version (the page's address keeps the choice:
     ``index.html#outcome=failure&version=3``)."""
-    goals = sorted({head["task"]["goal"] for _, head, _ in episodes})
-    versions = sorted({int(step["policy_version"]) for _, _, steps in episodes for step in steps})
+    goals = sorted({episode.trajectory.task.goal for episode in episodes})
+    versions = sorted({step.policy_version for episode in episodes for step in episode.trajectory.steps})
 
     def select(key: str, label: str, options: list[str]) -> str:
         choices = "".join(f"<option>{html.escape(o)}</option>" for o in options)
@@ -148,31 +148,31 @@ def _filters(episodes: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]) -
     )
 
 
-def _episode(name: str, head: dict[str, object], steps: list[dict[str, object]], *, first: bool) -> str:
-    success = head["success"]
-    outcome = {True: "success", False: "failure", None: "unscored"}[success]  # type: ignore[index]
-    end = str(head["end_reason"])
-    task = head["task"]
-    assert isinstance(task, dict)
-    verdict = f" · judge: {html.escape(str(head['verdict']))}" if head.get("verdict") else ""
-    figures = [_step(name, step) for step in steps]
-    versions = " ".join(sorted({str(step["policy_version"]) for step in steps}))
+def _episode(episode: StoredEpisode, *, first: bool) -> str:
+    name, trajectory = episode.folder.name, episode.trajectory
+    outcome = {True: "success", False: "failure", None: "unscored"}[trajectory.success]
+    end = trajectory.end_reason.value
+    goal = trajectory.task.goal
+    verdict = f" · judge: {html.escape(trajectory.verdict)}" if trajectory.verdict else ""
+    figures = [
+        _step(name, step, screen) for step, screen in zip(trajectory.steps, episode.screens, strict=True)
+    ]
+    versions = " ".join(sorted({str(step.policy_version) for step in trajectory.steps}))
     data = (
-        f" data-outcome='{outcome}' data-task='{html.escape(str(task['goal']), quote=True)}'"
-        f" data-versions=' {versions} '"
+        f" data-outcome='{outcome}' data-task='{html.escape(goal, quote=True)}' data-versions=' {versions} '"
     )
-    if head.get("final_screen"):
-        source = html.escape(f"{name}/{head['final_screen']}", quote=True)
+    if episode.final_screen:
+        source = html.escape(f"{name}/{episode.final_screen}", quote=True)
         figures.append(
             f"<figure>{_SCREEN}<img src='{source}' alt='final screen'></div>"
             "<figcaption>the final screen</figcaption></figure>"
         )
     return (
         f"<details id='{html.escape(name, quote=True)}'{data}{' open' if first else ''}>"
-        f"<summary><b>{html.escape(str(task['goal']))}</b> "
-        f"<span class='{outcome}'>{outcome}</span> · {_count(len(steps), 'step')}"
+        f"<summary><b>{html.escape(goal)}</b> "
+        f"<span class='{outcome}'>{outcome}</span> · {_count(len(trajectory.steps), 'step')}"
         f" · <span class='ended'>ended: {html.escape(_ENDED.get(end, end))}</span>"
-        f" · {html.escape(str(head['device']))} on {html.escape(str(head['host']))}{verdict}</summary>"
+        f" · {html.escape(trajectory.device)} on {html.escape(trajectory.host)}{verdict}</summary>"
         f"<div class='steps'>{''.join(figures)}</div></details>"
     )
 
@@ -181,21 +181,21 @@ def _count(number: int, noun: str, plural: str = "") -> str:
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
-def _step(name: str, step: dict[str, object]) -> str:
-    action = step["action"]
-    assert isinstance(action, dict)
+def _step(name: str, step: Step, screen: str) -> str:
+    action = step.action
     marks = ""
-    if action.get("touch") is not None:  # normalised (y, x), as AitW writes them
-        (ty, tx), (ly, lx) = action["touch"], action["lift"]
+    if isinstance(action, Action) and action.touch is not None and action.lift is not None:
+        (ty, tx), (ly, lx) = action.touch, action.lift  # normalised (y, x), as AitW writes them
         marks = f"<span class='mark' style='top:{100 * ty:.1f}%;left:{100 * tx:.1f}%'></span>"
         if (ty, tx) != (ly, lx):
             marks += f"<span class='mark lift' style='top:{100 * ly:.1f}%;left:{100 * lx:.1f}%'></span>"
-    what = f"invalid: {action['invalid']}" if "invalid" in action else str(action.get("type"))
-    if action.get("text"):
-        what += f" “{action['text']}”"
-    source = html.escape(f"{name}/{step['screen']}", quote=True)
+    if isinstance(action, InvalidAction):
+        what = f"invalid: {action.reason}"
+    else:
+        what = action.type.name + (f" “{action.text}”" if action.text else "")
+    source = html.escape(f"{name}/{screen}", quote=True)
     return (
-        f"<figure>{_SCREEN}<img src='{source}' alt='step {step['index']}'>{marks}</div>"
-        f"<figcaption>{step['index']}. {html.escape(what)} · reward {step['reward']}<br>"
-        f"<code>{html.escape(str(step['output'])[:300])}</code></figcaption></figure>"
+        f"<figure>{_SCREEN}<img src='{source}' alt='step {step.index}'>{marks}</div>"
+        f"<figcaption>{step.index}. {html.escape(what)} · reward {step.reward}<br>"
+        f"<code>{html.escape(step.output[:300])}</code></figcaption></figure>"
     )

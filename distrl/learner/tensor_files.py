@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import struct
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -27,6 +26,7 @@ import safetensors.torch
 import torch
 
 from distrl.errors import CheckpointError
+from distrl.records.safetensors_header import HeaderError, read_header
 
 __all__ = [
     "META_KEY",
@@ -84,9 +84,10 @@ def load_tensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
             path=str(path),
             reason="corrupt",
         ) from exc
-    # safetensors has checked the header; only the metadata is left to read.
-    (header_len,) = struct.unpack_from("<Q", blob)
-    metadata = json.loads(blob[8 : 8 + header_len]).get("__metadata__") or {}
+    try:  # safetensors has read the tensors; the metadata is left to read
+        metadata = read_header(blob).metadata
+    except HeaderError as exc:
+        raise CheckpointError(f"{path}: {exc}", path=str(path), reason="corrupt") from exc
     if META_KEY not in metadata:
         return tensors, {}
     try:

@@ -2,17 +2,19 @@
 attachments, and a trajectory as one blob of bytes: that JSON and its attachments.
 
 One conversion, used wherever a record leaves memory, so that every side agrees: the wire
-(``distrl.wire.codec`` puts records in its messages' headers, their screens in the frame's attachments)
-and the learner (``pack_trajectory``: the replay buffer's checkpoints, the batches rank 0 sends the
-other ranks).
+(``distrl.wire.codec`` puts records in its messages' headers, their screens in the frame's attachments),
+the learner (``pack_trajectory``: the replay buffer's checkpoints, the batches rank 0 sends the other
+ranks) and the episodes on disk (``distrl.episodes.store``: the trajectory's form in ``episode.json``,
+its screens in files of the episode's folder).
 
 ``*_to_json`` checks each value as it writes it (its type, a finite float, an integer within 64 bits),
 and a screen goes to the ``Outbox`` in exchange for its index there. ``*_from_json`` reads with the
-typed reader (``distrl.records.documents``), refuses unknown fields, and takes each screen from the
-``Inbox`` by its index, each exactly once. Every problem is one ``DocumentError`` (a ``ValueError``)
-naming the field's path, ``where`` being the record's own (``header.trajectory.steps[1].reward is nan,
-and non-finite floats cannot be sent as JSON``); a reader that raises its own errors translates it at
-its boundary (the wire: ``WireError``, same message).
+typed reader (``distrl.records.documents``), refuses unknown fields, and takes each screen by its index
+from the ``Inbox`` (or any other ``Attachments``: the episode store's files), each exactly once. Every
+problem is one ``DocumentError`` (a ``ValueError``) naming the field's path, ``where`` being the
+record's own (``header.trajectory.steps[1].reward is nan, and non-finite floats cannot be sent as
+JSON``); a reader that raises its own errors translates it at its boundary (the wire: ``WireError``,
+same message; the episodes: ``ValueError`` naming the file).
 
 A blob (``pack_trajectory``), integers big-endian::
 
@@ -52,6 +54,7 @@ from distrl.records.vocabulary import (
 )
 
 __all__ = [
+    "Attachments",
     "Inbox",
     "Outbox",
     "action_from_json",
@@ -94,38 +97,54 @@ class Outbox:
         return len(self.blobs) - 1
 
 
-class Inbox:
-    """The attachments of a document being read, ``lengths`` bytes each from ``data``; each must be taken
-    exactly once. ``holder`` names what holds them, for errors (``the frame``)."""
+class Attachments:
+    """The attachments of a document being read, ``count`` of them, each to be taken exactly once by the
+    index a field holds; ``holder`` names what holds them, for errors (``the frame``). Where their bytes
+    come from is ``fetch``'s: ``Inbox`` (bytes after the JSON: the wire's frames, packed trajectories) or
+    the episode store's files."""
+
+    def __init__(self, count: int, holder: str) -> None:
+        self._holder = holder
+        self._taken = [False] * count
+
+    def take(self, value: object, where: str) -> bytes:
+        """The attachment whose index is ``value`` (the field at ``where``)."""
+        index = integer(value, where, minimum=0)
+        if index >= len(self._taken):
+            raise DocumentError(
+                where, f"refers to attachment {index}, but {self._holder} has {len(self._taken)}"
+            )
+        if self._taken[index]:
+            raise DocumentError(where, f"refers to attachment {index}, which another field already uses")
+        self._taken[index] = True
+        return self.fetch(index, where)
+
+    def fetch(self, index: int, where: str) -> bytes:
+        """The bytes of attachment ``index`` (taken by the field at ``where``): a subclass's to say."""
+        raise NotImplementedError
+
+    def close(self, where: str) -> None:
+        """Refuse the attachments no field took; ``where`` is the path of the list of them."""
+        unused = [index for index, taken in enumerate(self._taken) if not taken]
+        if unused:
+            raise DocumentError(where, f"declares attachment(s) {unused} that no field uses")
+
+
+class Inbox(Attachments):
+    """The attachments of a document being read, ``lengths`` bytes each from ``data``."""
 
     def __init__(self, data: bytes | memoryview, lengths: list[int], holder: str) -> None:
+        super().__init__(len(lengths), holder)
         self._data = data
-        self._holder = holder
         self._spans: list[tuple[int, int]] = []
         start = 0
         for length in lengths:
             self._spans.append((start, start + length))
             start += length
-        self._taken = [False] * len(lengths)
 
-    def take(self, value: object, where: str) -> bytes:
-        """The attachment whose index is ``value`` (the field at ``where``)."""
-        index = integer(value, where, minimum=0)
-        if index >= len(self._spans):
-            raise DocumentError(
-                where, f"refers to attachment {index}, but {self._holder} has {len(self._spans)}"
-            )
-        if self._taken[index]:
-            raise DocumentError(where, f"refers to attachment {index}, which another field already uses")
-        self._taken[index] = True
+    def fetch(self, index: int, where: str) -> bytes:
         start, end = self._spans[index]
         return bytes(self._data[start:end])
-
-    def close(self, where: str) -> None:
-        """Refuse the attachments no field took; ``where`` is the path of the list of their lengths."""
-        unused = [index for index, taken in enumerate(self._taken) if not taken]
-        if unused:
-            raise DocumentError(where, f"declares attachment(s) {unused} that no field uses")
 
 
 # -- tasks ------------------------------------------------------------------------------------------
@@ -207,7 +226,7 @@ def observation_to_json(value: object, where: str, outbox: Outbox) -> dict[str, 
     }
 
 
-def observation_from_json(value: object, where: str, inbox: Inbox) -> Observation:
+def observation_from_json(value: object, where: str, inbox: Attachments) -> Observation:
     obj = Document(value, where)
     observation = Observation(
         screenshot=inbox.take(obj.take("screenshot"), obj.at("screenshot")),
@@ -265,13 +284,11 @@ def action_from_json(value: object, where: str) -> Action | InvalidAction:
         code = obj.integer("type")
         if code not in ActionType._value2member_map_:
             raise DocumentError(obj.at("type"), f"is {code}, not an AitW action type")
+        touch = _point_from_json(obj.take("touch"), obj.at("touch"))
+        lift = _point_from_json(obj.take("lift"), obj.at("lift"))
+        text = obj.string("text")
         try:
-            action = Action(
-                type=ActionType(code),
-                touch=_point_from_json(obj.take("touch"), obj.at("touch")),
-                lift=_point_from_json(obj.take("lift"), obj.at("lift")),
-                text=obj.string("text"),
-            )
+            action = Action(type=ActionType(code), touch=touch, lift=lift, text=text)
         except ValueError as exc:
             raise DocumentError(where, f"is not a valid action: {exc}") from exc
     else:
@@ -297,7 +314,7 @@ def step_to_json(value: object, where: str, outbox: Outbox) -> dict[str, object]
     }
 
 
-def step_from_json(value: object, where: str, inbox: Inbox) -> Step:
+def step_from_json(value: object, where: str, inbox: Attachments) -> Step:
     obj = Document(value, where)
     step = Step(
         index=obj.integer("index", minimum=0),
@@ -339,7 +356,7 @@ def trajectory_to_json(value: object, where: str, outbox: Outbox) -> dict[str, o
     }
 
 
-def trajectory_from_json(value: object, where: str, inbox: Inbox) -> Trajectory:
+def trajectory_from_json(value: object, where: str, inbox: Attachments) -> Trajectory:
     obj = Document(value, where)
     trajectory_id = obj.string("id")
     task = task_from_json(obj.take("task"), obj.at("task"))

@@ -2,21 +2,20 @@
 
 - ``blobs``: the two kinds of blob, safetensors files with their metadata and checksums: ``encode_full``,
   ``encode_diff``, ``encode``; ``describe`` and ``apply``, which checks everything before it writes.
+- ``bits``: a tensor as the blobs see it: its dtype, raw bytes and bits, and the checksum.
 - ``planes``: the byte coding of a diff's differences (zigzag, byte planes, zlib per chunk), and why.
 """
 
+from distrl.weights.bits import DTYPES, Tensors, checksum
 from distrl.weights.blobs import (
     DIFF_ENCODING,
-    DTYPES,
     FORMAT,
     FORMAT_VERSION,
     FULL_ENCODING,
     BlobInfo,
     Encoded,
     Snapshot,
-    Tensors,
     apply,
-    checksum,
     describe,
     encode,
     encode_diff,

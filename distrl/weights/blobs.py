@@ -28,14 +28,14 @@ diffs of 26-43% of the bfloat16 snapshot, 13-22% of the float32 adapter. A diff 
 applying it 0.9-1.6 s on 2 shared cores; bfloat16 about half.
 
 The two blob kinds share their metadata, checksums and manifest checks, written and read in this one
-module; the byte coding of the differences is ``planes``.
+module; a tensor's dtype, raw bits and checksum are ``bits``, the byte coding of the differences is
+``planes``, and the safetensors header is read by ``distrl.records.safetensors_header`` (the one reader
+of it, the learner's checkpoint files' too).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, NoReturn, cast
@@ -46,7 +46,9 @@ import torch
 
 from distrl.errors import WeightsError
 from distrl.records import Document
-from distrl.weights.planes import UINT, Array, LayoutError, pack, unpack
+from distrl.records.safetensors_header import HeaderError, read_header
+from distrl.weights.bits import DTYPES, Tensors, bits, check_name, checksum, digest, dtype_name, on_cpu
+from distrl.weights.planes import Array, LayoutError, pack, unpack
 
 FORMAT = "distrl.weights"
 """The ``format`` metadata string of every blob."""
@@ -57,21 +59,8 @@ FULL_ENCODING = "raw"
 DIFF_ENCODING = "sub-zigzag/shuffle/zlib-rle"
 """A diff: integer difference of the raw bits, zigzag, byte planes, zlib (run-length strategy) per chunk."""
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float8_e4m3fn": torch.float8_e4m3fn,
-    "float8_e5m2": torch.float8_e5m2,
-}
-"""The tensor types a snapshot may hold, by name."""
-
-_MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
 _HEX = frozenset("0123456789abcdef")
 
-Tensors = Mapping[str, torch.Tensor]
-"""An adapter's trainable tensors by name (a state dict)."""
 Kind = Literal["full", "diff"]
 
 
@@ -95,13 +84,6 @@ class BlobInfo:
     checksum: str
     """``checksum()`` of the weights at ``version`` (hex)."""
     encoding: str
-
-
-def checksum(tensors: Tensors) -> str:
-    """SHA-256 (hex) of the tensors: names, dtypes, shapes and raw bytes, in sorted name order."""
-    for name, tensor in tensors.items():
-        _dtype_name(name, tensor)
-    return _digest(tensors, b"")
 
 
 class Encoded(NamedTuple):
@@ -141,9 +123,9 @@ def encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) -> 
 
 def _encode_full(tensors: Tensors, version: int) -> Encoded:
     _check_version(version, "version")
-    stored = {name: _cpu(name, tensor).clone() for name, tensor in tensors.items()}
+    stored = {name: on_cpu(name, tensor).clone() for name, tensor in tensors.items()}
     for name in stored:
-        _check_name(name)
+        check_name(name)
     metadata = _metadata("full", version, None, FULL_ENCODING, checksum(stored))
     return Encoded(_save(stored, metadata), metadata["checksum"])
 
@@ -162,9 +144,9 @@ def _encode_diff(old: Tensors, new: Tensors, base_version: int, version: int) ->
     entries: list[list[Any]] = []
     deltas: dict[str, list[Array]] = {}
     for name in sorted(new):
-        before, after = _bits(name, old[name]), _bits(name, new[name])
+        before, after = bits(name, old[name]), bits(name, new[name])
         changed = not np.array_equal(before, after)
-        dtype = _dtype_name(name, new[name])
+        dtype = dtype_name(name, new[name])
         entries.append([name, dtype, list(new[name].shape), int(changed)])
         if changed:
             deltas.setdefault(dtype, []).append(np.subtract(after, before))  # wraps: exact mod 2**bits
@@ -206,13 +188,13 @@ def apply(tensors: Tensors, blob: bytes, *, expected_base: int | None) -> Snapsh
         )
     stored = _load(blob, info, expected_base)
     claimed = metadata.pop("payload_checksum")
-    if _digest(stored, _canonical(metadata)) != claimed:
+    if digest(stored, _canonical(metadata)) != claimed:
         _fail("checksum", "the blob's payload does not match its checksum", info, expected_base)
     if info.kind == "full":
         result = stored
         for name, tensor in result.items():
-            _check_name(name)
-            _dtype_name(name, tensor)
+            check_name(name)
+            dtype_name(name, tensor)
         if tensors:
             _check_same_structure(tensors, result, info, expected_base)
     else:
@@ -258,11 +240,11 @@ def _apply_diff(
             bad(f"has a malformed entry for {entry[0]!r}")
         name, dtype, shape, flag = entry
         tensor = tensors[name]
-        if dtype != _dtype_name(name, tensor) or shape != list(tensor.shape):
+        if dtype != dtype_name(name, tensor) or shape != list(tensor.shape):
             _fail(
                 "mismatch",
                 f"{name}: the diff has {dtype} {shape}, the weights have "
-                f"{_dtype_name(name, tensor)} {list(tensor.shape)}",
+                f"{dtype_name(name, tensor)} {list(tensor.shape)}",
                 info,
                 expected,
                 tensor=name,
@@ -272,7 +254,7 @@ def _apply_diff(
     if set(chunks) != set(changed) or set(stored) != {f"delta.{dtype}" for dtype in changed}:
         bad("does not match the buffers in the blob")
     result = {
-        name: _cpu(name, tensors[name]).clone()
+        name: on_cpu(name, tensors[name]).clone()
         for name, entry in zip(names, entries, strict=True)
         if not entry[3]
     }
@@ -291,7 +273,7 @@ def _apply_diff(
             bad(f"for {dtype} has {exc}")
         start = 0
         for name in members:
-            old = _bits(name, tensors[name])
+            old = bits(name, tensors[name])
             new = np.add(old, delta[start : start + old.size])  # wraps: exact mod 2**bits
             start += old.size
             result[name] = (
@@ -321,7 +303,7 @@ def _metadata(
 
 
 def _save(stored: dict[str, torch.Tensor], metadata: dict[str, str]) -> bytes:
-    metadata["payload_checksum"] = _digest(stored, _canonical(metadata))
+    metadata["payload_checksum"] = digest(stored, _canonical(metadata))
     return safetensors.torch.save(stored, metadata=metadata)
 
 
@@ -333,25 +315,10 @@ def _read_header(blob: bytes) -> tuple[BlobInfo, dict[str, str]]:
     def fail(reason: str, problem: str) -> NoReturn:
         raise WeightsError(f"unusable weights blob: {problem}", reason=reason)
 
-    if len(blob) < 8:
-        fail("truncated", f"{len(blob)} bytes")
-    (header_len,) = struct.unpack_from("<Q", blob)
-    if header_len > _MAX_HEADER_BYTES:
-        fail("corrupt", f"a header of {header_len} bytes")
-    if header_len > len(blob) - 8:
-        fail("truncated", f"the header needs {header_len} bytes, {len(blob) - 8} follow")
     try:
-        header = json.loads(blob[8 : 8 + header_len])
-    except ValueError:
-        fail("corrupt", "the header is not JSON")
-    if not isinstance(header, dict) or not all(isinstance(v, dict) for v in header.values()):
-        fail("corrupt", "the header is not a safetensors header")
-    ends = [entry.get("data_offsets", [0, 0]) for key, entry in header.items() if key != "__metadata__"]
-    if not all(isinstance(end, list) and len(end) == 2 and isinstance(end[1], int) for end in ends):
-        fail("corrupt", "malformed data offsets")
-    if max((end[1] for end in ends), default=0) > len(blob) - 8 - header_len:
-        fail("truncated", "the tensors run past the end")
-    metadata = header.get("__metadata__", {})
+        metadata = read_header(blob).metadata
+    except HeaderError as exc:
+        fail(exc.reason, str(exc))
     fields = Document(metadata, "metadata", fail=_metadata_error)
     if fields.string("format") != FORMAT or fields.string("format_version") != str(FORMAT_VERSION):
         fail("metadata", f"not {FORMAT} version {FORMAT_VERSION}")
@@ -394,51 +361,6 @@ def _integer(text: str | None) -> int | None:
     return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) < 20 else None
 
 
-# --- tensors ---------------------------------------------------------------------------------------------
-
-
-def _digest(tensors: Tensors, prefix: bytes) -> str:
-    digest = hashlib.sha256(prefix)
-    for name in sorted(tensors):
-        tensor = tensors[name]
-        dtype = str(tensor.dtype).removeprefix("torch.")
-        digest.update(json.dumps([name, dtype, list(tensor.shape)]).encode() + b"\n")
-        digest.update(_raw(tensor).data)
-    return digest.hexdigest()
-
-
-def _dtype_name(name: str, tensor: torch.Tensor) -> str:
-    dtype = str(tensor.dtype).removeprefix("torch.")
-    if dtype not in DTYPES:
-        raise WeightsError(
-            f"{name}: {dtype} is not a supported float type ({', '.join(DTYPES)})",
-            reason="dtype",
-            tensor=name,
-        )
-    return dtype
-
-
-def _cpu(name: str, tensor: torch.Tensor) -> torch.Tensor:
-    _dtype_name(name, tensor)
-    return tensor.detach().to("cpu").contiguous()
-
-
-def _bits(name: str, tensor: torch.Tensor) -> Array:
-    """The tensor's raw bits as a flat unsigned integer array (a view when it is on the CPU already)."""
-    _dtype_name(name, tensor)
-    return _raw(tensor).view(UINT[tensor.element_size()])
-
-
-def _raw(tensor: torch.Tensor) -> Array:
-    """The tensor's bytes, flat (a view when it is a contiguous CPU tensor already)."""
-    return tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy()
-
-
-def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not name or name == "__metadata__":
-        raise WeightsError(f"{name!r} cannot name a tensor", reason="metadata", tensor=str(name))
-
-
 def _check_version(value: int, what: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise WeightsError(f"{what} must be an integer >= 0, not {value!r}", reason="metadata")
@@ -452,7 +374,7 @@ def _check_same_structure(
             where = "the new weights" if name in new else "the old weights"
             _fail("mismatch", f"{name} is only in {where}", info, expected, tensor=name)
         a, b = old[name], new[name]
-        if _dtype_name(name, a) != _dtype_name(name, b) or a.shape != b.shape:
+        if dtype_name(name, a) != dtype_name(name, b) or a.shape != b.shape:
             _fail(
                 "mismatch",
                 f"{name}: {a.dtype} {list(a.shape)} against {b.dtype} {list(b.shape)}",
@@ -481,15 +403,12 @@ __all__ = [
     "BlobInfo",
     "Encoded",
     "Snapshot",
-    "Tensors",
     "apply",
-    "checksum",
     "describe",
     "encode",
     "encode_diff",
     "encode_full",
     "DIFF_ENCODING",
-    "DTYPES",
     "FORMAT",
     "FORMAT_VERSION",
     "FULL_ENCODING",
