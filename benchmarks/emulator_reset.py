@@ -32,10 +32,10 @@ import anyio
 from adb_rig import free_ports, private_adb_server
 from plotting import saved_figure
 
-from distrl.config import Devices, SimSettings, Timeouts
+from distrl.config import Devices, ScreenSettings, SimSettings, Timeouts
 from distrl.device.adb import AdbDevice
 from distrl.device.emulator import Launcher
-from distrl.device.host import screen_options
+from distrl.device.screen import screen_options
 from distrl.records import Task
 from distrl.testing.fake_emulator import install, make_avd
 
@@ -87,8 +87,8 @@ async def measure(time_scale: float, repeats: int) -> dict[str, object]:
         devices = Devices(avd=AVD, first_port=free_ports(2, start=5600, stop=5682), snapshot="bench")
         (serial,) = devices.launched
         timeouts = Timeouts(device_boot_s=180, device_reset_s=60, device_observe_s=30, device_act_s=30)
-        sim = SimSettings()
-        launcher = Launcher(devices, timeouts, run_folder=tmp, device_options=screen_options(sim))
+        sim, screen = SimSettings(), ScreenSettings()
+        launcher = Launcher(devices, timeouts, run_folder=tmp, device_options=screen_options(screen))
         async with anyio.create_task_group() as tg:
             started = time.perf_counter()
             await tg.start(launcher.run)
@@ -125,7 +125,7 @@ async def measure(time_scale: float, repeats: int) -> dict[str, object]:
             "size": f"{sim.width}x{sim.height}",
             "png_mean": round(statistics.mean(png)),
             "jpeg_mean": round(statistics.mean(jpeg)),
-            "jpeg_quality": sim.jpeg_quality,
+            "jpeg_quality": screen.jpeg_quality,
             "ratio": round(statistics.mean(png) / statistics.mean(jpeg), 2),
         },
     }

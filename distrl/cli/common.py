@@ -11,13 +11,15 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
 from distrl import __version__
 from distrl.config import Inventory
-from distrl.sim.latency import FaultRates
+
+if TYPE_CHECKING:
+    from distrl.sim.latency import FaultRates
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -143,6 +145,8 @@ def _number(allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]
 
 
 def fault_rates(text: str) -> FaultRates:
+    from distrl.sim.latency import FaultRates  # here: a worker's command line imports no sim
+
     try:
         return FaultRates.parse(text)
     except ValueError as exc:
