@@ -444,3 +444,17 @@ def test_a_run_stopped_in_its_start_up_says_there_is_nothing_to_resume(tmp_path:
         f" python -m distrl run {inventory}"
     ]
     assert not (tmp_path / "runs" / "t" / "checkpoints").exists()
+
+
+def test_the_worker_command_imports_no_sim() -> None:
+    # a worker of real phones runs where the sim is not installed: its command line must not need it
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "distrl", "worker", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
+    assert "distrl.cli.common" in imported  # what the check below would miss if nothing were recorded
+    assert [name for name in imported if name.startswith("distrl.sim")] == []
