@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+pytestmark = pytest.mark.xdist_group("test_docs")  # its costly fixtures are built once, on one process
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

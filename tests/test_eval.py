@@ -21,6 +21,8 @@ from distrl.local.evaluation import Evaluation, Outcome
 from distrl.policy import Policy
 from distrl.sim.suites import tasks
 
+pytestmark = pytest.mark.xdist_group("test_eval")  # its costly fixtures are built once, on one process
+
 
 def _distrl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
