@@ -114,7 +114,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         help="play a policy on the fleet without training, and write the episodes",
         description="Start a worker on every host, play --episodes episodes of the inventory's tasks (its "
         "task files or sim suite, of --split) with --policy, without training, and write them to --out in "
-        "the episodes format (steps as JSON lines, screens as JPEG; distrl.episodes).",
+        "the episodes format (the trajectory as JSON, screens as JPEG; distrl.episodes).",
     )
     collect.add_argument("inventory", metavar="HOSTS_TOML", help="the hosts file")
     collect.add_argument(

@@ -75,7 +75,7 @@ class RunSettings:
     keep_checkpoints: int = num_field(3, gt=0)
     """How many of the latest checkpoints stay on disk; older ones are deleted."""
     record_episodes: float = num_field(1.0, ge=0, le=1)
-    """Share of the episodes written to ``<output>/episodes`` (steps as JSON lines, screens as JPEG;
+    """Share of the episodes written to ``<output>/episodes`` (each one's trajectory as JSON, screens as JPEG;
     ``distrl.episodes``): 1 for all, 0 for none, chosen by a hash of the episode id."""
     episodes_max_gb: float = num_field(2.0, ge=0)
     """Stop writing episodes once that folder holds this many GB (0: no limit). About 1 MB an episode of
