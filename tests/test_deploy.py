@@ -37,6 +37,8 @@ from distrl.errors import DeployError
 from distrl.testing.netns import free_subnets, joined_namespace, unavailable
 from distrl.testing.sshd import Sshd, find_sshd, serve_sshd
 
+pytestmark = pytest.mark.xdist_group("test_deploy")  # its costly fixtures are built once, on one process
+
 ROOT = Path(__file__).resolve().parent.parent
 BASE_PYTHON = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
 """The Python this environment's virtualenv was made from: the deployed one is made from it too."""
@@ -291,7 +293,7 @@ def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> Non
     host = HostEntry(
         name="h",
         address="example.org",
-        env={"DISTRL_TORCH_INDEX": "https://download.pytorch.org/whl/cpu", "DISTRL_TEST_X": "1", "PATH": "x"},
+        env={"DISTRL_TORCH_INDEX": "https://download.pytorch.org/whl/cpu", "PATH": "x"},
     )
     settings = deploy_settings(host, "hosts[0]")
     assert settings.torch_requirement == "torch"
@@ -301,6 +303,8 @@ def test_settings_come_from_the_hosts_env_and_a_misspelt_one_is_refused() -> Non
         match=r"hosts\[3\]\.env\.DISTRL_TORHC: not a deploy setting \(did you mean DISTRL_TORCH\?\)",
     ):
         deploy_settings(HostEntry(name="h", address="x", env={"DISTRL_TORHC": "torch==2.5.1"}), "hosts[3]")
+    with pytest.raises(DeployError, match=r"h\.env\.DISTRL_TEST_X: not a deploy setting"):
+        deploy_settings(HostEntry(name="h", address="x", env={"DISTRL_TEST_X": "1"}), "h")  # no test hooks
     with pytest.raises(DeployError, match="installs from that folder alone"):
         deploy_settings(
             HostEntry(name="h", address="x", env={"DISTRL_WHEELHOUSE": "~/w", "DISTRL_INDEX_URL": "u"}), "h"

@@ -1,5 +1,8 @@
-"""The fleet end to end on this machine: a real local worker process, simulated phones, ``tiny``.
+"""The fleet end to end on this machine: simulated phones, ``tiny``, and workers in this process.
 
+What needs only a worker's behaviour runs it in this process (``memory_hosts``: a ``MemoryHost`` over
+in-memory streams, the real worker agent and frames); what is about processes, signals, SSH or a worker
+program of its own starts real ones (``LocalHost`` subprocesses, ``SshHost`` against a real sshd).
 Every test checks the accounting: each task handed out is completed or failed (and then re-queued),
 and each trajectory arrives once.
 """
@@ -16,12 +19,14 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from accounting import accounted
+from memory_hosts import MemoryHosts, slow_to_take_weights
 from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -36,9 +41,17 @@ from distrl.records import EndReason, Trajectory
 from distrl.sim.suites import drawn_task, tasks
 from distrl.tasks.sampler import Job, TaskSampler
 from distrl.testing.sshd import Sshd
-from distrl.worker import WEIGHTS_DELAY_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def memory_hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryHosts]:
+    """Every host the test's runs open is a ``MemoryHost``: the worker agent in this process."""
+    hosts = MemoryHosts()
+    hosts.install(monkeypatch)
+    yield hosts
+    assert hosts.opened, "the test opened no host in memory"
 
 
 def _inventory(tmp_path: Path, **options: Any) -> Inventory:
@@ -82,6 +95,7 @@ def _ssh_host(server: Sshd) -> str:
     )
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
     chosen = tasks("general", "test")[:3]
     result = await collect(_inventory(tmp_path), tasks=chosen, episodes=4)
@@ -104,6 +118,7 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
         assert [step.index for step in trajectory.steps] == list(range(len(trajectory.steps)))
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path) -> None:
     """``[policy] greedy_share``: every other episode asked for at temperature 0, which the worker plays
     greedily (log μ = 0 at every step) and says so; the rest at the settings' temperature."""
@@ -125,6 +140,7 @@ async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path)
     assert list(result.stats.recent_greedy) == greedy
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) -> None:
     """``[tasks] randomise = 1``: every train task of a template that draws is played as a drawn one
     (fresh values and wordings) by the worker's simulated phones, scored by the sim there, and trained
@@ -153,6 +169,7 @@ async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) 
     assert not [task_id for task_id in outcomes if "/draw-" in task_id]
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:
     chosen = tasks("general", "train")[:6]
     result = await collect(_inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6)
@@ -170,6 +187,7 @@ async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path
         await train(_inventory(tmp_path, policy='model = "expert"'))
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra="max_trajectories = 10")
     # the curriculum's outcomes live in the checkpoints, so that a resumed run draws on from them
@@ -235,6 +253,7 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert sorted(p.name for p in latest.parent.iterdir()) == before
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,6 +284,7 @@ async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
     assert stats.weight_pushes > len(encoded)
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -280,10 +300,13 @@ async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
     assert "arrived more than run.max_policy_lag = 0 versions old" in warnings[0]
 
 
-async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_hosts(tmp_path: Path) -> None:
-    # "slow" takes 10 minutes over each weights message after its first: were publishing to wait for
+async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_hosts(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
+    # "slow" gets each weights message after its first 10 minutes late: were publishing to wait for
     # every worker's ack, each update would stall for weight_push_s (2 minutes) and the test time out
-    slow = _local_host(2).replace('"local"', '"slow"') + f'[hosts.env]\n{WEIGHTS_DELAY_ENV} = "600"\n'
+    memory_hosts.agents["slow"] = slow_to_take_weights(600)
+    slow = _local_host(2).replace('"local"', '"slow"')
     inventory = _inventory(tmp_path, local=False, hosts=_local_host(2) + slow, extra="max_trajectories = 16")
     stats = await train(inventory)
     accounted(stats)
@@ -297,6 +320,7 @@ async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_
     assert stats.host_lag_p50["local"] < stats.host_lag_p50["slow"]
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_good_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,6 +341,7 @@ async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_go
     assert names == ["step-000000001"]  # nothing written after the failure
 
 
+@pytest.mark.usefixtures("memory_hosts")
 @pytest.mark.parametrize("keep", [None, 5])
 async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
     tmp_path: Path, keep: int | None
@@ -332,6 +357,7 @@ async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
     assert names == [f"step-{n:09d}" for n in range(first, stats.updates + 1)]
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     inventory = _inventory(tmp_path, extra='mode = "sync"\nmax_trajectories = 6')
     stats = await train(inventory)
@@ -344,6 +370,7 @@ async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     assert stats.lag_p50 == 0
 
 
+@pytest.mark.usefixtures("memory_hosts")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_path: Path, mode: str) -> None:
     # fast and slow tasks (the slowest app 50× the fastest), the calibrated latency at 1/50 speed
@@ -517,6 +544,7 @@ def _children_of(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path: Path) -> None:
     text = _inventory_text(tmp_path, extra="max_trajectories = 6")
     faults = text.replace("nuisances = false", "nuisances = false\ncrash_rate = 0.04\nhang_rate = 0.02")
@@ -529,6 +557,7 @@ async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path:
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
 
 
+@pytest.mark.usefixtures("memory_hosts")
 async def test_a_failing_device_rests_is_tried_again_then_retired_and_the_run_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

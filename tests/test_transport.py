@@ -7,6 +7,8 @@ a temporary folder; it logs to ``sshd.log`` there. Its host key is written to a 
 binary the SSH tests skip and say so; the local ones still run.
 
 ``make_host`` runs the shared contract tests against both transports: every kind of host must pass them.
+``MemoryHost`` (the worker agent in this process) keeps the part of the contract a coroutine can: its
+own tests close the file.
 Faults that OpenSSH cannot be made to show (a login that never ends, a login shell that cannot run the
 command) come from small asyncssh servers on loopback.
 """
@@ -34,13 +36,16 @@ from typing import Protocol
 import anyio
 import asyncssh
 import pytest
+from memory_hosts import worker_agent
 from support import gone, wait_gone
 
 from distrl.config import Devices, HostEntry, Timeouts
 from distrl.errors import TransportError, TransportTimeout
 from distrl.fleet import probe_host
+from distrl.fleet.probe import handshake
 from distrl.testing.sshd import Sshd, free_port
-from distrl.transport import open_host, remote_command
+from distrl.transport import MemoryHost, frame_pipe, open_host, remote_command
+from distrl.wire import FrameStream, Heartbeat, Weights
 
 WORKER_GONE_S = 10.0
 """How soon a worker must be gone once its learner is killed, seconds."""
@@ -455,3 +460,108 @@ async def test_ignoring_host_keys_connects_and_warns(
     assert report.ok, report.error
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("throwaway" in text and "not checking the SSH host key" in text for text in warnings)
+
+
+# -- in memory ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_memory_host_runs_the_worker_agent_over_frames_and_ends_it_with_its_input() -> None:
+    """``MemoryHost`` keeps the ``Host`` contract a coroutine can: the real agent shakes hands and
+    echoes heartbeats in this process, and leaving ends its input, so that it returns by itself."""
+    statuses: list[object] = []
+
+    async def agent(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> object:
+        statuses.append(await worker_agent(stream, host, timeouts))
+        return statuses[-1]
+
+    host = _local_host("m")
+    with anyio.fail_after(30):
+        async with MemoryHost(host, TIMEOUTS, agent).open() as link:
+            assert link.host == host
+            hello = await handshake(link, TIMEOUTS)
+            assert hello.host == "m"
+            assert hello.devices == ("sim-0", "sim-1")
+            assert hello.compute["pid"] == os.getpid()  # the worker is this process
+            for seq in range(3):
+                await link.stream.send(Heartbeat(id=10 + seq, seq=seq, sent_at_s=float(seq)))
+                echo = await link.stream.receive()
+                assert isinstance(echo, Heartbeat)
+                assert (echo.id, echo.seq) == (10 + seq, seq)
+            assert statuses == []
+    assert statuses == [0]  # end of input: the learner is gone, and the agent left of its own accord
+
+
+@pytest.mark.anyio
+async def test_a_memory_host_cancels_an_agent_that_ignores_end_of_input(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past ``cleanup_s`` after end of input, the agent is cancelled: a hung worker does not outlive
+    its link here either."""
+    ended: list[str] = []
+
+    async def hung(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> object:
+        try:
+            await anyio.sleep_forever()
+            return 0
+        finally:
+            ended.append("cancelled")
+
+    timeouts = dataclasses.replace(TIMEOUTS, cleanup_s=0.3)
+    started = time.monotonic()
+    with anyio.fail_after(10):
+        async with MemoryHost(_local_host("hung"), timeouts, hung).open():
+            pass
+    assert ended == ["cancelled"]
+    assert 0.3 <= time.monotonic() - started < 5
+    assert "host hung: in-memory worker still running; cancelling it" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_memory_hosts_crashed_agent_is_a_lost_link_not_the_learners_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A worker that fails closes its end, as a process that dies closes its pipes: the learner reads
+    end of stream (a lost link), and the failure is logged, not raised into the learner."""
+
+    async def crashing(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> object:
+        await stream.receive()
+        raise RuntimeError("the worker broke")
+
+    with anyio.fail_after(10):
+        async with MemoryHost(_local_host("crash"), TIMEOUTS, crashing).open() as link:
+            await link.stream.send(Heartbeat(id=1, seq=0, sent_at_s=0.0))
+            with pytest.raises(anyio.EndOfStream):
+                await link.stream.receive()
+            with pytest.raises(anyio.BrokenResourceError):
+                await link.stream.send(Heartbeat(id=2, seq=1, sent_at_s=0.0))
+    failed = [r for r in caplog.records if "in-memory worker failed" in r.getMessage()]
+    assert len(failed) == 1
+    assert failed[0].exc_info is not None
+    assert "the worker broke" in str(failed[0].exc_info[1])
+
+
+@pytest.mark.anyio
+async def test_a_frame_pipe_carries_whole_frames_both_ways_and_ends_with_either_side() -> None:
+    """Frames cross as bytes, encoded and decoded as on a pipe: a weights blob larger than one write,
+    many frames queued (a writer waits for its reader), then end of input."""
+    learner, worker = frame_pipe()
+    blob = bytes(range(256)) * 12_000  # 3 MB: sent in parts
+    weights = Weights(id=7, version=3, kind="full", base_version=None, checksum="00", blob=blob)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(learner.send, weights)
+        received = await worker.receive()
+    assert received == weights
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+
+            async def beats() -> None:
+                for seq in range(100):
+                    await worker.send(Heartbeat(id=seq, seq=seq, sent_at_s=0.0))
+                await worker.aclose()
+
+            tg.start_soon(beats)
+            seen = [message.id async for message in learner]  # until end of stream
+    assert seen == list(range(100))
+    with pytest.raises(anyio.BrokenResourceError):
+        await learner.send(Heartbeat(id=0, seq=0, sent_at_s=0.0))

@@ -25,8 +25,6 @@ _NAMES = {
     "DISTRL_UV": "uv",
     "DISTRL_VENV_SYSTEM_SITE": "system_site",
 }
-_OTHERS = ("DISTRL_TEST_",)
-"""Prefixes of ``DISTRL_`` variables that are not deploy settings (the tests' own)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +65,7 @@ def deploy_settings(host: HostEntry, where: str) -> DeploySettings:
     for name, value in host.env.items():
         if name in _NAMES:
             values[_NAMES[name]] = value.strip()
-        elif name.startswith("DISTRL_") and not name.startswith(_OTHERS):
+        elif name.startswith("DISTRL_"):
             close = difflib.get_close_matches(name, _NAMES, n=1)
             hint = f" (did you mean {close[0]}?)" if close else f" (deploy reads {', '.join(_NAMES)})"
             _refuse(host, f"{where}.env.{name}: not a deploy setting{hint}")

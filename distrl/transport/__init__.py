@@ -21,6 +21,11 @@ SIGKILL to its process group, ``cleanup_s`` apart.
   stderr arrives here line by line, each prefixed with the host's name. ``connect_ssh`` makes the same
   connection for others (``distrl.deploy``).
 
+- ``MemoryHost`` (``memory.py``, for tests): a worker agent coroutine in this process over in-memory
+  streams (``frame_pipe``), speaking the same frames; the agent is handed in, as httpx's
+  ``MockTransport`` takes its handler. On exit: end of input, then the agent is cancelled past
+  ``cleanup_s``.
+
 ``host_for`` picks the one for an inventory entry, and ``open_host`` opens it (``hosts.py``).
 
 No worker outlives its learner: a worker exits when its stdin closes, and a dead learner or a dropped
@@ -33,16 +38,20 @@ of its own), so whatever the worker started goes too. Failures are ``TransportEr
 from distrl.transport.connection import connect_ssh
 from distrl.transport.hosts import host_for, open_host
 from distrl.transport.local import LocalHost
+from distrl.transport.memory import Agent, MemoryHost, frame_pipe
 from distrl.transport.protocol import DEPLOYED_PYTHON, Host, HostLink, worker_command
 from distrl.transport.ssh import SshHost, remote_command, remote_path
 
 __all__ = [
     "DEPLOYED_PYTHON",
+    "Agent",
     "Host",
     "HostLink",
     "LocalHost",
+    "MemoryHost",
     "SshHost",
     "connect_ssh",
+    "frame_pipe",
     "host_for",
     "open_host",
     "remote_command",

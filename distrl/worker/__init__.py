@@ -12,7 +12,6 @@ as its stdin. Its parts:
 """
 
 from distrl.worker.agent import serve
-from distrl.worker.inference import WEIGHTS_DELAY_ENV
 from distrl.worker.streams import main
 
-__all__ = ["WEIGHTS_DELAY_ENV", "main", "serve"]
+__all__ = ["main", "serve"]

@@ -10,7 +10,6 @@ replica: the device's own expert chooses each step (``ExpertDevice``: the simula
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -31,10 +30,6 @@ if TYPE_CHECKING:
     from distrl.policy.batching import Batcher
 
 log = logging.getLogger(__name__)
-
-WEIGHTS_DELAY_ENV = "DISTRL_TEST_WEIGHTS_DELAY_S"
-"""For benchmarks and tests: seconds this worker waits before taking in each weights message after its
-first, as if its link were slow (``benchmarks/slow_worker.py``). Unset or 0 in real runs."""
 
 
 class Replica:
@@ -98,8 +93,6 @@ class Replica:
         """Take in a full snapshot or a diff against the version held; returns the new version."""
         from distrl.weights import apply
 
-        if self.version is not None:
-            await anyio.sleep(_weights_delay_s())
         base = None if message.kind == "full" else self.version
         if message.kind == "diff" and base is None:
             raise WeightsError(
@@ -155,10 +148,3 @@ def import_heavy(expert: bool) -> None:
     if not expert:
         import distrl.policy
         import distrl.policy.batching  # noqa: F401
-
-
-def _weights_delay_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(WEIGHTS_DELAY_ENV) or 0))
-    except ValueError:
-        return 0.0

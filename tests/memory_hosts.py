@@ -1,0 +1,90 @@
+"""Fleet hosts in this process: ``MemoryHost`` running the real worker agent, and agents of the tests' own.
+
+``worker_agent`` is ``distrl.worker.serve`` as a ``MemoryHost`` calls an agent; ``slow_to_take_weights``
+puts a link that holds back weights in front of one. ``MemoryHosts`` (the ``memory_hosts`` fixture of
+the fleet's tests) makes every host a run opens a ``MemoryHost``, by the fleet's one way of opening a
+host (``distrl.fleet.host.open_host``), and remembers which it opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+
+from distrl.config import HostEntry, Timeouts
+from distrl.transport import Agent, HostLink, MemoryHost, frame_pipe
+from distrl.wire import FrameStream, Weights
+from distrl.worker import serve
+
+
+async def worker_agent(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> int:
+    """The worker agent (``python -m distrl worker``'s ``serve``) on ``stream``, with the limits
+    ``worker_command`` gives the process."""
+    return await serve(
+        stream, host=host.name, handshake_s=timeouts.handshake_s, silence_s=timeouts.heartbeat_timeout_s
+    )
+
+
+def slow_to_take_weights(delay_s: float, agent: Agent = worker_agent) -> Agent:
+    """``agent`` behind a link on which each weights message after the first arrives ``delay_s`` late;
+    every other message passes at once, both ways (heartbeats and episodes go on)."""
+
+    async def slow(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> object:
+        near, far = frame_pipe()
+        weights = 0
+
+        async def late(message: Weights) -> None:
+            await anyio.sleep(delay_s)
+            await near.send(message)
+
+        async def down(tg: TaskGroup) -> None:
+            nonlocal weights
+            async for message in stream:
+                if isinstance(message, Weights):
+                    weights += 1
+                    if weights > 1:
+                        tg.start_soon(late, message)
+                        continue
+                await near.send(message)
+            await near.send_eof()  # end of input reaches the agent
+
+        async def up() -> None:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async for message in near:
+                    await stream.send(message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(down, tg)
+            tg.start_soon(up)
+            try:
+                status = await agent(far, host, timeouts)
+            finally:
+                await far.aclose()
+                tg.cancel_scope.cancel()
+        return status
+
+    return slow
+
+
+@dataclass
+class MemoryHosts:
+    """What the fleet opens instead of its hosts' workers: ``MemoryHost``, with the agent ``agents``
+    names for a host (``worker_agent`` for the others)."""
+
+    agents: dict[str, Agent] = field(default_factory=dict)
+    opened: list[str] = field(default_factory=list)
+    """The hosts opened, in order, once per life."""
+
+    def open(self, entry: HostEntry, timeouts: Timeouts) -> contextlib.AbstractAsyncContextManager[HostLink]:
+        self.opened.append(entry.name)
+        return MemoryHost(entry, timeouts, self.agents.get(entry.name, worker_agent)).open()
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Open every host of the fleet's runs here, for the rest of the test."""
+        from distrl.fleet import host
+
+        monkeypatch.setattr(host, "open_host", self.open)
