@@ -43,7 +43,8 @@ class Adapter:
 
         Its config names its base: the model folder (absolute, so that
         ``AutoPeftModelForImageTextToText.from_pretrained(folder)`` finds it and downloads nothing), or
-        for the built-in models their name (``tiny-bc``: ``distrl.policy.tiny.build_pretrained()`` builds it)."""
+        for the built-in models their name (``tiny-bc``: ``distrl.policy.tiny.build_pretrained()`` builds
+        it)."""
         self._model.save_pretrained(str(folder), save_embedding_layers=False)
         base = self._base if self._base in BUILT_IN_MODELS else str(Path(self._base).resolve())
         config = Path(folder) / "adapter_config.json"

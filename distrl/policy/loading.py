@@ -1,6 +1,6 @@
-"""Loading a policy's parts: the device and dtype, the base model (``tiny``, ``tiny-bc``, ``tiny-weak`` or a local
-Hugging Face folder of the Qwen2-VL family) with its ``Prompter``, and its LoRA adapter (fresh from the
-settings, or a PEFT folder). Every failure is one ``PolicyError`` sentence."""
+"""Loading a policy's parts: the device and dtype, the base model (``tiny``, ``tiny-bc``, ``tiny-weak`` or a
+local Hugging Face folder of the Qwen2-VL family) with its ``Prompter``, and its LoRA adapter (fresh from
+the settings, or a PEFT folder). Every failure is one ``PolicyError`` sentence."""
 
 from __future__ import annotations
 
