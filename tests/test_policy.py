@@ -43,7 +43,7 @@ from distrl.policy import (
 )
 from distrl.policy.engine import CACHE_STEP, CompiledEngine, EagerEngine, make_engine
 from distrl.policy.sampling import KeyedRows
-from distrl.policy.tiny import TINY_BC_WEIGHTS, TinySpec, export_tiny_bc
+from distrl.policy.tiny import PRETRAINED_WEIGHTS, TinySpec, export_pretrained
 from distrl.records import Action, ActionType, InvalidAction, Observation
 
 
@@ -150,16 +150,19 @@ def test_the_saved_chat_template_renders_the_prompt(tiny_folder: Path) -> None:
     assert rendered_ids == single_pad
 
 
-def test_tiny_bc_ships_with_the_package_and_plays_where_fresh_tiny_cannot(tmp_path: Path) -> None:
-    shipped = load_file(str(TINY_BC_WEIGHTS))
+@pytest.mark.parametrize("name", ["tiny-bc", "tiny-weak"])
+def test_a_pretrained_start_ships_with_the_package_and_plays_where_fresh_tiny_cannot(
+    tmp_path: Path, name: str
+) -> None:
+    shipped = load_file(str(PRETRAINED_WEIGHTS[name]))
     assert all(tensor.dtype == torch.float32 for tensor in shipped.values())
-    policy = Policy.load(PolicySettings(model="tiny-bc", max_new_tokens=64), device="cpu")
+    policy = Policy.load(PolicySettings(model=name, max_new_tokens=64), device="cpu")
     base = policy.model.get_base_model().state_dict()
     # every shipped tensor is in the model, exactly; LoRA adds its own
     for name, tensor in shipped.items():
         loaded = next(v for k, v in base.items() if k.replace(".base_layer", "") == name)
         assert torch.equal(loaded, tensor), name
-    with safe_open(str(TINY_BC_WEIGHTS), framework="pt") as weights:
+    with safe_open(str(PRETRAINED_WEIGHTS[name]), framework="pt") as weights:
         max_pixels = int(weights.metadata()["max_pixels"])
     assert policy.prompter.image_processor.size["longest_edge"] == max_pixels < TinySpec().max_pixels
     fresh = Policy.load(PolicySettings(max_new_tokens=64), device="cpu")
@@ -170,7 +173,7 @@ def test_tiny_bc_ships_with_the_package_and_plays_where_fresh_tiny_cannot(tmp_pa
 
     # export writes what load reads back
     model, _ = build_tiny(5)
-    export_tiny_bc(model, 12345, tmp_path / "weights.safetensors")
+    export_pretrained(model, 12345, tmp_path / "weights.safetensors")
     again = load_file(str(tmp_path / "weights.safetensors"))
     assert set(again) == set(shipped)
     with safe_open(str(tmp_path / "weights.safetensors"), framework="pt") as written:
@@ -811,7 +814,7 @@ def test_save_model_writes_tiny_bc_as_a_plain_model_folder(tmp_path: Path) -> No
     import subprocess
     import sys
 
-    from distrl.policy.tiny import build_tiny_bc
+    from distrl.policy.tiny import build_pretrained
 
     folder = tmp_path / "tiny-bc"
     done = subprocess.run(
@@ -823,7 +826,7 @@ def test_save_model_writes_tiny_bc_as_a_plain_model_folder(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "Writing model shards" not in done.stderr
     loaded = AutoModelForImageTextToText.from_pretrained(folder)
-    built, _ = build_tiny_bc()
+    built, _ = build_pretrained("tiny-bc")
     ours = dict(built.named_parameters())
     assert all(torch.equal(tensor, ours[name]) for name, tensor in loaded.named_parameters())
     assert Prompter.from_pretrained(folder).tokenizer.vocab_size > 0

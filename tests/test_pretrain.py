@@ -26,7 +26,7 @@ from distrl.local.evaluation import Evaluation, Outcome, pass_at_k, standard_err
 from distrl.local.play import episode_phone, evaluate
 from distrl.local.pretrain import Progress, _examples, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
-from distrl.policy.tiny import build_tiny_bc
+from distrl.policy.tiny import build_pretrained
 from distrl.records import Action, ActionType, Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import expert_action, tasks, template_of
@@ -295,7 +295,7 @@ def test_pretrain_goes_on_from_a_trained_model_when_asked(tmp_path: Path) -> Non
     went_on = first_loss("went-on", "tiny-bc")
     assert went_on < fresh / 20, (went_on, fresh)  # tiny-bc already imitates the expert; a fresh tiny cannot
     saved = AutoModelForImageTextToText.from_pretrained(str(tmp_path / "went-on")).state_dict()
-    shipped = build_tiny_bc()[0].state_dict()
+    shipped = build_pretrained("tiny-bc")[0].state_dict()
     assert saved.keys() == shipped.keys()
     # one step at lr 1e-6 from the shipped weights (AdamW moves each weight by about the lr at most)
     assert all(torch.allclose(saved[name], shipped[name], atol=1e-4) for name in saved)

@@ -187,14 +187,12 @@ def build_pretrained(name: str) -> tuple[Qwen2VLForConditionalGeneration, Prompt
     return model, prompter
 
 
-def export_pretrained(model: torch.nn.Module, max_pixels: int, name: str) -> Path:
+def export_pretrained(model: torch.nn.Module, max_pixels: int, path: Path) -> None:
     """Write a pretrained tiny ``model`` (``from_pretrained`` of a ``distrl pretrain`` folder) and the
-    ``max_pixels`` its screens were resized to as the built-in ``name``'s weights, in float32
-    (``tools/export-tiny-bc``); return where. The screen size matters: the same weights shown screens of
-    another size succeed half as often."""
-    path = PRETRAINED_WEIGHTS[name]
+    ``max_pixels`` its screens were resized to as built-in weights (``PRETRAINED_WEIGHTS[name]``), in
+    float32 (``tools/export-tiny-bc``). The screen size matters: the same weights shown screens of another
+    size succeed half as often."""
     save_model(model.float(), str(path), metadata={"max_pixels": str(max_pixels)})
-    return path
 
 
 def tiny_config(tokenizer: PreTrainedTokenizerFast, spec: TinySpec) -> Qwen2VLConfig:
