@@ -5,7 +5,8 @@ Two local worker hosts (``fast`` and ``slow``, ``--devices`` simulated phones ea
 
 - ``baseline``: both hosts take weights at once;
 - ``slow``: the ``slow`` host waits ``--delay`` seconds before taking in each weights message after its
-  first (the worker's ``DISTRL_TEST_WEIGHTS_DELAY_S``, as a link shaped to a low bandwidth would);
+  first (its ``python`` is ``distrl.testing.slow_link``'s relay before the real worker, as a link shaped to
+  a low bandwidth would);
 - ``slow, blocking publisher``: the same, with the trainer made to wait after each publication until
   every worker has acked it (at most ``timeouts.weight_push_s``), as the learner did before publishing
   moved off the update path. An emulation, to show what is avoided.
@@ -34,7 +35,7 @@ from plotting import saved_figure
 from distrl.config import Inventory, parse_inventory
 from distrl.fleet import RunStats, board, train
 from distrl.fleet.training import Trainer
-from distrl.worker import WEIGHTS_DELAY_ENV
+from distrl.testing.slow_link import write_slow_python
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 
@@ -60,10 +61,10 @@ class Run:
 
 
 def _inventory(folder: Path, args: argparse.Namespace, *, delay_s: float) -> Inventory:
-    env = f'[hosts.env]\n{WEIGHTS_DELAY_ENV} = "{delay_s:g}"\n' if delay_s else ""
+    slow = f'python = "{write_slow_python(folder, delay_s)}"\n' if delay_s else ""
     hosts = "".join(
         f'[[hosts]]\nname = "{name}"\naddress = "localhost"\n[hosts.devices]\nsim = {args.devices}\n{extra}'
-        for name, extra in (("fast", ""), ("slow", env))
+        for name, extra in (("fast", ""), ("slow", slow))
     )
     text = f"""
 [run]

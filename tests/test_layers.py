@@ -44,7 +44,8 @@ TABLE: dict[str, set[str]] = {
     "local": {"*below"},
     "deploy": {"transport", "config", "build"},
     "cli": {"*"},  # api / cli
-    "testing": {"config"},  # the tests' and the benchmarks' infrastructure: no part imports it (TEST_ONLY)
+    # the tests' and the benchmarks' infrastructure: no part imports it (TEST_ONLY)
+    "testing": {"config", "wire"},
 }
 # Modules that are pieces of a part of the table under names of their own.
 PIECE_OF = {

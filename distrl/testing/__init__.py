@@ -6,7 +6,9 @@
   one (``joined_namespace``; ``Namespace.shape`` limits a link's speed, ``Namespace.cut`` cuts it);
 - ``distrl.testing.fake_emulator``: a fake Android ``emulator`` program that takes the real command
   line and serves one simulated phone behind it (``install`` puts it in an SDK folder, ``make_avd``
-  writes an AVD).
+  writes an AVD);
+- ``distrl.testing.slow_link``: a worker process behind a link that holds back weights messages, named
+  as a host's ``python`` (``write_slow_python``).
 
 It drives the parts it tests from the outside; no part of distrl imports it. ``sshd`` and ``netns`` need
 pytest (the ``test`` extra): they skip or fail the test that uses them, with the reason.
