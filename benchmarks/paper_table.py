@@ -120,6 +120,7 @@ def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
         ("policy", "model"): json.dumps(row.start),
         ("learner", "algorithm"): json.dumps(row.algorithm),
         ("hosts.devices", "sim"): str(args.devices),
+        ("sim", "time_scale"): str(args.time_scale),
         **ABLATIONS.get(row.variant, {}),
     }
     if getattr(resolve(row.algorithm), "grouped", False) is True:
@@ -366,6 +367,12 @@ def _arguments() -> argparse.Namespace:
         "--devices", type=int, default=32, help="sim phones (default %(default)s, the example's)"
     )
     parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="[sim] time_scale: the phones' delays × this (default 1)",
+    )
+    parser.add_argument(
         "--eval-episodes", type=int, default=0, help="tasks per split and temperature (default 0: every task)"
     )
     parser.add_argument(
@@ -409,8 +416,10 @@ def _arguments() -> argparse.Namespace:
         parser.error("--seeds names no seed")
     if not (args.minutes > 0 and math.isfinite(args.minutes)):
         parser.error(f"--minutes must be above 0, not {args.minutes:g}")
-    if args.devices < 1 or args.eval_episodes < 0 or args.curve_episodes < 0:
-        parser.error("--devices must be at least 1, --eval-episodes and --curve-episodes at least 0")
+    if args.devices < 1 or args.eval_episodes < 0 or args.curve_episodes < 0 or not args.time_scale >= 0:
+        parser.error(
+            "--devices must be at least 1; --time-scale, --eval-episodes and --curve-episodes at least 0"
+        )
     return args
 
 
@@ -418,7 +427,9 @@ def main() -> None:
     args = _arguments()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     rows_file = args.out / "rows.jsonl"
-    settings = {k: vars(args)[k] for k in ("minutes", "devices", "eval_episodes", "curve_episodes")}
+    settings = {
+        k: vars(args)[k] for k in ("minutes", "devices", "time_scale", "eval_episodes", "curve_episodes")
+    }
     done: dict[str, Record] = {}
     if rows_file.exists() and rows_file.stat().st_size:
         if not args.resume:
