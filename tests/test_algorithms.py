@@ -144,14 +144,14 @@ def test_ppo_trains_every_step_with_either_baseline(played: list[Trajectory], ba
 def test_an_algorithm_that_fails_ends_the_update_naming_it_and_changes_nothing(
     played: list[Trajectory], monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
-    from examples.my_algorithm import Reinforce
+    reinforce = resolve(USER_ALGORITHM)  # found as a run finds it, whatever ran before in this process
 
     def broken(self: Any, batch: Any, targets: Any, chunk: Any) -> dict[str, torch.Tensor]:
         if fault == "raises":
             raise KeyError("advantage")
         return {"reinforce": chunk.logprob.sum() * math.nan}
 
-    monkeypatch.setattr(Reinforce, "loss", broken)
+    monkeypatch.setattr(reinforce, "loss", broken)
     learner = _learner(USER_ALGORITHM, _group(played[0], "g1", [True, False]))
     adapter = learner.policy.adapter.state()
     with pytest.raises(LearnerError) as refused:

@@ -50,6 +50,7 @@ def test_bad_settings_end_in_one_line(tmp_path: Path, arguments: list[str], said
     assert not (tmp_path / "table").exists()  # nothing written
 
 
+@pytest.mark.timeout(900)  # a table of three rows, then three more calls
 def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(BROKEN)
     out, figure = tmp_path / "table", tmp_path / "table.png"

@@ -159,9 +159,9 @@ def test_a_pretrained_start_ships_with_the_package_and_plays_where_fresh_tiny_ca
     policy = Policy.load(PolicySettings(model=name, max_new_tokens=64), device="cpu")
     base = policy.model.get_base_model().state_dict()
     # every shipped tensor is in the model, exactly; LoRA adds its own
-    for name, tensor in shipped.items():
-        loaded = next(v for k, v in base.items() if k.replace(".base_layer", "") == name)
-        assert torch.equal(loaded, tensor), name
+    for key, tensor in shipped.items():
+        loaded = next(v for k, v in base.items() if k.replace(".base_layer", "") == key)
+        assert torch.equal(loaded, tensor), key
     with safe_open(str(PRETRAINED_WEIGHTS[name]), framework="pt") as weights:
         max_pixels = int(weights.metadata()["max_pixels"])
     assert policy.prompter.image_processor.size["longest_edge"] == max_pixels < TinySpec().max_pixels
