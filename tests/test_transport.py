@@ -565,3 +565,51 @@ async def test_a_frame_pipe_carries_whole_frames_both_ways_and_ends_with_either_
     assert seen == list(range(100))
     with pytest.raises(anyio.BrokenResourceError):
         await learner.send(Heartbeat(id=0, seq=0, sent_at_s=0.0))
+
+
+# -- distrl.testing.slow_link: a worker process behind a link that holds back weights ---------------------
+
+ECHO_WORKER = """
+import sys, time
+import anyio
+from anyio.streams.file import FileReadStream
+from distrl.wire import FrameStream
+
+async def main():
+    frames = FrameStream(FileReadStream(open(0, "rb", buffering=0)))  # type: ignore[arg-type]
+    async for message in frames:
+        print(type(message).__name__, getattr(message, "version", ""), f"{time.monotonic():.3f}", flush=True)
+    sys.exit(7)
+
+anyio.run(main)
+"""
+
+
+def test_the_slow_link_holds_back_each_weights_message_after_the_first_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    from distrl.testing.slow_link import write_slow_python
+    from distrl.wire import encode
+
+    # the relay a host's python names, in front of a worker program that logs each frame it receives
+    (tmp_path / "echo.py").write_text(ECHO_WORKER)
+    python = write_slow_python(tmp_path, 1.5)
+    relay = subprocess.Popen(
+        [str(python), str(tmp_path / "echo.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    frames = [
+        Weights(version=1, base_version=None, kind="full", checksum="0", blob=b"x" * 4096),
+        Heartbeat(seq=0, sent_at_s=0.0),
+        Weights(version=2, base_version=1, kind="diff", checksum="0", blob=b"y"),
+        Heartbeat(seq=1, sent_at_s=0.0),
+    ]
+    sent = time.monotonic()
+    # then the learner's end of input: the worker's input ends in turn
+    out, _ = relay.communicate(b"".join(encode(frame) for frame in frames), timeout=60)
+    seen = [line.split() for line in out.decode().splitlines()]
+    # what passed at once passed in order; the second weights came after the rest, held back 1.5 s
+    assert [kind for kind, *_ in seen] == ["Weights", "Heartbeat", "Heartbeat", "Weights"]
+    assert seen[-1][1] == "2"
+    assert float(seen[-1][-1]) - sent >= 1.5
+    assert float(seen[2][-1]) - sent < 1.5
+    assert relay.returncode == 7  # the worker's own exit status

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.file import FileReadStream, FileWriteStream
 
 from distrl.wire import FrameStream, Message, Weights
@@ -57,15 +56,16 @@ async def _relay(delay_s: float, command: list[str]) -> int:
             await anyio.sleep(delay_s)
             await link.send(message)
 
-        async def down(tg: TaskGroup) -> None:
+        async def down() -> None:
             nonlocal weights
-            async for message in link:
-                if isinstance(message, Weights):
-                    weights += 1
-                    if weights > 1:
-                        tg.start_soon(late, message)
-                        continue
-                await link.send(message)
+            async with anyio.create_task_group() as held:  # weights in flight arrive before the end
+                async for message in link:
+                    if isinstance(message, Weights):
+                        weights += 1
+                        if weights > 1:
+                            held.start_soon(late, message)
+                            continue
+                    await link.send(message)
             await worker_in.aclose()  # end of input reaches the worker, which exits
 
         async def up() -> None:
@@ -73,7 +73,7 @@ async def _relay(delay_s: float, command: list[str]) -> int:
                 await learner_out.send(chunk)
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(down, tg)
+            tg.start_soon(down)
             await up()  # the worker's output ends when it exits
             tg.cancel_scope.cancel()
         return await child.wait()
