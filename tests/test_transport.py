@@ -597,7 +597,7 @@ def test_the_slow_link_holds_back_each_weights_message_after_the_first_and_nothi
     relay = subprocess.Popen(
         [str(python), str(tmp_path / "echo.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
-    frames = [
+    frames: list[Weights | Heartbeat] = [
         Weights(version=1, base_version=None, kind="full", checksum="0", blob=b"x" * 4096),
         Heartbeat(seq=0, sent_at_s=0.0),
         Weights(version=2, base_version=1, kind="diff", checksum="0", blob=b"y"),
