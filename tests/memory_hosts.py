@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import anyio
 import pytest
-from anyio.abc import TaskGroup
 
 from distrl.config import HostEntry, Timeouts
+from distrl.testing.slow_link import hold_back_weights
 from distrl.transport import Agent, HostLink, MemoryHost, frame_pipe
-from distrl.wire import FrameStream, Weights
+from distrl.wire import FrameStream
 from distrl.worker import serve
 
 
@@ -35,21 +35,9 @@ def slow_to_take_weights(delay_s: float, agent: Agent = worker_agent) -> Agent:
 
     async def slow(stream: FrameStream, host: HostEntry, timeouts: Timeouts) -> object:
         near, far = frame_pipe()
-        weights = 0
 
-        async def late(message: Weights) -> None:
-            await anyio.sleep(delay_s)
-            await near.send(message)
-
-        async def down(tg: TaskGroup) -> None:
-            nonlocal weights
-            async for message in stream:
-                if isinstance(message, Weights):
-                    weights += 1
-                    if weights > 1:
-                        tg.start_soon(late, message)
-                        continue
-                await near.send(message)
+        async def down() -> None:
+            await hold_back_weights(stream, near.send, delay_s)
             await near.send_eof()  # end of input reaches the agent
 
         async def up() -> None:
@@ -58,7 +46,7 @@ def slow_to_take_weights(delay_s: float, agent: Agent = worker_agent) -> Agent:
                     await stream.send(message)
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(down, tg)
+            tg.start_soon(down)
             tg.start_soon(up)
             try:
                 status = await agent(far, host, timeouts)

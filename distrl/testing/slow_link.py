@@ -19,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterable, Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -26,7 +27,7 @@ from anyio.streams.file import FileReadStream, FileWriteStream
 
 from distrl.wire import FrameStream, Message, Weights
 
-__all__ = ["write_slow_python"]
+__all__ = ["hold_back_weights", "write_slow_python"]
 
 
 def write_slow_python(folder: Path, delay_s: float) -> Path:
@@ -37,6 +38,27 @@ def write_slow_python(folder: Path, delay_s: float) -> Path:
     path.write_text(f'#!/bin/sh\nexec {relay} -- {sys.executable} "$@"\n')
     path.chmod(0o755)
     return path
+
+
+async def hold_back_weights(
+    messages: AsyncIterable[Message], send: Callable[[Message], Awaitable[None]], delay_s: float
+) -> None:
+    """Pass each of ``messages`` to ``send`` as it comes, but each weights message after the first
+    ``delay_s`` seconds late (the rest overtake it); return at their end, once those held back are sent."""
+    weights = 0
+
+    async def late(message: Message) -> None:
+        await anyio.sleep(delay_s)
+        await send(message)
+
+    async with anyio.create_task_group() as held:
+        async for message in messages:
+            if isinstance(message, Weights):
+                weights += 1
+                if weights > 1:
+                    held.start_soon(late, message)
+                    continue
+            await send(message)
 
 
 async def _relay(delay_s: float, command: list[str]) -> int:
@@ -50,22 +72,9 @@ async def _relay(delay_s: float, command: list[str]) -> int:
         assert worker_out is not None
         # the learner's frames in, the worker's input out
         link = FrameStream.from_pair(receive=learner_in, send=worker_in)
-        weights = 0
-
-        async def late(message: Message) -> None:
-            await anyio.sleep(delay_s)
-            await link.send(message)
 
         async def down() -> None:
-            nonlocal weights
-            async with anyio.create_task_group() as held:  # weights in flight arrive before the end
-                async for message in link:
-                    if isinstance(message, Weights):
-                        weights += 1
-                        if weights > 1:
-                            held.start_soon(late, message)
-                            continue
-                    await link.send(message)
+            await hold_back_weights(link, link.send, delay_s)
             await worker_in.aclose()  # end of input reaches the worker, which exits
 
         async def up() -> None:
