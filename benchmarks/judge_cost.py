@@ -2,7 +2,7 @@
 
 Plays ``--episodes`` simulated episodes as ``python -m distrl judge-eval`` does (half by the expert with
 mistakes, half by ``tiny``), then asks a test judge about each through ``distrl.local.judge_eval.calibrate``:
-the loopback OpenAI-compatible server of the tests (``tests/judge_server.py``), run as a separate
+the loopback OpenAI-compatible server of the tests (``distrl.testing.judge_server``), run as a separate
 process so that only the learner's side is measured here. The test judge answers from the sim's truth,
 wrong for ``--flip`` of the episodes (a fallible judge, so that the figures have something to find), and
 after ``--delay`` seconds (a VLM's answer time).
@@ -68,7 +68,7 @@ def main() -> None:
         )
         server = subprocess.Popen(
             [
-                *(sys.executable, str(ROOT / "tests" / "judge_server.py"), "--truth", str(truth)),
+                *(sys.executable, "-m", "distrl.testing.judge_server", "--truth", str(truth)),
                 *("--flip", str(args.flip), "--delay", str(args.delay)),
             ],
             stdout=subprocess.PIPE,

@@ -38,6 +38,11 @@ def test_benchmarks_import_nothing_from_the_tests() -> None:
             reached = {name.split(".")[0] for name in names} & (test_modules | {"tests"})
             assert not reached, f"{path.name} imports {sorted(reached)} from tests/: use distrl.testing"
         assert "sys.path" not in path.read_text(encoding="utf-8"), f"{path.name} changes the import path"
+        # nor runs a file of them as a program
+        named = [
+            c.value for c in ast.walk(tree) if isinstance(c, ast.Constant) and c.value in ("tests", "tests/")
+        ]
+        assert not named, f"{path.name} names the tests/ folder: what it runs belongs in distrl.testing"
 
 
 def test_the_plan_holds_every_benchmark_and_fits_the_hour() -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from judge_server import JudgeServer, serve_judge
 
 from distrl.errors import JudgeError
 from distrl.fleet.scoring import Judging
@@ -29,6 +28,7 @@ from distrl.records import (
     Trajectory,
 )
 from distrl.tasks.judge import Judge, parse_verdict
+from distrl.testing.judge_server import JudgeServer, serve_judge
 
 pytestmark = pytest.mark.anyio
 

@@ -107,7 +107,7 @@ STDLIB_ONLY = {"errors", "config", "actions", "build"}
 NO_TORCH = {"config", "records", "wire", "transport", "tasks", "episodes", "sim", "deploy"}
 TORCH_FAMILY = {"torch", "transformers", "peft", "safetensors", "numpy"}
 # parts whose third-party imports are listed exhaustively
-THIRD_PARTY = {"wire": {"orjson", "anyio"}, "records": {"orjson"}, "testing": {"pytest"}}
+THIRD_PARTY = {"wire": {"orjson", "anyio"}, "records": {"orjson"}, "testing": {"pytest", "anyio"}}
 NEVER = {"pickle", "marshal", "shelve"}  # no code runs on load, anywhere
 # parts that only the tests and the benchmarks import: "everything" (``*``, ``*below``) leaves them out
 TEST_ONLY = {"testing"}

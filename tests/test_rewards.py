@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from conftest import SimFleet
-from judge_server import JudgeServer, serve_judge
 from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -26,6 +25,7 @@ from distrl.fleet import collect, probe_fleet
 from distrl.records import Task
 from distrl.sim.phone import Phone
 from distrl.sim.suites import is_successful, tasks
+from distrl.testing.judge_server import JudgeServer, serve_judge
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 

@@ -7,6 +7,9 @@
 - ``distrl.testing.fake_emulator``: a fake Android ``emulator`` program that takes the real command
   line and serves one simulated phone behind it (``install`` puts it in an SDK folder, ``make_avd``
   writes an AVD);
+- ``distrl.testing.judge_server``: an OpenAI-compatible chat-completions server on loopback, a judge
+  whose verdicts, faults and delays the test chooses (``serve_judge``), or a program
+  (``python -m distrl.testing.judge_server``);
 - ``distrl.testing.slow_link``: a worker process behind a link that holds back weights messages, named
   as a host's ``python`` (``write_slow_python``).
 

@@ -215,8 +215,8 @@ def serve_judge(oracle: Oracle) -> Iterator[JudgeServer]:
 
 
 def main() -> None:
-    """``python tests/judge_server.py --truth FILE``: serve until killed, the truth read from ``FILE``
-    (a JSON object of final-screenshot SHA-256 → success); prints the base URL as its first line."""
+    """``python -m distrl.testing.judge_server --truth FILE``: serve until killed, the truth read from
+    ``FILE`` (a JSON object of final-screenshot SHA-256 → success); prints the base URL as its first line."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
