@@ -234,11 +234,11 @@ def _walk(name: str, cls: type[Any], array: bool) -> list[Table]:
 
 
 def _defaults(host_cls: type[Any]) -> list[Table]:
-    from distrl.config.reader import _HOST_ONLY
+    from distrl.config.reader import HOST_ONLY
 
     host = _walk("hosts", host_cls, True)
     own = tuple(
-        dataclasses.replace(key, table="defaults") for key in host[0].keys if key.name not in _HOST_ONLY
+        dataclasses.replace(key, table="defaults") for key in host[0].keys if key.name not in HOST_ONLY
     )
     subs = [
         Table(

@@ -57,7 +57,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "screen": ScreenSettings,
     "sim": SimSettings,
 }
-_HOST_ONLY = ("name", "address")
+HOST_ONLY = ("name", "address")
 _LAUNCH_KEYS = ("count", "first_port", "sdk_root", "emulator_flags", "memory_mb", "cores", "max_relaunches")
 """Keys of ``[hosts.devices]`` that only launched emulators (``avd``) use."""
 _NO_DEVICES = Devices()
@@ -205,7 +205,7 @@ class Reader:
 
     def hosts(self, data: dict[str, Any]) -> tuple[HostEntry, ...]:
         defaults_table = self.table(data.get("defaults", {}), "defaults")
-        for key in _HOST_ONLY:
+        for key in HOST_ONLY:
             if key in defaults_table:
                 raise self.fail(
                     f"defaults.{key}", f"'{key}' differs per host; set it in each [[hosts]] entry"
@@ -246,7 +246,7 @@ class Reader:
 
     def host(self, entry: dict[str, Any], defaults: dict[str, Any], path: str) -> HostEntry:
         own = self.fields(HostEntry, entry, path)
-        for key in _HOST_ONLY:
+        for key in HOST_ONLY:
             if key not in own:
                 raise self.fail(path, f"missing required key '{key}'")
             if not own[key]:
