@@ -170,7 +170,7 @@ def _measure(row: Row, args: argparse.Namespace) -> Record:
     if row.variant == "start":
         record["curve"] = [[0.0, 0, _curve_point(row.start, "", args)]] if args.curve_episodes else []
     else:
-        folder = args.out / "runs"
+        folder = (args.out / "runs").resolve()  # the inventory's output_dir, whatever the working folder
         inventory = parse_inventory(_inventory_text(row, folder, args), source=str(folder / "hosts.toml"))
         began = time.time()
         stats = anyio.run(lambda: train(inventory))
