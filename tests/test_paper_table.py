@@ -56,7 +56,7 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
     out, figure = tmp_path / "table", tmp_path / "table.png"
     small = ["--starts", "tiny-bc", "--sync", "", "--minutes", "0.5", "--seeds", "3", "--devices", "4"]
     small += ["--time-scale", "0.05"]
-    small += ["--eval-episodes", "3", "--curve-episodes", "2", "--out", str(out), "--figure", str(figure)]
+    small += ["--eval-episodes", "3", "--curve-episodes", "2", "--out", "table", "--figure", str(figure)]
     crashed = _table("--algorithms", "filtered-bc,broken:Broken", *small, cwd=tmp_path, timeout=420)
     assert crashed.returncode != 0
     assert "row 3/3: tiny-bc/broken:Broken/async/s3" in crashed.stderr
