@@ -300,8 +300,10 @@ def _goals(table: Record, rows: list[Record], starts: list[str]) -> Record:
 def _plot(rows: list[Record], path: Path) -> None:
     with saved_figure(path, size=(8, 4.5)) as axis:
         for start in sorted({str(r["start"]) for r in rows}):
+            origin = []  # every curve begins at its start's point, at no time
             for record in rows:
                 if record["start"] == start and record["variant"] == "start" and record["curve"]:
+                    origin = record["curve"][:1]
                     axis.axhline(
                         100 * record["curve"][0][2], linestyle="--", color="grey", label=f"{start} (start)"
                     )
@@ -311,7 +313,7 @@ def _plot(rows: list[Record], path: Path) -> None:
             )
             for variant, mode in variants:
                 curves = [
-                    r["curve"]
+                    origin + r["curve"]
                     for r in rows
                     if (r["start"], r["variant"], r["mode"]) == (start, variant, mode) and r["curve"]
                 ]
