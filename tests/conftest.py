@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, settings
+from support import emulator_ports
 
 from distrl.testing.sshd import sshd
 
@@ -55,9 +56,10 @@ def anyio_backend() -> str:
 # ``.env``, ``.run(*args)`` (the adb CLI against it) and ``.devices()`` (serial -> state).
 #
 # ``sim_fleet`` (per test): two simulated phones served as emulators (``distrl.sim.server``) in a background
-# event loop, registered with ``adb_server`` by ``host:emulator``. They are on ports 5554-5557 (serials
-# ``emulator-5554``, ``emulator-5556``) when those are free, else on four free consecutive ports among the
-# emulator console ports (serials ``emulator-<console port>``). Yields a ``SimFleet``: ``.serials``,
+# event loop, registered with ``adb_server`` by ``host:emulator``. They are on the first four of this test
+# process's emulator ports (``support.emulator_ports``: 5554-5557, serials ``emulator-5554`` and
+# ``emulator-5556``, when pytest runs alone) when those are free, else on four free consecutive ports among
+# them (serials ``emulator-<console port>``). Yields a ``SimFleet``: ``.serials``,
 # ``.phones`` (``ServedPhone``: serial, console_port, adb_port, phone, adbd), ``.token`` and ``.token_file``
 # (the console's), ``.call(fn, *args)`` to run ``fn`` in the fleet's event loop (use it for ``adbd.crash()``
 # and the like), ``.on_phone(i, fn)`` to run ``fn()`` on phone ``i`` safely, and ``.wait_state(serial,
@@ -186,9 +188,10 @@ class SimFleet:
 
 
 def _first_base_port(attempt: int) -> int:
-    """5554 first; then a random base whose two phones stay among the emulator console ports (even,
-    5554-5682) that an inventory accepts, short of 5680, which tests use as a port no phone has."""
-    return 5554 if attempt == 0 else 5554 + 4 * random.randrange(31)
+    """The first of this process's emulator console ports (``support.emulator_ports``: 5554 alone), then a
+    random base whose two phones stay among them."""
+    mine = emulator_ports()
+    return mine[0] if attempt == 0 else mine[0] + 4 * random.randrange(len(mine) // 2)
 
 
 @pytest.fixture

@@ -66,3 +66,17 @@ max_new_tokens = 24
 max_wait_s = 0.05
 {policy}
 """
+
+
+def emulator_ports() -> range:
+    """The even emulator console ports this test process may take, short of 5680 (which tests use as a
+    port no phone has): all of 5554-5678 alone, or a slice of its own when pytest-xdist runs N processes
+    (``gwK``), so that a port one process found free is never taken meanwhile by another's phone."""
+    ports = range(5554, 5680, 2)
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    size = len(ports) // count
+    if count < 2 or size < 3:  # alone, or too many processes for a slice each: the whole range
+        return ports
+    index = int(worker.removeprefix("gw")) % count
+    return ports[index * size : (index + 1) * size]

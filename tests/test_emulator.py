@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import AdbServer, SimFleet
+from support import emulator_ports
 
 from distrl.cli import main
 from distrl.config import Devices, ScreenSettings, Timeouts, parse_inventory
@@ -96,8 +97,11 @@ def _alive(pid: int) -> bool:
 
 
 def _free_ports(count: int) -> int:
-    """A console port in 5600-5680 whose ``2 * count`` ports from it are free."""
-    for first in range(5600, 5682 - 2 * count, 2 * count):
+    """A console port of this process's (``emulator_ports``) whose ``2 * count`` ports from it are free."""
+    mine = emulator_ports()
+    for first in range(
+        mine[-1] + 2 - 2 * count, mine[0] - 1, -2 * count
+    ):  # from the top: sim_fleet starts low
         try:
             for port in range(first, first + 2 * count):
                 with socket.socket() as probe:
@@ -105,7 +109,7 @@ def _free_ports(count: int) -> int:
         except OSError:
             continue
         return first
-    pytest.fail("no free emulator ports in 5600-5680")
+    pytest.fail(f"no free emulator ports in {mine[0]}-{mine[-1] + 1}")
 
 
 def _devices(count: int = 1, **settings: object) -> Devices:
