@@ -218,7 +218,7 @@ def _table(rows: list[Record], target_points: float) -> Record:
         start_curve = float(starts[0]["curve"][0][2]) if starts and starts[0]["curve"] else None
         for name, records in groups.items():
             entry: Record = {"seeds": sorted(int(r["seed"]) for r in records)}
-            for cell, _ in ((f"{s}@{t:g}", None) for s, t in CELLS):
+            for cell in (f"{split}@{temperature:g}" for split, temperature in CELLS):
                 entry[cell] = _cell(records, starts if name != "start" else [], cell)
             if name != "start":
                 entry["episodes"] = [r["episodes"] for r in records]
@@ -337,8 +337,8 @@ def _plot(rows: list[Record], path: Path) -> None:
 def _plan(args: argparse.Namespace) -> list[Row]:
     rows = []
     for start in args.starts:
+        rows.append(Row(start, "start", "async", 0))  # evaluated once: it has no seed of its own
         for seed in args.seeds:
-            rows.append(Row(start, "start", "async", 0)) if seed == args.seeds[0] else None
             rows += [Row(start, variant, "async", seed) for variant in args.algorithms]
             rows += [Row(start, variant, "sync", seed) for variant in args.sync]
     return rows
