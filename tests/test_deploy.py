@@ -151,9 +151,11 @@ class Deployed:
     first: Result
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def deployed(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, code: Path) -> Iterator[Deployed]:
-    """A first deploy to a fresh home on a loopback sshd (done once for this module's tests)."""
+    """A first deploy to a fresh home on a loopback sshd, done once for this module's tests. Of the session,
+    not the module: a test process tears a module's fixtures down whenever it runs another module's test in
+    between, and this one costs a minute."""
     folder = tmp_path_factory.mktemp("deployed")
     with _account(folder) as account:
         inventory = _write_inventory(

@@ -170,7 +170,7 @@ def test_a_broken_link_an_anchor_or_a_page_missing_from_the_nav_fails_the_build(
     assert "unlisted.md" in result.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     result = _mkdocs("--quiet", "--site-dir", str(out), cwd=ROOT)

@@ -39,7 +39,7 @@ def _error(result: subprocess.CompletedProcess[str], *words: str) -> None:
     assert all(word in lines[0] for word in words), lines[0]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run's output folder with three checkpoints, as a learner writes them: step 20 in the critic's
     warm-up (its adapter as initialised), steps 50 and 100 with adapters of their own."""
@@ -51,7 +51,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     generator = torch.Generator().manual_seed(3)
     for step in (50, 100):
         policy.adapter.load_state(
-            {name: torch.randn(t.shape, generator=generator) * 0.2 for name, t in initial.items()}
+            {name: torch.randn(t.shape, generator=generator) * 0.08 for name, t in initial.items()}
         )
         checkpoints.write(step, lambda into: policy.adapter.save(into / "adapter"))
     return folder

@@ -37,7 +37,7 @@ def _policy() -> Policy:
     return Policy.load(PolicySettings(max_new_tokens=24), device="cpu", seed=0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
     """Three episodes of an untrained tiny (mostly invalid answers), the last one marked successful."""
     chosen = tasks("general", "train")[:3]

@@ -54,14 +54,14 @@ def test_bad_settings_end_in_one_line(tmp_path: Path, arguments: list[str], said
 def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(BROKEN)
     out, figure = tmp_path / "table", tmp_path / "table.png"
-    small = ["--starts", "tiny-bc", "--sync", "", "--minutes", "0.5", "--seeds", "3", "--devices", "4"]
+    small = ["--starts", "tiny-bc", "--sync", "", "--minutes", "0.3", "--seeds", "3", "--devices", "4"]
     small += ["--time-scale", "0.05"]
     small += ["--eval-episodes", "3", "--curve-episodes", "2", "--out", "table", "--figure", str(figure)]
     crashed = _table("--algorithms", "filtered-bc,broken:Broken", *small, cwd=tmp_path, timeout=420)
     assert crashed.returncode != 0
     assert "row 3/3: tiny-bc/broken:Broken/async/s3" in crashed.stderr
     lines = (out / "rows.jsonl").read_text().splitlines()
-    assert json.loads(lines[0])["settings"]["minutes"] == 0.5
+    assert json.loads(lines[0])["settings"]["minutes"] == 0.3
     rows = [json.loads(line) for line in lines[1:]]
     assert [row["key"] for row in rows] == ["tiny-bc/start/async/s0", "tiny-bc/filtered-bc/async/s3"]
     trained = rows[1]
@@ -79,7 +79,7 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
     assert "holds rows already: --resume" in again.stderr
     assert (out / "rows.jsonl").read_text().splitlines() == lines
     # other settings with --resume: refused too (rows measured otherwise are not mixed in)
-    other = [a if a != "0.5" else "0.25" for a in small]
+    other = [a if a != "0.3" else "0.25" for a in small]
     mixed = _table("--algorithms", "filtered-bc", *other, "--resume", cwd=tmp_path)
     assert mixed.returncode != 0
     assert "was measured with" in mixed.stderr

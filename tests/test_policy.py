@@ -84,7 +84,7 @@ def _policy(**settings: object) -> Policy:
     return Policy.load(PolicySettings(**{"max_new_tokens": 24, **settings}), device="cpu")  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny")
     model, prompter = build_tiny(0)

@@ -657,7 +657,7 @@ def test_cli_eval_against_the_start_pairs_the_adapter_with_its_model(tmp_path: P
     policy = Policy.load(PolicySettings(model="tiny-bc"), seed=0)
     generator = torch.Generator().manual_seed(1)
     policy.adapter.load_state(
-        {name: torch.randn(t.shape, generator=generator) * 0.5 for name, t in policy.adapter.state().items()}
+        {name: torch.randn(t.shape, generator=generator) * 0.08 for name, t in policy.adapter.state().items()}
     )
     policy.adapter.save(tmp_path / "adapter")
     args = ("eval", "tiny-bc", "--adapter", "adapter", "--split", "train", "--episodes", "4")

@@ -58,7 +58,7 @@ def _policy() -> Policy:
     return Policy.load(POLICY, device="cpu", seed=0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
     """Five episodes of tiny on the sim, two of them marked successful (so every algorithm trains)."""
     chosen = tasks("general", "train")[:5]
@@ -236,6 +236,7 @@ def test_distrl_run_under_torchrun_on_two_nodes_trains_with_both(tmp_path: Path)
         f'[run]\noutput_dir = "{tmp_path / "runs"}"\nmax_trajectories = 8\n'
         "[learner]\nbatch_size = 2\nmin_new_trajectories = 2\ncritic_warmup_updates = 0\nmicro_batch = 4\n"
         "collective_timeout_s = 120\n[policy]\nmax_new_tokens = 24\n"
+        '[sim]\nlatency = "off"\nwidth = 270\nheight = 600\n'
         '[[hosts]]\nname = "here"\naddress = "localhost"\ndevices = { sim = 2 }\n'
     )
     with socket.socket() as probe:
