@@ -335,6 +335,13 @@ def test_bad_settings_are_one_clear_error() -> None:
         ),
         ({"timeouts": 30}, "timeouts: expected a dict of settings by name, got int", TypeError),
         ({"sim": {"colour": "red"}}, "sim.colour: unknown key", ValueError),
+        (
+            {"screen": {"image_format": "gif"}},
+            "screen.image_format: expected one of 'jpeg', 'png'",
+            ValueError,
+        ),
+        ({"screen": {"jpeg_quality": 0}}, "screen.jpeg_quality: must be at least 1, got 0", ValueError),
+        ({"screen": 5}, "screen: expected a dict of settings by name, got int", TypeError),
         ({"sim": {"width": 10}}, "sim.width: must be at least", ValueError),
         (
             {"sim": {"latency": object()}},
@@ -392,6 +399,23 @@ def test_a_wrong_argument_is_refused_at_construction_in_one_sentence(
         PhoneEnv(**{**SMALL, **arguments})
     assert type(caught.value) is error or isinstance(caught.value, DistrlError)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("screen", "magic"), [(None, b"\xff\xd8\xff"), ({"image_format": "png"}, b"\x89PNG")]
+)
+def test_the_phone_sends_its_screens_in_the_screen_format_given(
+    screen: dict[str, Any] | None, magic: bytes
+) -> None:
+    env = PhoneEnv(**SMALL, screen=screen)
+    try:
+        observation, _ = env.reset(seed=0)
+        assert env.unwrapped._shown.startswith(magic)  # the screen as the phone sent it: JPEG by default
+        observation, *_ = env.step(HOME)
+        assert env.unwrapped._shown.startswith(magic)
+        assert observation["screen"].shape == (300, 135, 3)
+    finally:
+        env.close()
 
 
 def test_numpy_numbers_are_arguments_like_any_other() -> None:

@@ -2,9 +2,10 @@
 a ValueError, each one sentence that names the argument (``PhoneEnv timeouts.device_act_s: ...``), never
 a traceback from deep inside or a setting used as given.
 
-``sim`` and ``timeouts`` are checked by the device registry (``device_settings``) with the same reader
-as an inventory's ``[sim]`` and ``[timeouts]`` tables, so their bounds are written once: any mistake in
-them is a ValueError (``ConfigError``). ``adb`` is checked against the keywords of ``AdbDevice``.
+``sim``, ``screen`` and ``timeouts`` are checked by the device registry (``device_settings``) with the
+same reader as an inventory's ``[sim]``, ``[screen]`` and ``[timeouts]`` tables, so their bounds are
+written once: any mistake in them is a ValueError (``ConfigError``). ``adb`` is checked against the
+keywords of ``AdbDevice``.
 """
 
 from __future__ import annotations
@@ -151,17 +152,18 @@ def check_adb(adb: object) -> dict[str, Any]:
 
 
 def check_settings(
-    sim: object, timeouts: object, sim_defaults: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``sim`` (over ``sim_defaults``) and ``timeouts``: settings by name, checked as the inventory's
-    ``[sim]`` and ``[timeouts]`` are."""
+    sim: object, timeouts: object, screen: object, sim_defaults: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``sim`` (over ``sim_defaults``), ``timeouts`` and ``screen``: settings by name, checked as the
+    inventory's ``[sim]``, ``[timeouts]`` and ``[screen]`` are."""
     phone = {**sim_defaults, **_mapping("sim", sim)}
     limits = _mapping("timeouts", timeouts)
+    screens = _mapping("screen", screen)
     try:
-        device_settings(phone, limits)
+        device_settings(phone, limits, screens)
     except ValueError as exc:
         raise ValueError(f"PhoneEnv {exc}") from None
-    return phone, limits
+    return phone, limits, screens
 
 
 def _mapping(name: str, value: object) -> dict[str, Any]:

@@ -91,6 +91,7 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         score_every_step: bool = True,
         invalid_penalty: float = 1.0,
         sim: Mapping[str, Any] | None = None,
+        screen: Mapping[str, Any] | None = None,
         timeouts: Mapping[str, float] | None = None,
         adb: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
@@ -100,7 +101,8 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         tasks that do not choose (``auto``: ``sim`` on a simulated phone; ``sim`` for ``python -m distrl
         sim`` over adb; ``adb`` for the tasks' shell checks). ``score_every_step`` False scores at the
         end of the episode only (for costly checks). ``invalid_penalty``: what an invalid answer costs
-        (the paper's code takes 1 off)."""
+        (the paper's code takes 1 off). ``sim``, ``screen`` and ``timeouts``: the inventory's ``[sim]``,
+        ``[screen]`` (the format the phone sends its screens in) and ``[timeouts]`` settings by name."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise refuse("render_mode", f"{render_mode!r} is not one of {self.metadata['render_modes']}")
         screen_width = check_count("screen_width", screen_width, high=MAX_SCREEN)
@@ -112,11 +114,11 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         check_text("action_mode", action_mode)
         score_every_step = check_flag("score_every_step", score_every_step)
         invalid_penalty = check_penalty(invalid_penalty)
-        sim_settings, limits = check_settings(sim, timeouts, SIM_DEFAULTS)
+        sim_settings, limits, screen_format = check_settings(sim, timeouts, screen, SIM_DEFAULTS)
         adb_options = check_adb(adb)
         if device is not None:
             try:  # what AdbDevice itself refuses (an unknown image format, a snapshot name of two words)
-                open_device(device, timeouts=limits, adb=adb_options)
+                open_device(device, timeouts=limits, screen=screen_format, adb=adb_options)
             except ValueError as exc:
                 raise refuse("adb", str(exc)) from None
         if tasks is not None:
@@ -150,7 +152,7 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         self._max_steps = max_steps
         self._score_every_step = score_every_step
         self._invalid_reward = -float(invalid_penalty)
-        self._options = {"sim": sim_settings, "timeouts": limits, "adb": adb_options}
+        self._options = {"sim": sim_settings, "screen": screen_format, "timeouts": limits, "adb": adb_options}
         self._name = f"phone-{next(_names)}"
         limit = max_steps if max_steps is not None else max(task.max_steps for task in self._pool)
         self.action_space = action_space(action_mode)
