@@ -480,21 +480,27 @@ def _free_base() -> int:
 
 
 def test_sim_command_serves_until_ctrl_c(tmp_path: Path) -> None:
-    base = _free_base()
     token = tmp_path / "token"
-    command = [sys.executable, "-m", "distrl", "sim", "--devices", "2", "--base-port", str(base)]
-    with subprocess.Popen(
-        [*command, "--token-file", str(token), "--no-register"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        # SIGINT at its default, as from a terminal (a test runner started in the background ignores it)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    ) as process:
+    for _ in range(3):  # the ports found free may be taken by another program before the sim binds them
+        base = _free_base()
+        command = [sys.executable, "-m", "distrl", "sim", "--devices", "2", "--base-port", str(base)]
+        process = subprocess.Popen(
+            [*command, "--token-file", str(token), "--no-register"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            # SIGINT at its default, as from a terminal (a test runner started in the background ignores it)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        assert process.stdout is not None
+        assert process.stderr is not None
+        lines = [process.stdout.readline().decode().rstrip() for _ in range(2)]
+        if lines != ["", ""] or "is in use" not in process.stderr.read().decode():
+            break
+        process.wait(timeout=10)
+    with process:
         try:
-            assert process.stdout is not None
-            lines = [process.stdout.readline().decode().rstrip() for _ in range(2)]
             assert lines == [
                 f"emulator-{base}  adbd 127.0.0.1:{base + 1}  console {base}",
                 f"emulator-{base + 2}  adbd 127.0.0.1:{base + 3}  console {base + 2}",
