@@ -438,7 +438,11 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     ),
     ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
     ("not UTF-8", lambda f: (f / "episode.json").write_bytes(b"\xff\xfe{}"), r"episode\.json: is not UTF-8"),
-    ("no format", _set("format", "-"), r"episode\.json: format None, not an episode format"),
+    (
+        "no format",
+        _set("format", "-"),
+        r"episode\.json: has no format field: not an episode \(formats 1 to 2\)",
+    ),
     (
         "task a string",
         _set("trajectory.task", "t/1"),
@@ -464,6 +468,26 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
         "a deleted screen",
         lambda f: (f / "001.jpg").unlink(),
         r"episode\.json: screens\[1\] names 001\.jpg, which is missing",
+    ),
+    (
+        "a screen of text",
+        lambda f: (f / "001.jpg").write_text("not an image"),
+        r"episode\.json: screens\[1\] names 001\.jpg, which is not a JPEG \(no JPEG start marker\)",
+    ),
+    (
+        "a PNG named .jpg",
+        lambda f: Image.new("RGB", (27, 60), "red").save(f / "001.jpg", "PNG"),
+        r"episode\.json: screens\[1\] names 001\.jpg, which is not a JPEG",
+    ),
+    (
+        "a JPEG cut short",
+        lambda f: (f / "final.jpg").write_bytes((f / "final.jpg").read_bytes()[:-40]),
+        r"episode\.json: screens\[2\] names final\.jpg, which is not a whole JPEG \(no end marker: cut short",
+    ),
+    (
+        "a screen listed twice",
+        _set("screens.1", "000.jpg"),
+        r"episode\.json: screens\[1\] names 000\.jpg, which screens\[0\] names already",
     ),
     (
         "no steps",
@@ -580,6 +604,26 @@ def test_view_and_export_warn_of_a_bad_episode_or_fail_with_strict(tmp_path: Pat
         assert "not a file of the episode's folder" in line
 
 
+def test_view_and_export_of_a_missing_folder_or_a_file_say_so(tmp_path: Path) -> None:
+    from distrl.episodes.export import write_metadata
+    from distrl.episodes.view import write_viewer
+
+    (tmp_path / "f").write_text("x")
+    for write in (write_viewer, write_metadata):
+        with pytest.raises(ValueError, match=r"/nowhere does not exist$"):
+            write(tmp_path / "nowhere")
+        with pytest.raises(ValueError, match=r"/f is a file, not a folder$"):
+            write(tmp_path / "f")
+    done = subprocess.run(
+        [sys.executable, "-m", "distrl", "view", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"distrl: error: {tmp_path / 'nowhere'} does not exist"
+
+
 def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts.toml"
     hosts.write_text(
@@ -675,6 +719,7 @@ def test_the_viewer_shows_each_steps_screen_and_where_it_tapped(tmp_path: Path) 
     assert (
         _share(_rendered(write_viewer(folder), tmp_path), (200, 10, 10)) < red / 10
     )  # the files are what showed
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no episodes"):
         write_viewer(tmp_path / "empty")
 

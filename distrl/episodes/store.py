@@ -62,6 +62,10 @@ FORMAT_VERSION = 2
 """The format ``EpisodeWriter`` writes; the reader reads it and format 1, and refuses newer ones."""
 EPISODE_FILE = "episode.json"
 FINAL_SCREEN = "final.jpg"
+JPEG_START = b"\xff\xd8\xff"
+"""The first bytes of every JPEG file: the start-of-image marker and the next marker's lead byte."""
+JPEG_END = b"\xff\xd9"
+"""The last bytes of a whole JPEG file: the end-of-image marker."""
 
 
 def episode_folder_name(episode_id: str) -> str:
@@ -186,6 +190,10 @@ class _ScreenFiles(Attachments):
     def __init__(self, folder: Path, names: tuple[str, ...], *, load: bool) -> None:
         super().__init__(len(names), "the episode")
         for index, name in enumerate(names):
+            if name in names[:index]:
+                raise DocumentError(
+                    f"screens[{index}]", f"names {name}, which screens[{names.index(name)}] names already"
+                )
             _check_screen(name, folder, f"screens[{index}]")
         self._folder = folder
         self._names = names
@@ -208,6 +216,25 @@ def _check_screen(name: str, folder: Path, where: str) -> None:
         raise DocumentError(where, f"names {name!r}, not a file of the episode's folder")
     if not (folder / name).is_file():
         raise DocumentError(where, f"names {name}, which is missing")
+    problem = _not_jpeg(folder / name)
+    if problem:
+        raise DocumentError(where, f"names {name}, which {problem}")
+
+
+def _not_jpeg(path: Path) -> str:
+    """Why the file ``path`` is not a whole JPEG (its start and end markers read, nothing decoded); ""
+    when it is one."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(3)
+            if head != JPEG_START:
+                return "is not a JPEG (no JPEG start marker)"
+            file.seek(-2, io.SEEK_END)
+            if file.read(2) != JPEG_END:
+                return "is not a whole JPEG (no end marker: cut short?)"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return ""
 
 
 def episode_folders(folder: str | Path) -> list[Path]:
@@ -219,7 +246,8 @@ def episode_folders(folder: str | Path) -> list[Path]:
 
 def read_stored(path: str | Path, *, load_screens: bool = True) -> StoredEpisode:
     """The episode in the folder ``path``, of format 2 or 1; without its screens' bytes unless
-    ``load_screens`` (their files are checked all the same). ``ValueError`` in one line naming the file
+    ``load_screens`` (their files are checked all the same: each in the folder, named once, a whole
+    JPEG by its start and end markers). ``ValueError`` in one line naming the file
     (and the field) when it is not an episode, or one of a newer format."""
     path = Path(path)
     head_file = path / EPISODE_FILE
@@ -228,7 +256,9 @@ def read_stored(path: str | Path, *, load_screens: bool = True) -> StoredEpisode
     except (OSError, ValueError) as exc:
         raise ValueError(f"{head_file}: {why_unreadable(exc)}") from None
     document = Document(head, "", fail=file_errors(head_file))
-    version = document.take("format") if document.has("format") else None
+    if not document.has("format"):
+        raise ValueError(f"{head_file}: has no format field: not an episode (formats 1 to {FORMAT_VERSION})")
+    version = document.take("format")
     source = str(head_file)
     if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
         if type(version) is int and version > FORMAT_VERSION:
@@ -268,9 +298,13 @@ def stored_episodes(
     """Each episode in ``folder`` (``read_stored``), in the order of their ids, for the viewer and the
     export: a malformed one is skipped with a warning naming its file, or (``strict``) is a
     ``ValueError``; ``ValueError`` too when the folder holds no good one."""
+    if not Path(folder).exists():
+        raise ValueError(f"{folder} does not exist")
+    if not Path(folder).is_dir():
+        raise ValueError(f"{folder} is a file, not a folder")
     found = []
     skipped = 0
-    for path in episode_folders(folder) if Path(folder).is_dir() else []:
+    for path in episode_folders(folder):
         try:
             found.append(read_stored(path, load_screens=load_screens))
         except ValueError as exc:
