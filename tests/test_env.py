@@ -410,9 +410,9 @@ def test_the_phone_sends_its_screens_in_the_screen_format_given(
     env = PhoneEnv(**SMALL, screen=screen)
     try:
         observation, _ = env.reset(seed=0)
-        assert env.unwrapped._shown.startswith(magic)  # the screen as the phone sent it: JPEG by default
+        assert env._shown.startswith(magic)  # the screen as the phone sent it: JPEG by default
         observation, *_ = env.step(HOME)
-        assert env.unwrapped._shown.startswith(magic)
+        assert env._shown.startswith(magic)
         assert observation["screen"].shape == (300, 135, 3)
     finally:
         env.close()
