@@ -458,3 +458,33 @@ def test_the_worker_command_imports_no_sim() -> None:
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
     assert "distrl.cli.common" in imported  # what the check below would miss if nothing were recorded
     assert [name for name in imported if name.startswith("distrl.sim")] == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "toml", "said"),
+    [
+        (["--group-size", "3"], "", "--episodes 4 is not a multiple of --group-size 3"),
+        (
+            [],
+            "[tasks]\ngroup_size = 3\n",
+            "--episodes 4 is not a multiple of the inventory's [tasks] group_size 3",
+        ),
+        (["--out", "{tmp}/f"], "", "--out {tmp}/f is a file, not a folder"),
+        (["--out", "{tmp}/f/episodes"], "", "--out {tmp}/f/episodes: {tmp}/f is a file, not a folder"),
+    ],
+    ids=["group size", "inventory's group size", "out a file", "out under a file"],
+)
+def test_collect_refuses_a_split_group_or_an_out_that_is_no_folder_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], toml: str, said: str
+) -> None:
+    from distrl.cli import main
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(toml + '[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 4 }\n')
+    (tmp_path / "f").write_text("keep")
+    args = ["collect", str(hosts), "--policy", "expert", "--episodes", "4", "--out", str(tmp_path / "o")]
+    assert main([*args, *(arg.format(tmp=tmp_path) for arg in extra)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("distrl: error: " + said.format(tmp=tmp_path)), line
+    assert (tmp_path / "f").read_text() == "keep"
+    assert not (tmp_path / "o").exists()

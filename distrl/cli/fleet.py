@@ -349,6 +349,19 @@ def collect_command(args: argparse.Namespace) -> int:
             " each member of a group plays on a device of its own",
             EXIT_USAGE,
         )
+    group_size = args.group_size or inventory.tasks.group_size
+    if args.episodes % group_size:
+        said = "--group-size" if args.group_size else "the inventory's [tasks] group_size"
+        return fail(
+            f"--episodes {args.episodes} is not a multiple of {said} {group_size}: each task is played by"
+            " a whole group",
+            EXIT_USAGE,
+        )
+    blocked = _file_on_the_way(args.out)
+    if blocked == args.out:
+        return fail(f"--out {args.out} is a file, not a folder", EXIT_USAGE)
+    if blocked:
+        return fail(f"--out {args.out}: {blocked} is a file, not a folder", EXIT_USAGE)
     writer = EpisodeWriter(args.out)
     if writer.bytes:
         say(f"{args.out} already holds episodes: the new ones go beside them")
@@ -384,6 +397,14 @@ def collect_command(args: argparse.Namespace) -> int:
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
         )
     return 0
+
+
+def _file_on_the_way(folder: Path) -> Path | None:
+    """The file that stands where ``folder`` or one of its parents should be a folder; None when none."""
+    for path in (folder, *folder.parents):
+        if path.exists() or path.is_symlink():
+            return None if path.is_dir() else path
+    return None
 
 
 def _look_at(folder: Path) -> str:
