@@ -439,6 +439,21 @@ def test_local_paths_start_at_the_inventory_file(tmp_path: Path) -> None:
     assert remote.known_hosts_file == str(Path.home() / "kh")
 
 
+@pytest.mark.parametrize("pixels", [1, 3135])
+def test_a_screen_cap_below_the_processors_smallest_image_is_refused(pixels: int) -> None:
+    for read in (
+        lambda: parse_inventory(f"[screen]\nmax_pixels = {pixels}\n" + ONE_HOST, source="hosts.toml"),
+        lambda: parse_worker_settings(f'{{"screen": {{"max_pixels": {pixels}}}}}'),
+        lambda: ScreenSettings(max_pixels=pixels),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            read()
+        assert caught.value.path == "screen.max_pixels"
+        assert "must be 0 (every screen's own size) or at least 3136 (56×56" in str(caught.value)
+        assert str(caught.value).endswith(f"got {pixels}")
+    assert parse_inventory("[screen]\nmax_pixels = 3136\n" + ONE_HOST).screen.max_pixels == 3136
+
+
 def test_the_screen_format_is_the_workers_own_and_travels_to_it() -> None:
     inventory = parse_inventory(
         '[screen]\nimage_format = "png"\nmax_pixels = 0\n[sim]\nwidth = 540\nheight = 1200\n' + ONE_HOST

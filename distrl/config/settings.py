@@ -306,6 +306,11 @@ MOVED_SIM_KEYS: Mapping[str, str] = {
 """Keys that ``[sim]`` held while every device's screens took the sim's format, and where each is now."""
 
 
+MIN_SCREEN_PIXELS = 56 * 56
+"""The fewest pixels ``[screen] max_pixels`` may scale a screen down to: the smallest image Qwen2-VL's
+processor takes (its ``min_pixels``; a smaller one it scales up, the detail lost)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScreenSettings:
     """The screens the policy sees, from every device a worker drives (simulated phones, attached phones,
@@ -319,8 +324,17 @@ class ScreenSettings:
     """JPEG quality of screens, 1-95."""
     max_pixels: int = num_field(1080 * 2400, ge=0)
     """Screens with more pixels than this are scaled down to it, keeping their shape (a 1440×3120 phone's
-    to 1,097×2,377 by default, the sim's 1080×2400 size); 0 keeps every screen's own size.
+    to 1,097×2,377 by default, the sim's 1080×2400 size); 0 keeps every screen's own size, and any other
+    value is at least 3,136 (56×56, the smallest image the model's processor takes).
     ``[policy] max_image_pixels`` applies after, in the model's processor."""
+
+    def __post_init__(self) -> None:
+        if 0 < self.max_pixels < MIN_SCREEN_PIXELS:
+            raise ConfigError.at(
+                "screen.max_pixels",
+                f"must be 0 (every screen's own size) or at least {MIN_SCREEN_PIXELS} (56×56, the smallest"
+                f" image the model's processor takes), got {self.max_pixels}",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
