@@ -313,6 +313,10 @@ def test_bad_settings_are_one_clear_error() -> None:
     env = PhoneEnv()
     with pytest.raises(ValueError, match="not one of this env's"):
         env.reset(options={"task_id": "general/none/0"})
+    with pytest.raises(
+        TypeError, match=r"^reset options must be a dict such as \{'task_id': \.\.\.\}, not str"
+    ):
+        env.reset(options="general/alarm/0001")  # type: ignore[arg-type]
     env.close()
 
 
@@ -551,6 +555,42 @@ def test_a_flat_action_is_the_structured_action_it_names() -> None:
         assert grid([0, 0, 0, 0, 1])["typed_text"] == typing_words(goal)[1]
         _, _, _, _, info = env.step(np.array([ACTION_TYPES.index(ActionType.TYPE), 0, 0, 0, 0]))
         assert info["action"].endswith(f'"typed_text": "{phrase[1]}"')
+    finally:
+        env.close()
+
+
+def test_a_flat_action_outside_its_space_is_an_invalid_step_saying_why() -> None:
+    env = gymnasium.make(FLAT_ENV_ID, max_steps=20, invalid_penalty=0.5, **FLAT)
+    tap = [ACTION_TYPES.index(ActionType.DUAL_POINT), 0, 0, GESTURES.index("tap"), 0]
+    try:
+        observation, _ = env.reset(seed=0)
+        for action, reason in (
+            ([*tap[:3], len(GESTURES), 0], rf"gesture is {len(GESTURES)}, not from 0 to {len(GESTURES) - 1}"),
+            ([*tap[:3], -1, 0], rf"gesture is -1, not from 0 to {len(GESTURES) - 1}"),
+            ([len(ACTION_TYPES), 0, 0, 0, 0], rf"action_type is {len(ACTION_TYPES)}, not from 0 to 6"),
+            ([*tap[:1], 8, 0, 0, 0], r"row is 8, not from 0 to 7"),
+            ([*tap[:4], -3], r"typing_choice is -3, not from 0 to 7"),
+            (tap[:3], r"a flat action is 5 integers \(action_type, row, .*\), not an array of shape \(3,\)"),
+            ([tap, tap], r"a flat action is 5 integers .*, not an array of shape \(2, 5\)"),
+            (
+                np.array(tap, np.float64) + 0.9,
+                r"a flat action is 5 integers .*, not float64 numbers \(\[1\.9, 0\.9, 0\.9, 0\.9, 0\.9\]\)",
+            ),
+            ([[1, 2], [3]], r"a flat action is 5 integers .*, not \[\[1, 2\], \[3\]\]"),
+            ("tap", r"a flat action is 5 integers .*, not 'tap'"),
+        ):
+            after, reward, terminated, truncated, info = env.step(action)
+            assert (info["invalid"], info["action"], reward, terminated, truncated) == (
+                True,
+                "",
+                -0.5,
+                False,
+                False,
+            )
+            assert re.fullmatch(reason, info["reason"]), info["reason"]
+            assert np.array_equal(after["screen"], observation["screen"])  # nothing was done
+        _, reward, _, _, info = env.step(np.array(tap, np.uint8))  # any integers within the space
+        assert (info["invalid"], reward) == (False, 0.0)
     finally:
         env.close()
 

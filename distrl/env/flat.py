@@ -10,7 +10,9 @@ in it. ``PhoneFlat-v0`` is ``PhoneEnv`` in its structured mode behind:
   (an index into ``ACTION_TYPES``), the cell of a ``rows`` × ``cols`` grid the finger goes down on (its
   centre), the gesture there (a tap, or a swipe up, down, left or right over ``SWIPE_SPAN`` of the
   screen), and what a TYPE types: one of the goal's own words, its quoted phrases first
-  (``typing_words``), the choice taken modulo their number.
+  (``typing_words``), the choice taken modulo their number. An action outside that space (a number past
+  its part's count or negative, not an integer, not five of them) is an invalid step, as Phone-v0's
+  structured mode has it: ``info["invalid"]``, ``info["reason"]`` naming the part, ``-invalid_penalty``.
 
 ::
 
@@ -33,12 +35,23 @@ from gymnasium import spaces
 from distrl.env.arguments import check_count, wrong_type
 from distrl.env.phone import PhoneEnv
 from distrl.env.spaces import ACTION_TYPES
-from distrl.records import Task
+from distrl.records import InvalidAction, Task
 
-__all__ = ["GESTURES", "SWIPE_SPAN", "GoalTokens", "GridActions", "phone_flat", "tokens", "typing_words"]
+__all__ = [
+    "GESTURES",
+    "PARTS",
+    "SWIPE_SPAN",
+    "GoalTokens",
+    "GridActions",
+    "phone_flat",
+    "tokens",
+    "typing_words",
+]
 
 GESTURES = ("tap", "up", "down", "left", "right")
 """The gestures of ``GridActions``, in the order of their index."""
+PARTS = ("action_type", "row", "column", "gesture", "typing_choice")
+"""The parts of a ``GridActions`` action, in their order."""
 SWIPE_SPAN = 0.4
 """How far a swipe goes, as a fraction of the screen's height (up, down) or width (left, right)."""
 PAD, UNKNOWN = 0, 1
@@ -87,18 +100,24 @@ class GoalTokens(gymnasium.ObservationWrapper[dict[str, Any], Any, dict[str, Any
         return np.array(ids + [PAD] * (self.length - len(ids)), np.int64)
 
 
-class GridActions(gymnasium.ActionWrapper[dict[str, Any], np.ndarray[Any, Any], dict[str, Any]]):
-    """A ``MultiDiscrete`` action (module docstring) as the structured action it stands for."""
+class GridActions(gymnasium.ActionWrapper[dict[str, Any], np.ndarray[Any, Any], Any]):
+    """A ``MultiDiscrete`` action (module docstring) as the structured action it stands for; one outside
+    the space as an ``InvalidAction`` saying why, which the env takes as an invalid step."""
 
     def __init__(
-        self, env: gymnasium.Env[dict[str, Any], dict[str, Any]], grid: tuple[int, int], typing_choices: int
+        self, env: gymnasium.Env[dict[str, Any], Any], grid: tuple[int, int], typing_choices: int
     ) -> None:
         super().__init__(env)
         self.grid = grid
-        self.action_space = spaces.MultiDiscrete([len(ACTION_TYPES), *grid, len(GESTURES), typing_choices])
+        self.counts = (len(ACTION_TYPES), *grid, len(GESTURES), typing_choices)
+        """How many values each of the action's ``PARTS`` takes."""
+        self.action_space = spaces.MultiDiscrete(list(self.counts))
 
-    def action(self, action: np.ndarray[Any, Any]) -> dict[str, Any]:
-        kind, row, col, gesture, choice = (int(a) for a in np.asarray(action).reshape(-1))
+    def action(self, action: np.ndarray[Any, Any]) -> dict[str, Any] | InvalidAction:
+        reason = self.refusal(action)
+        if reason:
+            return InvalidAction(text=_shown(action), reason=reason)
+        kind, row, col, gesture, choice = (int(a) for a in np.asarray(action))
         rows, cols = self.grid
         touch = ((row + 0.5) / rows, (col + 0.5) / cols)
         dy, dx = _MOVES[GESTURES[gesture]]
@@ -112,6 +131,24 @@ class GridActions(gymnasium.ActionWrapper[dict[str, Any], np.ndarray[Any, Any], 
             "lift_point": np.array(lift, np.float32),
             "typed_text": typed,
         }
+
+    def refusal(self, action: object) -> str:
+        """Why ``action`` is not in the action space, in one sentence naming the part; "" when it is."""
+        wanted = f"a flat action is {len(PARTS)} integers ({', '.join(PARTS)})"
+        try:
+            array = np.asarray(action)
+        except (TypeError, ValueError):  # a ragged list
+            return f"{wanted}, not {_shown(action)}"
+        if array.ndim == 0:
+            return f"{wanted}, not {_shown(action)}"
+        if array.shape != (len(PARTS),):
+            return f"{wanted}, not an array of shape {array.shape}"
+        if not np.issubdtype(array.dtype, np.integer):
+            return f"{wanted}, not {array.dtype} numbers ({_shown(action)})"
+        for part, value, count in zip(PARTS, array.tolist(), self.counts, strict=True):
+            if not 0 <= value < count:
+                return f"{part} is {value}, not from 0 to {count - 1}"
+        return ""
 
 
 def phone_flat(
@@ -133,6 +170,12 @@ def phone_flat(
     env = PhoneEnv(action_mode="structured", **phone)
     tokened = GoalTokens(env, (task.goal for task in env.tasks), length)
     return GridActions(tokened, cells, choices)
+
+
+def _shown(action: object) -> str:
+    """``action`` as an invalid step's text shows it."""
+    shown = action.tolist() if isinstance(action, np.ndarray) else action
+    return repr(shown)[:200]
 
 
 def _clip(value: float) -> float:

@@ -4,8 +4,8 @@ Each episode is one task on one device, stepped as the one episode loop steps it
 (``distrl.device.episode``): the agent sees the screen, sends an action, the device does it and is
 observed again; an invalid answer is a step that does nothing.
 
-- ``reset(seed=...)`` draws a task from the source's split with the env's generator (``options``:
-  ``{"task_id": ...}`` plays that task instead) and resets the device to it. On a simulated phone a
+- ``reset(seed=...)`` draws a task from the source's split with the env's generator (``options``, a
+  dict: ``{"task_id": ...}`` plays that task instead) and resets the device to it. On a simulated phone a
   seed also boots a fresh phone seeded from it, so that a seed replays an episode exactly (a phone's
   pop-ups follow its own random stream, which a reset does not rewind).
 - ``step(action)``: the AutoUI action text (``action_mode="text"``) or a ``Dict`` of its fields
@@ -189,6 +189,11 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         self._check_open()
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(
+                f"reset options must be a dict such as {{'task_id': ...}}, not {type(options).__name__}"
+                f" {options!r:.60}"
+            )
         super().reset(seed=seed)
         task = self._choose(options or {})
         loop = self._loop = self._loop or EventLoop(f"distrl-env-{self._name}")

@@ -12,7 +12,8 @@
   character), plus whatever characters the goals themselves hold.
 
 Whatever an agent sends becomes an ``Action`` or an ``InvalidAction`` saying why it is none: an agent's
-output never raises.
+output never raises. An ``InvalidAction`` sent is kept as it is: a wrapper's verdict on an action outside
+its own space (``distrl.env.flat.GridActions``).
 
 The goal's space is a ``GoalText``: an ``AsyncVectorEnv`` with shared memory (its default) reads each
 part of the observations' shared memory once, when it starts, and relies on getting views that follow
@@ -143,7 +144,10 @@ def action_space(mode: str) -> spaces.Space[Any]:
 
 
 def to_action(value: object, mode: str) -> Action | InvalidAction:
-    """The ``Action`` an agent sent in ``mode``, or an ``InvalidAction`` with the reason. Never raises."""
+    """The ``Action`` an agent sent in ``mode``, or an ``InvalidAction`` with the reason (one sent is kept
+    as it is). Never raises."""
+    if isinstance(value, InvalidAction):
+        return value
     if mode == "text":
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
