@@ -165,8 +165,9 @@ def screen_size(text: str) -> tuple[int, int]:
 
 def adapter_folder(text: str) -> str:
     """``--adapter``: a PEFT adapter folder, or a checkpoint's folder (its ``adapter/``), or a run's
-    checkpoints folder or output folder (the adapter of its latest checkpoint); the folder it names, in
-    full. Any other path is left for the loader to refuse with its reason."""
+    checkpoints folder or output folder (the adapter of its latest checkpoint: the one its ``latest`` file
+    names, else the newest, as ``Checkpoints.latest`` finds it); the folder it names, in full. Any other
+    path is left for the loader to refuse with its reason."""
     if not text:
         return text  # none
     folder = Path(text).expanduser()
@@ -174,13 +175,32 @@ def adapter_folder(text: str) -> str:
         if (candidate / "adapter_config.json").is_file():
             return str(candidate.resolve())
     for root in (folder, folder / "checkpoints"):
-        if (root / "latest").is_file():
+        if (root / "latest").is_file() or any(root.glob("step-*")):
             from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
 
             latest = Checkpoints(root).latest()
             if latest is not None and (latest / "adapter" / "adapter_config.json").is_file():
                 return str((latest / "adapter").resolve())
     return str(folder.resolve())
+
+
+def adapter_problem(adapter: str, model: str, way_out: Callable[[str], str]) -> str:
+    """Why the adapter folder ``adapter`` cannot be put on ``model``, found before anything loads: what
+    ``check_adapter`` finds, or that it was trained on another model (``other_base``), then
+    ``way_out(that model)``, the command that would name it; "" when it can be. Imports torch."""
+    from distrl.errors import PolicyError
+    from distrl.policy.loading import check_adapter, other_base
+
+    try:
+        check_adapter(adapter)
+    except PolicyError as exc:
+        return exc.message
+    if base := other_base(adapter, model):
+        return (
+            f"the adapter {adapter} was trained on {base}, not {model} (its adapter_config.json's"
+            f" base_model_name_or_path): {way_out(base)}"
+        )
+    return ""
 
 
 def configure_logging(verbosity: int) -> None:

@@ -7,7 +7,9 @@ count; the mean of a few is the steadier answer to "did training help"."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -15,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, counted, fail, say, unknown_suite
+from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, adapter_problem, counted, fail, say, unknown_suite
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
     from distrl.policy import Policy
+
+MOST_EPISODES = 100_000
+"""The most ``--episodes`` eval plays: hundreds of times a split's tasks (``--samples`` plays each again)."""
 
 Results = list[tuple[float, "Evaluation"]]
 """Each decoding's temperature (0: greedy) and its evaluation, on the same tasks and seeds."""
@@ -45,6 +50,19 @@ def eval_command(args: argparse.Namespace) -> int:
         return fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
     if args.checkpoints and not args.adapter:
         return fail("--checkpoints evaluates a run's checkpoints: name the run with --adapter", EXIT_USAGE)
+    if args.episodes is not None and args.episodes > MOST_EPISODES:
+        return fail(
+            f"--episodes {args.episodes} is more than eval plays (at most {MOST_EPISODES:,}; a split has"
+            " a few hundred tasks, and --samples K plays each of them K times)",
+            EXIT_USAGE,
+        )
+    if args.temperature == 0 and args.samples > 1:
+        return fail(
+            f"--samples {args.samples} with --temperature 0 would play each task's greedy answer"
+            f" {args.samples} times over: give --temperature above 0, or leave it out (greedy once, then"
+            f" {args.samples} plays at temperature 1)",
+            EXIT_USAGE,
+        )
     if args.checkpoints and args.samples > 1:
         return fail(
             "--checkpoints plays each task once per checkpoint and --samples K plays it K times with one "
@@ -63,6 +81,11 @@ def eval_command(args: argparse.Namespace) -> int:
 
     from distrl.errors import PolicyError
     from distrl.local.evaluation import Evaluation
+
+    for _, folder in adapters:
+        rerun = functools.partial(_eval_command_line, adapter=folder)
+        if folder and (problem := adapter_problem(folder, args.model, rerun)):
+            return fail(problem, EXIT_USAGE)
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
@@ -88,6 +111,10 @@ def eval_command(args: argparse.Namespace) -> int:
     else:
         _report(args, results, start, played)
     return 0
+
+
+def _eval_command_line(model: str, adapter: str) -> str:
+    return f"eval {shlex.quote(model)} --adapter {shlex.quote(adapter)}"
 
 
 def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from distrl.cli.common import (
     EXIT_FAILED,
     EXIT_USAGE,
+    adapter_problem,
     counted,
     fail,
     headline,
@@ -343,6 +344,8 @@ def collect_command(args: argparse.Namespace) -> int:
         policy = dataclasses.replace(policy, adapter=args.adapter)
     if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
         return fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
+    if args.adapter and (problem := adapter_problem(args.adapter, policy.model, _policy_option)):
+        return fail(f"--adapter: {problem}", EXIT_USAGE)  # once here, not once per worker and retry
     if args.group_size is not None and args.group_size > inventory.device_count:
         return fail(
             f"--group-size: {args.group_size} is more than the fleet's {inventory.device_count} device(s):"
@@ -405,6 +408,10 @@ def _file_on_the_way(folder: Path) -> Path | None:
         if path.exists() or path.is_symlink():
             return None if path.is_dir() else path
     return None
+
+
+def _policy_option(model: str) -> str:
+    return f"give --policy {shlex.quote(model)}"
 
 
 def _look_at(folder: Path) -> str:

@@ -100,7 +100,7 @@ def pretrain_command(args: argparse.Namespace) -> int:
 
     from distrl.config import BUILT_IN_BASES
     from distrl.errors import PolicyError
-    from distrl.local.pretrain import Progress, pretrain
+    from distrl.local.pretrain import Progress, cannot_create, pretrain
     from distrl.policy.loading import model_folder
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
@@ -111,6 +111,8 @@ def pretrain_command(args: argparse.Namespace) -> int:
             return fail(problem, EXIT_USAGE)
     if os.path.lexists(args.out):
         return fail(f"{args.out!r} already exists; choose another output folder", EXIT_USAGE)
+    if problem := cannot_create(args.out):  # found now, not once training has had its budget
+        return fail(problem, EXIT_USAGE)
 
     def show(p: Progress) -> None:
         say(
@@ -220,14 +222,27 @@ def export_command(args: argparse.Namespace) -> int:
 def save_model_command(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
+    from distrl.local.pretrain import cannot_create
     from distrl.policy.tiny import build_pretrained, build_tiny
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
+    if args.seed is not None and args.model != "tiny":
+        return fail(
+            f"--seed seeds a fresh tiny's weights; {args.model}'s are trained and always the same:"
+            " leave it out",
+            EXIT_USAGE,
+        )
     target = Path(args.out)
-    if target.exists() and any(target.iterdir()):
+    if os.path.lexists(target) and not target.is_dir():
+        return fail(f"{target} is a file, not a folder", EXIT_USAGE)
+    if target.is_dir() and any(target.iterdir()):
         return fail(f"{target} is not empty", EXIT_USAGE)
-    model, prompter = build_tiny(seed=args.seed) if args.model == "tiny" else build_pretrained(args.model)
+    if problem := cannot_create(target):
+        return fail(problem, EXIT_USAGE)
+    model, prompter = (
+        build_tiny(seed=args.seed or 0) if args.model == "tiny" else build_pretrained(args.model)
+    )
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(target))
     prompter.save_pretrained(target)

@@ -277,7 +277,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     save_model.add_argument("model", choices=["tiny", "tiny-bc", "tiny-weak"], help="which built-in model")
     save_model.add_argument("out", metavar="DIR", help="an empty or new folder")
-    save_model.add_argument("--seed", type=whole_number, default=0, help="tiny's weights seed (default 0)")
+    save_model.add_argument(
+        "--seed", type=whole_number, default=None, help="tiny's weights seed (default 0; tiny alone)"
+    )
     save_model.set_defaults(command=save_model_command)
 
     evaluate = commands.add_parser(

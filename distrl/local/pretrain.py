@@ -11,6 +11,7 @@ demonstrations' actions, within a step or time budget; saved as an ordinary mode
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 import tempfile
@@ -29,7 +30,7 @@ from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.loading import load_base
 from distrl.policy.prompt import Encoded
 
-__all__ = ["PRETRAIN_SPEC", "PretrainReport", "Progress", "pretrain"]
+__all__ = ["PRETRAIN_SPEC", "PretrainReport", "Progress", "cannot_create", "pretrain"]
 
 PRETRAIN_SPEC = TinySpec(max_pixels=112 * 252)
 """``pretrain``'s default: ``tiny`` with screens resized to at most 112×252 (4×9 = 36 image tokens instead
@@ -115,7 +116,7 @@ def pretrain(
 
     The folder is written to a temporary sibling and renamed into place at the end, so an interrupted run
     leaves nothing half-written. Raises ``FileExistsError`` if ``out`` exists and ``ValueError`` for bad
-    arguments.
+    arguments, an ``out`` that cannot be created among them (``cannot_create``: found before training).
     """
     started = time.monotonic()
     if max_steps is None and minutes is None:
@@ -129,6 +130,8 @@ def pretrain(
     target = Path(out).expanduser()
     if target.exists():
         raise FileExistsError(f"{str(target)!r} already exists; choose another output folder")
+    if problem := cannot_create(target):
+        raise ValueError(problem)
     budget_s = math.inf if minutes is None else minutes * 60.0
     shown = PolicySettings().history if history is None else history
 
@@ -192,6 +195,21 @@ def pretrain(
         final_loss=sum(tail) / len(tail),
         first_loss=sum(head) / len(head),
     )
+
+
+def cannot_create(folder: str | Path) -> str:
+    """Why the folder ``folder``, which does not exist yet, could not be made with its missing parents, in
+    words: its nearest parent that exists is a file, or a folder this process may not write to; "" when it
+    could be made."""
+    target = Path(folder).expanduser()
+    for parent in target.parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                return f"cannot create {target}: {parent} is not a folder"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"cannot create {target}: the folder {parent} is not writable"
+            return ""
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
