@@ -42,12 +42,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from plotting import saved_figure
 
 from distrl.config import PRETRAINED, PolicySettings, parse_inventory
+from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
 from distrl.learner.algorithms import names, resolve
 from distrl.local.evaluation import Evaluation, mean_and_error
@@ -409,6 +410,16 @@ def _arguments() -> argparse.Namespace:
         args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     except ValueError:
         parser.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
+    if [s for s in args.seeds if s < 0]:
+        parser.error(f"--seeds are 0 and up, not {min(args.seeds)}")
+    for option, values in (
+        ("--seeds", args.seeds),
+        ("--starts", args.starts),
+        ("--algorithms", args.algorithms),
+    ):
+        twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+        if twice is not None:  # a row measured twice would count as two seeds, or two rows of one name
+            parser.error(f"{option} names {twice} twice")
     wrong = [a for a in [*args.algorithms, *args.sync] if a not in known and ":" not in a]
     if wrong:
         parser.error(f"no algorithm {wrong[0]!r}; the algorithms: {', '.join(known)}")
@@ -418,11 +429,70 @@ def _arguments() -> argparse.Namespace:
         parser.error("--seeds names no seed")
     if not (args.minutes > 0 and math.isfinite(args.minutes)):
         parser.error(f"--minutes must be above 0, not {args.minutes:g}")
-    if args.devices < 1 or args.eval_episodes < 0 or args.curve_episodes < 0 or not args.time_scale >= 0:
-        parser.error(
-            "--devices must be at least 1; --time-scale, --eval-episodes and --curve-episodes at least 0"
-        )
+    if args.devices < 1 or args.eval_episodes < 0 or args.curve_episodes < 0:
+        parser.error("--devices must be at least 1; --eval-episodes and --curve-episodes at least 0")
+    if not (args.time_scale >= 0 and math.isfinite(args.time_scale)):
+        parser.error(f"--time-scale must be a finite number at least 0, not {args.time_scale:g}")
+    if not (args.target > 0 and math.isfinite(args.target)):
+        parser.error(f"--target must be a finite number of points above 0, not {args.target:g}")
+    for folder in (args.out, *args.out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                parser.error(f"--out {args.out}: {folder} is a file, not a folder")
+            break
+    checked = set()
+    for row in _plan(args):  # each kind of row's settings as its run reads them, before any row is measured
+        if row.variant != "start" and (row.variant, row.mode) not in checked:
+            checked.add((row.variant, row.mode))
+            try:
+                text = _inventory_text(row, args.out.resolve() / "runs", args)
+                parse_inventory(text, source=f"{row.key}'s inventory")
+            except ConfigError as exc:
+                parser.error(str(exc))
     return args
+
+
+def _refuse(message: str) -> NoReturn:
+    print(f"paper_table: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _measured(rows_file: Path, settings: Record) -> dict[str, Record]:
+    """The rows ``rows_file`` holds by key, once its first line says they were measured with ``settings``.
+    A last line cut short (a crash while it was written) is set aside in ``rows.jsonl.cut`` and its row
+    measured again; any other line that is not a row is refused, naming it."""
+    text = rows_file.read_text()
+    lines = text.splitlines()
+    rows: list[Record] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            if number == len(lines) > 1 and not text.endswith("\n"):
+                with rows_file.with_name(rows_file.name + ".cut").open("a") as cut:
+                    cut.write(line + "\n")
+                rows_file.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
+                print(
+                    f"paper_table: {rows_file}:{number} was cut short while it was written (kept in"
+                    f" {rows_file.name}.cut): its row is measured again",
+                    file=sys.stderr,
+                )
+                break
+            _refuse(f"{rows_file}:{number} is not JSON ({exc}): mend or remove that line")
+        if number == 1:
+            if not isinstance(record, dict) or "settings" not in record:
+                _refuse(f"{rows_file}:1 is not a table's settings line: {line[:80]}")
+            if record["settings"] != settings:
+                _refuse(
+                    f"{rows_file} was measured with {line}; this asks {json.dumps({'settings': settings})}"
+                )
+        elif not isinstance(record, dict) or not isinstance(record.get("key"), str):
+            _refuse(
+                f"{rows_file}:{number} is not a row (a JSON object with its key): mend or remove that line"
+            )
+        else:
+            rows.append(record)
+    return {record["key"]: record for record in rows}
 
 
 def main() -> None:
@@ -435,14 +505,8 @@ def main() -> None:
     done: dict[str, Record] = {}
     if rows_file.exists() and rows_file.stat().st_size:
         if not args.resume:
-            sys.exit(
-                f"paper_table: {rows_file} holds rows already: --resume to go on from them, or another --out"
-            )
-        lines = rows_file.read_text().splitlines()
-        if json.loads(lines[0]).get("settings") != settings:
-            asked = json.dumps({"settings": settings})
-            sys.exit(f"paper_table: {rows_file} was measured with {lines[0]}; this asks {asked}")
-        done = {r["key"]: r for r in map(json.loads, lines[1:]) if r}
+            _refuse(f"{rows_file} holds rows already: --resume to go on from them, or another --out")
+        done = _measured(rows_file, settings)
     else:
         args.out.mkdir(parents=True, exist_ok=True)
         rows_file.write_text(json.dumps({"settings": settings}) + "\n")
@@ -456,7 +520,13 @@ def main() -> None:
             )
             continue
         print(f"paper_table: row {number}/{len(plan)}: {row.key} ...", file=sys.stderr)
-        record = _measure(row, args)
+        try:
+            record = _measure(row, args)
+        except DistrlError as exc:  # the rows measured so far are on disk already
+            print(f"paper_table: row {number}/{len(plan)}, {row.key}, failed: {exc}", file=sys.stderr)
+            sys.exit(
+                f"paper_table: the rows measured before it are in {rows_file}; --resume goes on from them"
+            )
         with rows_file.open("a") as out:
             out.write(json.dumps(record) + "\n")
             out.flush()

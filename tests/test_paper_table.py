@@ -3,10 +3,13 @@ it measured, and ``--resume`` goes on from them without measuring any again."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,6 +34,44 @@ def _table(*arguments: str, cwd: Path, timeout: float = 60) -> subprocess.Comple
     )
 
 
+@pytest.fixture(scope="module")
+def program() -> Iterator[ModuleType]:
+    """``paper_table`` imported, for the cases that end before any row is measured: run in this process."""
+    spec = importlib.util.spec_from_file_location("paper_table", PROGRAM)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["paper_table"] = module  # where its dataclasses find their module
+    sys.path.insert(0, str(PROGRAM.parent))  # it imports its neighbour, plotting
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(PROGRAM.parent))
+    yield module
+    del sys.modules["paper_table"]
+
+
+@pytest.fixture
+def refused(
+    program: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[object, str]]:
+    """``paper_table ARGUMENTS`` run in ``tmp_path``, in this process, to its exit: its status and what it
+    said on stderr."""
+
+    def measure(row: object, args: object) -> None:
+        raise AssertionError(f"{row} was measured: a refusal should have come first")
+
+    def run(*arguments: str) -> tuple[object, str]:
+        monkeypatch.setattr(program, "_measure", measure)
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(sys, "argv", [str(PROGRAM), *arguments])
+        with pytest.raises(SystemExit) as ended:
+            program.main()
+        return ended.value.code, capsys.readouterr().err
+
+    return run
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
@@ -41,13 +82,93 @@ def _table(*arguments: str, cwd: Path, timeout: float = 60) -> subprocess.Comple
         (["--seeds", "1,x"], "--seeds takes comma-separated integers, not '1,x'"),
         (["--starts", "tiny"], "--starts takes tiny-bc, tiny-weak, not tiny"),
         (["--sync", "digirl2"], "no algorithm 'digirl2'"),
+        (["--seeds=-1"], "--seeds are 0 and up, not -1"),
+        (["--seeds", "0,1,0"], "--seeds names 0 twice"),
+        (["--algorithms", "grpo,ppo,grpo"], "--algorithms names grpo twice"),
+        (["--target", "nan"], "--target must be a finite number of points above 0, not nan"),
+        (["--time-scale", "inf"], "--time-scale must be a finite number at least 0, not inf"),
+        (["--algorithms", "nosuch:Algo"], "learner.algorithm: 'nosuch:Algo' does not load"),
+        (["--algorithms", "json:dumps"], "learner.algorithm: 'json:dumps' is not an algorithm"),
     ],
 )
-def test_bad_settings_end_in_one_line(tmp_path: Path, arguments: list[str], said: str) -> None:
-    done = _table(*arguments, "--out", str(tmp_path / "table"), cwd=tmp_path)
-    assert done.returncode == 2
-    assert said in done.stderr.strip().splitlines()[-1]  # the last line says it, after argparse's usage
+def test_bad_settings_end_in_one_line(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path, arguments: list[str], said: str
+) -> None:
+    status, err = refused(*arguments, "--out", "table")
+    assert status == 2
+    assert said in err.strip().splitlines()[-1]  # the last line says it, after argparse's usage
     assert not (tmp_path / "table").exists()  # nothing written
+
+
+def test_bad_settings_end_in_one_line_from_the_command_line(tmp_path: Path) -> None:
+    done = _table("--minutes", "0", "--out", "table", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == "paper_table.py: error: --minutes must be above 0, not 0"
+    assert not (tmp_path / "table").exists()
+
+
+@pytest.mark.parametrize("out", ["file", "file/table"])
+def test_an_out_that_is_or_lies_under_a_file_ends_in_one_line(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path, out: str
+) -> None:
+    (tmp_path / "file").write_text("kept")
+    status, err = refused("--out", out)
+    assert status == 2
+    assert f"--out {out}: file is a file, not a folder" in err.strip().splitlines()[-1]
+    assert (tmp_path / "file").read_text() == "kept"
+
+
+def _rows_file(folder: Path, *lines: str) -> Path:
+    """``folder/rows.jsonl`` for ``SMALL``'s settings, then ``lines``."""
+    settings = {"minutes": 0.3, "devices": 4, "time_scale": 0.05, "eval_episodes": 2, "curve_episodes": 0}
+    folder.mkdir()
+    rows = folder / "rows.jsonl"
+    rows.write_text(json.dumps({"settings": settings}) + "\n" + "".join(lines))
+    return rows
+
+
+SMALL = ["--starts", "tiny-bc", "--algorithms", "filtered-bc", "--sync", "", "--seeds", "3", "--devices", "4"]
+SMALL += ["--minutes", "0.3", "--time-scale", "0.05", "--eval-episodes", "2", "--curve-episodes", "0"]
+START = {"key": "tiny-bc/start/async/s0", "start": "tiny-bc", "variant": "start", "mode": "async", "seed": 0}
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (["[1, 2]\n"], "rows.jsonl:2 is not a row (a JSON object with its key)"),
+        (['{"key": "x"\n', json.dumps(START) + "\n"], "rows.jsonl:2 is not JSON"),
+    ],
+)
+def test_resume_refuses_a_line_that_is_not_a_row_naming_it(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path, lines: list[str], said: str
+) -> None:
+    rows = _rows_file(tmp_path / "table", *lines)
+    before = rows.read_text()
+    status, err = refused(*SMALL, "--out", "table", "--resume")
+    assert status == 2
+    assert said in err.strip().splitlines()[-1]
+    assert rows.read_text() == before  # nothing lost
+
+
+def test_resume_refuses_a_first_line_that_is_not_the_settings(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path
+) -> None:
+    (tmp_path / "table").mkdir()
+    (tmp_path / "table" / "rows.jsonl").write_text("[1, 2]\n")
+    status, err = refused(*SMALL, "--out", "table", "--resume")
+    assert status == 2
+    assert "rows.jsonl:1 is not a table's settings line" in err
+
+
+def test_resume_sets_a_row_cut_short_aside_and_measures_it_again(program: ModuleType, tmp_path: Path) -> None:
+    start = json.dumps(START | {"cells": {}, "curve": []}) + "\n"
+    cut = '{"key": "tiny-bc/filtered-bc/async/s3", "cells": {"test@1": [["gen'
+    rows = _rows_file(tmp_path / "table", start, cut)
+    settings = json.loads(rows.read_text().splitlines()[0])["settings"]
+    measured = program._measured(rows, settings)
+    assert list(measured) == ["tiny-bc/start/async/s0"]  # the cut row is not taken as measured
+    assert rows.read_text().splitlines()[1:] == [start.strip()]  # and the file ends with a whole row
+    assert (tmp_path / "table" / "rows.jsonl.cut").read_text() == cut + "\n"  # what was cut is kept aside
 
 
 @pytest.mark.timeout(900)  # a table of three rows, then three more calls
@@ -59,7 +180,15 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
     small += ["--eval-episodes", "3", "--curve-episodes", "2", "--out", "table", "--figure", str(figure)]
     crashed = _table("--algorithms", "filtered-bc,broken:Broken", *small, cwd=tmp_path, timeout=420)
     assert crashed.returncode != 0
-    assert "row 3/3: tiny-bc/broken:Broken/async/s3" in crashed.stderr
+    assert "row 3/3: tiny-bc/broken:Broken/async/s3 ..." in crashed.stderr
+    said = crashed.stderr.strip().splitlines()
+    assert said[-2].startswith(
+        "paper_table: row 3/3, tiny-bc/broken:Broken/async/s3, failed: update 1 refused"
+    )
+    rows_file = Path("table", "rows.jsonl")
+    assert (
+        said[-1] == f"paper_table: the rows measured before it are in {rows_file}; --resume goes on from them"
+    )
     lines = (out / "rows.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["settings"]["minutes"] == 0.3
     rows = [json.loads(line) for line in lines[1:]]
