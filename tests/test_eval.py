@@ -14,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from distrl.cli.common import adapter_folder
 from distrl.config import PolicySettings
 from distrl.errors import PolicyError
 from distrl.learner.checkpoint import Checkpoints
@@ -240,3 +241,61 @@ def test_eval_refuses_an_adapter_without_tensors(tmp_path: Path) -> None:
     save_file(dict(sorted(half.items())[: len(half) // 2]), str(weights))
     with pytest.raises(PolicyError, match=f"lacks {len(half) - len(half) // 2} of the model's {len(half)}"):
         Policy.load(PolicySettings(model="tiny-bc", adapter=str(tmp_path / "half")), seed=0)
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line ``python -m distrl argv`` refuses with, in this process, exit status 2."""
+    from distrl.cli import main
+
+    assert main(argv) == 2, argv
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("distrl: error: "), lines
+    return lines[0].removeprefix("distrl: error: ")
+
+
+def test_eval_refuses_plays_that_would_say_nothing_or_never_end(capsys: pytest.CaptureFixture[str]) -> None:
+    said = _refused(["eval", "tiny-bc", "--samples", "3", "--temperature", "0"], capsys)
+    assert said.startswith("--samples 3 with --temperature 0 would play each task's greedy answer 3 times")
+    said = _refused(["eval", "tiny-bc", "--episodes", "100000000"], capsys)
+    assert said.startswith("--episodes 100000000 is more than eval plays (at most 100,000;")
+
+
+def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_it_has_none(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    (copy / "checkpoints" / "latest").unlink()
+    newest = copy / "checkpoints" / "step-000000100" / "adapter"
+    assert adapter_folder(str(copy)) == str(newest)
+    assert adapter_folder(str(copy / "checkpoints")) == str(newest)
+    empty = tmp_path / "empty-run"
+    (empty / "checkpoints").mkdir(parents=True)
+    said = _refused(["eval", "tiny-bc", "--adapter", str(empty)], capsys)
+    assert (
+        said == f"{str(empty)!r} is a run folder with no checkpoint yet (its checkpoints folder holds none)"
+    )
+
+
+def test_an_adapter_is_put_on_no_other_model_than_its_own(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    adapter = str(run / "checkpoints" / "step-000000050" / "adapter")  # trained on tiny-bc
+    said = _refused(["eval", "tiny-weak", "--adapter", adapter, "--episodes", "1"], capsys)
+    assert said == (
+        f"the adapter {adapter} was trained on tiny-bc, not tiny-weak (its adapter_config.json's"
+        f" base_model_name_or_path): eval tiny-bc --adapter {adapter}"
+    )
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n')
+    collect = ["collect", str(inventory), "--episodes", "1", "--out", str(tmp_path / "out")]
+    said = _refused([*collect, "--policy", "tiny-weak", "--adapter", adapter], capsys)
+    assert said.startswith(f"--adapter: the adapter {adapter} was trained on tiny-bc, not tiny-weak")
+    assert said.endswith(": give --policy tiny-bc")
+    damaged = tmp_path / "damaged"
+    shutil.copytree(adapter, damaged)
+    (damaged / "adapter_model.safetensors").write_bytes(b"")
+    said = _refused([*collect, "--policy", "tiny-bc", "--adapter", str(damaged)], capsys)
+    assert said.startswith(f"--adapter: the adapter weights in {str(damaged)!r} are damaged")
+    assert not (tmp_path / "out").exists()  # refused before any worker started

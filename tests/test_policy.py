@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 from safetensors import safe_open
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from transformers import (
     AutoConfig,
     AutoModelForImageTextToText,
@@ -42,6 +43,7 @@ from distrl.policy import (
     resolve_dtype,
 )
 from distrl.policy.engine import CACHE_STEP, CompiledEngine, EagerEngine, make_engine
+from distrl.policy.loading import other_base
 from distrl.policy.sampling import KeyedRows
 from distrl.policy.tiny import PRETRAINED_WEIGHTS, TinySpec, export_pretrained
 from distrl.records import Action, ActionType, InvalidAction, Observation
@@ -740,7 +742,8 @@ def test_a_bad_model_or_adapter_is_one_sentence(tmp_path: Path) -> None:
     cases = [
         (PolicySettings(model=str(tmp_path / "nowhere")), "does not exist"),
         (PolicySettings(model=str(tmp_path)), "no config.json"),
-        (PolicySettings(adapter=str(tmp_path / "no-adapter")), "not a PEFT adapter folder"),
+        (PolicySettings(adapter=str(tmp_path / "no-adapter")), "the adapter folder"),
+        (PolicySettings(adapter=str(tmp_path)), "not a PEFT adapter folder"),
         (PolicySettings(lora_targets=("no_such_module",)), "LoRA targets"),
     ]
     text_only = tmp_path / "text-only"
@@ -757,14 +760,84 @@ def test_a_bad_model_or_adapter_is_one_sentence(tmp_path: Path) -> None:
         weights = damaged / "adapter_model.safetensors"
         weights.write_bytes(damage(weights.read_bytes()))
         cases.append((PolicySettings(adapter=str(damaged)), "adapter weights in"))
-    for settings, problem in cases:
+    for settings, problem in [*cases, *_damaged_adapters(tmp_path), *_damaged_models(tmp_path)]:
         with pytest.raises(PolicyError) as info:
             Policy.load(settings, device="cpu")
-        assert problem in _one_sentence(info.value)
+        assert problem in _one_sentence(info.value), settings
         assert info.value.phase in {"load", "adapter"}
     with pytest.raises(PolicyError) as info:
         Policy.load(PolicySettings(), device="cpu", dtype="float8")  # type: ignore[arg-type]
     _one_sentence(info.value)
+
+
+def _damaged_adapters(tmp_path: Path) -> list[tuple[PolicySettings, str]]:
+    """Adapter folders of ``tiny`` damaged one way each, with what the refusal of each says."""
+    cases = []
+    saved = Policy.load(PolicySettings(), device="cpu")
+
+    def adapter(name: str) -> Path:
+        saved.adapter.save(tmp_path / name)
+        return tmp_path / name
+
+    (adapter("not-json") / "adapter_config.json").write_text('{"r": 16,')
+    cases.append(("not-json", "adapter_config.json' is not JSON (Expecting property name"))
+    (adapter("no-weights") / "adapter_model.safetensors").unlink()
+    cases.append(("no-weights", "has no adapter_model.safetensors (the adapter's weights)"))
+    config = adapter("rank-8") / "adapter_config.json"
+    config.write_text(config.read_text().replace('"r": 16', '"r": 8'))
+    cases.append(
+        ("rank-8", "its tensors do not match its adapter_config.json: lora rank 16 in the weights, 8 in")
+    )
+
+    def reshaped(name: str, part: str) -> None:
+        weights = adapter(name) / "adapter_model.safetensors"
+        tensors = load_file(str(weights))
+        save_file(
+            {k: torch.zeros(2 * v.shape[0], *v.shape[1:]) if part in k else v for k, v in tensors.items()},
+            str(weights),
+        )
+
+    reshaped("wide-a", "lora_A")  # rank 32 in the A matrices, 16 in the B ones and the config
+    half = len(load_file(str(tmp_path / "wide-a" / "adapter_model.safetensors"))) // 2
+    cases.append(("wide-a", f"{half} of its {2 * half} LoRA tensors are not of rank 16, such as"))
+    reshaped("tall-b", "lora_B")  # of the config's rank, but made for wider layers than tiny's
+    cases.append(("tall-b", f"does not fit the model ({half} tensors of the wrong shape, such as"))
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    cases.append(("run", "is a run folder with no checkpoint yet"))
+    return [(PolicySettings(adapter=str(tmp_path / name)), problem) for name, problem in cases]
+
+
+def _damaged_models(tmp_path: Path) -> list[tuple[PolicySettings, str]]:
+    """A model folder whose weights file is cut short: refused as damaged, as an adapter's is."""
+    folder = tmp_path / "cut-model"
+    model, prompter = build_tiny(0)
+    model.save_pretrained(folder)
+    prompter.save_pretrained(folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    return [(PolicySettings(model=str(folder)), f"the model weights in {str(folder)!r} are damaged")]
+
+
+def test_an_adapter_names_the_model_it_was_trained_on(tmp_path: Path) -> None:
+    Policy.load(PolicySettings(model="tiny-bc"), seed=0).adapter.save(tmp_path / "of-bc")
+    assert other_base(tmp_path / "of-bc", "tiny-bc") == ""
+    assert other_base(tmp_path / "of-bc", "tiny-weak") == "tiny-bc"
+    assert other_base(tmp_path / "of-bc", str(tmp_path)) == "tiny-bc"  # a folder is not the built-in
+    model = tmp_path / "model"
+    model.mkdir()
+    config = tmp_path / "of-bc" / "adapter_config.json"
+    data = json.loads(config.read_text())
+    for base, given, other in [
+        (str(model), str(model / "." / "..") + "/model", ""),  # the same folder, spelt otherwise
+        (str(model), str(tmp_path), str(model)),
+        (str(model), "tiny-bc", str(model)),
+        ("", "tiny-bc", ""),  # names nothing
+        ("Qwen/Qwen2-VL-2B-Instruct", "tiny-bc", ""),  # a Hub id: nothing to tell it from a folder by
+        (str(tmp_path / "gone"), "tiny-bc", ""),
+    ]:
+        config.write_text(json.dumps({**data, "base_model_name_or_path": base}))
+        assert other_base(tmp_path / "of-bc", given) == other, (base, given)
 
 
 def test_parse_of_a_sample_is_what_parse_action_says() -> None:
@@ -835,3 +908,25 @@ def test_save_model_writes_tiny_bc_as_a_plain_model_folder(tmp_path: Path) -> No
     )
     assert again.returncode == 2
     assert "is not empty" in again.stderr
+
+
+def test_save_model_refuses_what_it_cannot_do_before_building_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distrl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("m").write_text("keep")
+    Path("f").write_text("x")
+    for args, problem in [
+        (["tiny", "m"], "m is a file, not a folder"),
+        (["tiny-bc", "f/m"], "cannot create f/m: f is not a folder"),
+        (
+            ["tiny-bc", "new", "--seed", "5"],
+            "--seed seeds a fresh tiny's weights; tiny-bc's are trained and always the same: leave it out",
+        ),
+    ]:
+        assert main(["save-model", *args]) == 2, args
+        assert capsys.readouterr().err.splitlines() == [f"distrl: error: {problem}"]
+    assert Path("m").read_text() == "keep"
+    assert not Path("new").exists()

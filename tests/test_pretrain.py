@@ -24,7 +24,7 @@ from distrl.config import PolicySettings
 from distrl.local.demos import _Branches, demonstrations
 from distrl.local.evaluation import Evaluation, Outcome, pass_at_k, standard_error
 from distrl.local.play import episode_phone, evaluate
-from distrl.local.pretrain import Progress, _examples, pretrain
+from distrl.local.pretrain import Progress, _examples, cannot_create, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
 from distrl.policy.tiny import build_pretrained
 from distrl.records import Action, ActionType, Task
@@ -307,6 +307,32 @@ def test_bad_budgets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no task source 'nope'"):
         pretrain(tmp_path / "m", suites=("nope",), max_steps=1, minutes=None)
     assert not (tmp_path / "m").exists()
+
+
+def test_an_output_that_cannot_be_created_is_refused_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "f").write_text("x")
+    assert (
+        cannot_create(tmp_path / "f" / "model")
+        == f"cannot create {tmp_path}/f/model: {tmp_path}/f is not a folder"
+    )
+    assert cannot_create(tmp_path / "f" / "deeper" / "model").endswith(f": {tmp_path}/f is not a folder")
+    assert cannot_create(tmp_path / "new" / "deeper" / "model") == ""  # missing parents are made
+    with pytest.raises(ValueError, match="f is not a folder"):
+        pretrain(
+            tmp_path / "f" / "model",
+            max_steps=1,
+            minutes=None,
+            on_progress=lambda _: pytest.fail("it trained"),
+        )
+    monkeypatch.chdir(tmp_path)
+    from distrl.cli import main
+
+    assert main(["pretrain", "--out", "f/model", "--steps", "30", "--minutes", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # nothing announced, nothing trained
+    assert err == "distrl: error: cannot create f/model: f is not a folder\n"
 
 
 # -- evaluation --------------------------------------------------------------------------------------------
