@@ -25,7 +25,7 @@ from distrl.fleet import collect, train
 from distrl.fleet.ledger import Groups
 from distrl.fleet.stop import Stop
 from distrl.learner.algorithm import AdvantageTargets
-from distrl.learner.algorithms import configure, names, resolve, with_options
+from distrl.learner.algorithms import build, configure, names, resolve, with_options
 from distrl.learner.core import Learner
 from distrl.learner.replay import ReplayBuffer
 from distrl.learner.scoring import score
@@ -79,6 +79,132 @@ def test_the_registry_finds_every_built_in_and_a_users_own_by_module_and_class()
     assert (algorithm.name, options.baseline) == ("reinforce", "none")
     with pytest.raises(ConfigError, match=r"learner\.reinforce\.baseline: expected one of 'group', 'none'"):
         configure(with_options(LearnerSettings(algorithm=USER_ALGORITHM), baseline="mean"))
+
+
+_REINFORCE = "from examples.my_algorithm import Reinforce, ReinforceSettings\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        (
+            'raise RuntimeError("boom at import")\n',
+            "does not load (RuntimeError: boom at import, {module}.py line 1)",
+        ),
+        ("class Algo(:\n    pass\n", "does not load (SyntaxError: invalid syntax, {module}.py line 1)"),
+        (
+            "import no_such_dependency\n",
+            "does not load (ModuleNotFoundError: No module named 'no_such_dependency'",
+        ),
+        (
+            _REINFORCE + "class Algo(Reinforce):\n    name = 42\n",
+            "is not an algorithm: its name is not a string",
+        ),
+        (_REINFORCE + "class Algo(Reinforce):\n    name = 'a-ride'\n", "its name 'a-ride' is taken"),
+        (_REINFORCE + "class Algo(Reinforce):\n    name = 'a_ride'\n", "its name 'a_ride' is taken"),
+        (
+            _REINFORCE + "class Algo(Reinforce):\n    name = 'my algo!'\n",
+            "its name 'my algo!' is not lower-case",
+        ),
+        (
+            "import dataclasses\n" + _REINFORCE + "@dataclasses.dataclass(frozen=True, kw_only=True)\n"
+            "class Needs:\n    x: int\nclass Algo(Reinforce):\n    name = 'needs'\n    Settings = Needs\n",
+            "its Settings field 'x' has no default",
+        ),
+        ("class Algo:\n    name = 'bare'\n", "it has no Settings, prioritised, plan, targets, loss"),
+    ],
+)
+def test_a_users_class_that_does_not_load_or_is_not_an_algorithm_is_one_line_naming_what(
+    tmp_path: Path, request: pytest.FixtureRequest, source: str, words: str
+) -> None:
+    module = f"algo_{abs(hash(request.node.name))}"  # each case its own module: imported once per process
+    (tmp_path / f"{module}.py").write_text(source)
+    inventory = str(tmp_path / "hosts.toml")  # its folder is where the module is found
+    with pytest.raises(ConfigError) as refused:
+        resolve(f"{module}:Algo", source=inventory)
+    message = str(refused.value)
+    assert message.startswith(f"{inventory}: learner.algorithm: '{module}:Algo' "), message
+    assert words.format(module=module) in message
+    assert "\n" not in message
+
+
+class _InitRaises:
+    name, Settings, prioritised = "initraises", dataclasses.make_dataclass("S", []), False
+    networks: object = None
+    plan = targets = loss = None
+
+    def __init__(self, settings: Any, *, features: int) -> None:
+        raise RuntimeError("init is broken")
+
+
+class _NoFeatures(_InitRaises):
+    name = "nofeatures"
+
+    def __init__(self, settings: Any) -> None:
+        pass
+
+
+class _NetworksNotModule(_InitRaises):
+    name = "netsnotmodule"
+    networks = "critic"
+
+    def __init__(self, settings: Any, *, features: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("cls", "words"),
+    [
+        (
+            _InitRaises,
+            "the algorithm 'initraises' (test_algorithms:_InitRaises) failed to start (RuntimeError: init is"
+            " broken, test_algorithms.py line",
+        ),
+        (
+            _NoFeatures,
+            "failed to start (TypeError: _NoFeatures.__init__() got an unexpected keyword argument"
+            " 'features'): it is built as Class(settings, *, features=H)",
+        ),
+        (
+            _NetworksNotModule,
+            "the algorithm 'netsnotmodule' (test_algorithms:_NetworksNotModule): its networks are"
+            " str 'critic', not a torch.nn.Module or None",
+        ),
+    ],
+)
+def test_an_algorithm_that_fails_to_start_is_one_line_naming_it(cls: Any, words: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        build(cls, cls.Settings(), features=8, source="hosts.toml")
+    assert str(refused.value).startswith("hosts.toml: learner.algorithm: ")
+    assert words in str(refused.value)
+
+
+def test_the_learner_builds_its_algorithm_as_check_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    reinforce = resolve(USER_ALGORITHM)
+
+    def broken(self: Any, settings: Any, *, features: int) -> None:
+        raise RuntimeError("init is broken")
+
+    monkeypatch.setattr(reinforce, "__init__", broken)
+    with pytest.raises(
+        ConfigError, match=r"the algorithm 'reinforce' .* failed to start \(RuntimeError: init"
+    ):
+        Learner(_policy(), LearnerSettings(algorithm=USER_ALGORITHM), seed=0)
+
+
+@pytest.mark.parametrize(
+    ("learner", "words"),
+    [
+        ("grpo = 3\n", "learner.grpo: an algorithm's settings are a table, [learner.grpo]"),
+        ("a_ride = 3\n", "learner.a_ride: an algorithm's settings are a table, [learner.a_ride]"),
+        ("[learner.a_ride]\nrho_clip = nan\n", "learner.a_ride.rho_clip: must be a finite number, got nan"),
+    ],
+)
+def test_an_algorithms_table_written_as_a_value_or_a_nan_in_it_says_so(learner: str, words: str) -> None:
+    text = f'[learner]\n{learner}\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = {{ sim = 2 }}\n'
+    with pytest.raises(ConfigError) as refused:
+        configure(parse_inventory(text, source="hosts.toml").learner, source="hosts.toml")
+    assert str(refused.value) == f"hosts.toml: {words}"
 
 
 def test_grpo_contrasts_the_plays_of_a_task_and_drops_the_groups_that_all_scored_alike(
@@ -140,29 +266,57 @@ def test_ppo_trains_every_step_with_either_baseline(played: list[Trajectory], ba
     assert "capped_share" in report.stats
 
 
-@pytest.mark.parametrize("fault", ["raises", "nan"])
+_FAULTS: dict[str, tuple[str, Any, str]] = {
+    # fault: (the method broken, its broken body, what the refusal says after "the algorithm 'reinforce' ")
+    "raises": ("loss", lambda *a: {"a": 1}["b"], "failed in its loss (KeyError: 'b')"),
+    "nan": (
+        "loss",
+        lambda s, b, t, c: {"reinforce": c.logprob.sum() * math.nan},
+        "loss 'reinforce' is not finite",
+    ),
+    "float": (
+        "loss",
+        lambda *a: 3.0,
+        "broke its contract: its loss returned a float, not a dict of scalar tensors",
+    ),
+    "list": ("loss", lambda s, b, t, c: [c.logprob.sum()], "its loss returned a list, not a dict of scalar"),
+    "empty": ("loss", lambda *a: {}, "its loss returned no loss for steps it trains"),
+    "vector": (
+        "loss",
+        lambda s, b, t, c: {"v": -c.logprob},
+        "its loss 'v' is a tensor of shape (",
+    ),
+    "constant": ("loss", lambda *a: {"x": torch.tensor(1.0)}, "its loss 'x' has no gradient"),
+    "plan": ("plan", lambda *a: None, "broke its contract: its plan returned None, not a Plan"),
+    "targets": (
+        "targets",
+        lambda *a: [True, False],
+        "its targets' trained is None, not a tensor of the batch's",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(_FAULTS))
 def test_an_algorithm_that_fails_ends_the_update_naming_it_and_changes_nothing(
     played: list[Trajectory], monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
     reinforce = resolve(USER_ALGORITHM)  # found as a run finds it, whatever ran before in this process
-
-    def broken(self: Any, batch: Any, targets: Any, chunk: Any) -> dict[str, torch.Tensor]:
-        if fault == "raises":
-            raise KeyError("advantage")
-        return {"reinforce": chunk.logprob.sum() * math.nan}
-
-    monkeypatch.setattr(reinforce, "loss", broken)
+    method, body, words = _FAULTS[fault]
+    monkeypatch.setattr(reinforce, method, body)
     learner = _learner(USER_ALGORITHM, _group(played[0], "g1", [True, False]))
     adapter = learner.policy.adapter.state()
     with pytest.raises(LearnerError) as refused:
         learner.update()
     message = str(refused.value)
-    assert message.startswith("update 1 refused: ")
+    assert message.startswith("update 1 refused: "), message
     assert "'reinforce'" in message
-    assert ("KeyError" in message) == (fault == "raises")
-    assert ("'reinforce' loss 'reinforce' is not finite" in message) == (fault == "nan")
+    assert words in message, message
+    assert message.count("\n") == 0
+    # a user's own loss is among the causes named for a NaN; not for its other faults
+    assert (f"{USER_ALGORITHM}'s own loss" in message) == (fault == "nan")
     assert learner.updates == 0
     assert all(torch.equal(v, adapter[k]) for k, v in learner.policy.adapter.state().items())
+    assert not any(state for state in learner.actor_optimiser.state.values())
 
 
 @pytest.mark.anyio
@@ -323,11 +477,23 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
         ),
         ("[learner.grpo]\nclip = -1\n", "learner.grpo.clip: must be greater than 0"),
         ("gamma = 0.5\n", "learner.gamma is now learner.a_ride.gamma"),
+        (  # check builds the algorithm once, as the learner will
+            'algorithm = "broken_start:Broken"\n',
+            "learner.algorithm: the algorithm 'broken' (broken_start:Broken) failed to start"
+            " (RuntimeError: init is broken, broken_start.py line 7)",
+        ),
     ],
 )
 def test_check_refuses_an_algorithm_or_its_table_in_one_line(
     tmp_path: Path, learner: str, words: str
 ) -> None:
+    (tmp_path / "broken_start.py").write_text(
+        "import dataclasses\n\n\nclass Broken:\n"
+        "    name, Settings, prioritised = 'broken', dataclasses.make_dataclass('S', []), False\n"
+        "    def __init__(self, settings, *, features):\n"
+        "        raise RuntimeError('init is broken')\n"
+        "    plan = targets = loss = None\n"
+    )
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(
         f'[learner]\n{learner}\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = {{ sim = 2 }}\n'

@@ -18,6 +18,7 @@ import tomllib
 import typing
 from collections import Counter
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -198,6 +199,11 @@ class Reader:
         self.moved(table, path, MOVED_KEYS, "each algorithm's settings have their own table")
         tables = {key: value for key, value in table.items() if isinstance(value, dict)}
         plain = {key: value for key, value in table.items() if key not in tables}
+        unknown = plain.keys() - {f.name for f in dataclasses.fields(LearnerSettings)}
+        if unknown:  # an algorithm's table written as a value: said so, not "unknown key"
+            registered = {point.name.replace("-", "_") for point in entry_points(group="distrl.algorithms")}
+            for key in sorted(unknown & registered):
+                raise self.fail(_join(path, key), f"an algorithm's settings are a table, [learner.{key}]")
         for key in tables:
             if not _TABLE_NAME.fullmatch(key):
                 raise self.fail(_join(path, key), "is not an algorithm's name (its table is [learner.NAME])")
@@ -346,7 +352,9 @@ class Reader:
                 return raw
             raise self.fail(path, f"expected an integer, got {_describe(raw)}")
         if hint is float:
-            if isinstance(raw, int | float) and not isinstance(raw, bool) and not math.isnan(raw):
+            if isinstance(raw, float) and math.isnan(raw):
+                raise self.fail(path, "must be a finite number, got nan")
+            if isinstance(raw, int | float) and not isinstance(raw, bool):
                 return float(raw)
             raise self.fail(path, f"expected a number, got {_describe(raw)}")
         if hint is str:

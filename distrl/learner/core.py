@@ -25,9 +25,11 @@ One ``update()``:
 6. New priorities go back to the buffer, β moves towards 1, and the update counter (the policy version
    the learner holds) goes up by one.
 
-Guards: a NaN or infinity in any score, value, priority or loss, or an algorithm that raises, refuses
-the whole update (``LearnerError``), the networks put back as they were. Checkpoints: ``save``/``load``
-(``distrl.learner.checkpoint``), of what ``state_dict`` gives.
+Guards: a NaN or infinity in any score, value, priority or loss, an algorithm that raises, or one whose
+answer breaks the contract (a ``plan`` that is not a ``Plan``, ``trained`` that is not ``(N,)``, a loss
+that is not a dict of scalar tensors with gradients) refuses the whole update (``LearnerError``), the
+networks put back as they were. An algorithm that fails to start is a ``ConfigError`` naming it.
+Checkpoints: ``save``/``load`` (``distrl.learner.checkpoint``), of what ``state_dict`` gives.
 
 With ``ranks`` above 1 (``distrl.learner.ranks``) every update runs on all the ranks: each scores and
 trains its share of the batch's steps, and the same step is taken everywhere. ``close`` stops them.
@@ -39,7 +41,7 @@ import copy
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,8 +49,8 @@ import torch
 
 from distrl.config import LearnerSettings
 from distrl.errors import LearnerError
-from distrl.learner.algorithm import Algorithm, Batch, Chunk, Targets
-from distrl.learner.algorithms import configure
+from distrl.learner.algorithm import Algorithm, Batch, Chunk, Plan, Targets
+from distrl.learner.algorithms import build, configure
 from distrl.learner.checkpoint import load_learner, restore_training_state, save_learner, training_state
 from distrl.learner.losses import kl_anchor, kl_to_reference
 from distrl.learner.rank_processes import start_ranks
@@ -92,7 +94,7 @@ class Learner:
         """H, the width of the hidden states the algorithm's networks read."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.algorithm: Algorithm = algorithm(options, features=self.hidden)
+            self.algorithm: Algorithm = build(algorithm, options, features=self.hidden)
         if self.algorithm.networks is not None:
             self.algorithm.networks.to(policy.device)
         start = policy.adapter.state()
@@ -265,6 +267,7 @@ class Learner:
         for quantity, scores in (("logprob", batch.logprob), ("entropy", batch.entropy)):
             self._finite(quantity, scores)
         plan = self._asking("plan", algorithm.plan, batch)
+        self._contract("plan", _plan_problem(plan, batch, self.networks is not None))
         for quantity, tensor in (("value", plan.values), ("advantage", plan.advantages)):
             if tensor is not None:
                 self._finite(quantity, tensor)
@@ -284,6 +287,7 @@ class Learner:
                 trained, loss, kl, named = 0, 0.0, 0.0, dict[str, float]()  # the networks first
             else:
                 targets = self._asking("targets", algorithm.targets, batch, plan)
+                self._contract("targets", _targets_problem(targets, len(batch.logprob)))
                 trained = int(targets.trained.sum())
                 loss, kl, named = self._actor_step(batch, inputs, texts, targets)
         except LearnerError:
@@ -351,6 +355,8 @@ class Learner:
         loss_sum = kl_sum = 0.0
         named: dict[str, float] = {}
         broken = ""
+        refused: LearnerError | None = None
+        """This rank's refusal of the update, raised once every rank knows that one refused."""
         try:
             for start in range(0, len(mine), settings.micro_batch):
                 chunk = mine[start : start + settings.micro_batch]
@@ -370,14 +376,12 @@ class Learner:
                     entropy=scores.entropy,
                     steps=total,
                 )
-                losses = self._asking("loss", self.algorithm.loss, batch, targets, part)
-                if not losses:
-                    raise LearnerError(
-                        f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} returned"
-                        " no loss for steps it trains",
-                        quantity="loss",
-                        update=self.updates + 1,
-                    )
+                try:
+                    losses = self._asking("loss", self.algorithm.loss, batch, targets, part)
+                    self._contract("loss", _losses_problem(losses))
+                except LearnerError as exc:
+                    refused = exc
+                    break
                 broken = next((name for name, t in losses.items() if not torch.isfinite(t.detach())), "")
                 if broken:
                     break
@@ -395,12 +399,18 @@ class Learner:
                     named[name] = named.get(name, 0.0) + float(value.detach())
         finally:
             self.policy.train(False)
-        finite = not broken
-        failed, loss_sum, kl_sum = self.ranks.total([0.0 if finite else 1.0, loss_sum, kl_sum])
-        finite = failed == 0
-        if not finite:
+        failed, loss_sum, kl_sum = self.ranks.total(
+            [0.0 if not (broken or refused) else 1.0, loss_sum, kl_sum]
+        )
+        if failed:
             self.actor_optimiser.zero_grad(set_to_none=True)
-            self._finite("actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}")
+            if refused is not None:
+                raise refused
+            if broken:
+                self._finite(
+                    "actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}"
+                )
+            self._contract("loss", "its loss failed on another rank")
         self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         for group in self.actor_optimiser.param_groups:
@@ -423,6 +433,17 @@ class Learner:
                 update=self.updates + 1,
             ) from exc
 
+    def _contract(self, what: str, problem: str) -> None:
+        """Refuse the update (``LearnerError`` naming the algorithm) where ``problem`` says what of the
+        algorithm's ``what`` breaks the contract (``distrl.learner.algorithm``); "": nothing does."""
+        if problem:
+            raise LearnerError(
+                f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} broke its"
+                f" contract: {problem}; the learner is as it was before it",
+                quantity=what,
+                update=self.updates + 1,
+            )
+
     def _actor_lr(self) -> float:
         """``lr_actor``, ramped up over the actor's first ``lr_warmup_updates`` updates."""
         warmup = self.settings.lr_warmup_updates
@@ -434,11 +455,84 @@ class Learner:
         """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity; ``what`` names
         the quantity in the message (default: ``quantity`` in words)."""
         if not bool(torch.isfinite(values).all()):
+            causes = "A learning rate too high, or damaged weights, do this"
+            if ":" in self.settings.algorithm and quantity not in ("logprob", "entropy"):  # a user's own
+                causes = (
+                    f"A learning rate too high, damaged weights or {self.settings.algorithm}'s own"
+                    f" {'loss' if quantity.endswith('loss') else 'plan'} do this"
+                )
             raise LearnerError(
                 f"update {self.updates + 1} refused: {what or 'the ' + quantity.replace('_', ' ')} is not"
-                " finite (NaN or"
-                " infinite); the learner is as it was before it. A learning rate too high, or damaged"
-                " weights, do this",
+                f" finite (NaN or infinite); the learner is as it was before it. {causes}",
                 quantity=quantity,
                 update=self.updates + 1,
             )
+
+
+def _plan_problem(plan: object, batch: Batch, networks: bool) -> str:
+    """What of ``plan``, an algorithm's answer to ``batch``, breaks the contract; "" where nothing does.
+    ``networks``: the algorithm has some, which its ``network_loss`` trains."""
+    if not isinstance(plan, Plan):
+        return f"its plan returned {_kind(plan)}, not a Plan"
+    steps = len(batch.logprob)
+    if networks and plan.network_loss is not None and (problem := _scalar_problem(plan.network_loss)):
+        return f"its plan's network_loss {problem}"
+    for name in ("advantages", "values"):
+        tensor = getattr(plan, name)
+        if tensor is not None and not (isinstance(tensor, torch.Tensor) and tuple(tensor.shape) == (steps,)):
+            return f"its plan's {name} are {_kind(tensor)}, not a tensor of the batch's {steps} steps"
+    priorities = plan.priorities
+    if priorities is not None and not (
+        isinstance(priorities, Sequence)
+        and len(priorities) == len(batch.trajectories)
+        and all(_number(p) for p in priorities)
+    ):
+        return f"its plan's priorities are {_kind(priorities)}, not a number for each of its trajectories"
+    if not (isinstance(plan.stats, Mapping) and all(_number(v) for v in plan.stats.values())):
+        return f"its plan's stats are {_kind(plan.stats)}, not a dict of numbers"
+    return ""
+
+
+def _targets_problem(targets: object, steps: int) -> str:
+    """What of ``targets`` breaks the contract (their ``trained``, ``(N,)``); "" where nothing does."""
+    trained = getattr(targets, "trained", None)
+    if isinstance(trained, torch.Tensor) and tuple(trained.shape) == (steps,):
+        return ""
+    return f"its targets' trained is {_kind(trained)}, not a tensor of the batch's {steps} steps"
+
+
+def _losses_problem(losses: object) -> str:
+    """What of ``losses``, an algorithm's loss on a chunk, breaks the contract; "" where nothing does."""
+    if not isinstance(losses, Mapping):
+        return f"its loss returned {_kind(losses)}, not a dict of scalar tensors"
+    if not losses:
+        return "its loss returned no loss for steps it trains (an empty dict)"
+    for name, value in losses.items():
+        if problem := _scalar_problem(value):
+            return f"its loss {name!r} {problem}"
+    return ""
+
+
+def _scalar_problem(value: object) -> str:
+    """What keeps ``value`` from being a loss: a scalar tensor with a gradient; "" where nothing does."""
+    if not isinstance(value, torch.Tensor):
+        return f"is {_kind(value)}, not a scalar tensor"
+    if value.dim() != 0:
+        return f"is a tensor of shape {tuple(value.shape)}, not a scalar (sum or average it)"
+    if not value.requires_grad:
+        return "has no gradient: it is not computed from the chunk's log-probs (a constant, or detached)"
+    return ""
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str:
+    """``value``'s type in words: "a float", "None", "a tensor of shape (3, 2)"."""
+    if value is None:
+        return "None"
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    name = type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"

@@ -17,7 +17,9 @@ import dataclasses
 import functools
 import importlib
 import importlib.metadata
+import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,12 @@ from distrl.config import LearnerSettings, read_section
 from distrl.errors import ConfigError
 from distrl.learner.algorithm import Algorithm
 
-__all__ = ["ALGORITHMS", "configure", "names", "resolve", "table_name", "with_options"]
+__all__ = ["ALGORITHMS", "configure", "names", "build", "resolve", "table_name", "with_options"]
 
 ALGORITHMS = "distrl.algorithms"
 """The entry-point group of algorithms."""
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+"""An algorithm's name: its table ``[learner.NAME]`` spells it (``-`` written ``_``)."""
 
 
 def names() -> list[str]:
@@ -44,19 +48,33 @@ def table_name(name: str) -> str:
 def resolve(name: str, *, source: str = "") -> type[Algorithm]:
     """The algorithm class registered as ``name``, or the class ``module:Class`` names (``module`` found
     on the path, in the inventory ``source``'s folder or in the working folder). ``ConfigError`` (at
-    ``learner.algorithm``, in ``source``) naming the registered ones when there is neither."""
+    ``learner.algorithm``, in ``source``) naming the registered ones when there is neither, the error
+    where the module does not import, and what is wrong where the class is not an algorithm (its parts,
+    its name, its ``Settings``)."""
     points = _entry_points()
+    found: object = None
     try:
         if name in points:
             found = points[name].load()
         elif ":" in name:
             module, _, attribute = name.partition(":")
             _searching(Path(source).parent if source else None, Path.cwd())
-            found = functools.reduce(getattr, attribute.split("."), importlib.import_module(module))
-        else:
-            found = None
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError.at("learner.algorithm", f"{name!r} does not load ({exc})", source or None) from exc
+            imported = importlib.import_module(module)
+            try:
+                found = functools.reduce(getattr, attribute.split("."), imported)
+            except AttributeError as exc:
+                raise ConfigError.at(
+                    "learner.algorithm", f"{name!r} does not load ({exc})", source or None
+                ) from exc
+    except ConfigError:
+        raise
+    except Exception as exc:  # whatever the module raises as it is imported, a SyntaxError among them
+        named = name.partition(":")[0] + "."
+        absent = isinstance(exc, ModuleNotFoundError) and named.startswith(
+            f"{exc.name}."
+        )  # it, or its package
+        what = str(exc) if absent else _raised(exc)
+        raise ConfigError.at("learner.algorithm", f"{name!r} does not load ({what})", source or None) from exc
     if found is None:
         known = ", ".join(sorted(points)) or "none: is distrl installed (pip install -e .)?"
         raise ConfigError.at(
@@ -64,16 +82,13 @@ def resolve(name: str, *, source: str = "") -> type[Algorithm]:
             f"no algorithm {name!r} (known: {known}; or 'module:Class' for your own)",
             source or None,
         )
-    missing = [a for a in ("name", "Settings", "plan", "targets", "loss") if not hasattr(found, a)]
-    settings_class = getattr(found, "Settings", None)
-    if missing or not (isinstance(settings_class, type) and dataclasses.is_dataclass(settings_class)):
-        what = f"has no {', '.join(missing)}" if missing else "has no Settings dataclass"
+    if problem := _not_an_algorithm(found, name, points):
         raise ConfigError.at(
             "learner.algorithm",
-            f"{name!r} is not an algorithm: it {what} (distrl.learner.algorithm.Algorithm says what one has)",
+            f"{name!r} is not an algorithm: {problem}",
             source or None,
         )
-    return found  # type: ignore[no-any-return]  # checked above as far as a Protocol can be
+    return found  # type: ignore[return-value]  # checked above as far as a Protocol can be
 
 
 def configure(settings: LearnerSettings, *, source: str = "") -> tuple[type[Algorithm], Any]:
@@ -111,6 +126,88 @@ def with_options(settings: LearnerSettings, **changes: Any) -> LearnerSettings:
     return dataclasses.replace(
         settings, tables=tables, **{key: value for key, value in changes.items() if key in core}
     )
+
+
+def build(cls: type[Algorithm], options: Any, *, features: int, source: str = "") -> Algorithm:
+    """``cls(options, features=features)``, as the learner builds it, checked: ``ConfigError`` (at
+    ``learner.algorithm``, in ``source``) naming it where it raises or its ``networks`` are neither a
+    ``torch.nn.Module`` nor None. ``check`` builds one so, with a small ``features``, before a run."""
+    import torch  # here: reading an inventory needs no torch
+
+    where = f"the algorithm {cls.name!r} ({cls.__module__}:{cls.__qualname__})"
+    try:
+        algorithm = cls(options, features=features)
+    except Exception as exc:
+        signature = ": it is built as Class(settings, *, features=H)" if isinstance(exc, TypeError) else ""
+        raise ConfigError.at(
+            "learner.algorithm", f"{where} failed to start ({_raised(exc)}){signature}", source or None
+        ) from exc
+    networks = getattr(algorithm, "networks", None)
+    if networks is not None and not isinstance(networks, torch.nn.Module):
+        raise ConfigError.at(
+            "learner.algorithm",
+            f"{where}: its networks are {_kind(networks)}, not a torch.nn.Module or None",
+            source or None,
+        )
+    return algorithm
+
+
+def _not_an_algorithm(found: object, name: str, points: dict[str, importlib.metadata.EntryPoint]) -> str:
+    """What keeps ``found``, loaded as ``name``, from being an algorithm; "" where nothing does."""
+    missing = [
+        a for a in ("name", "Settings", "prioritised", "plan", "targets", "loss") if not hasattr(found, a)
+    ]
+    if missing:
+        return f"it has no {', '.join(missing)} (distrl.learner.algorithm.Algorithm says what one has)"
+    own = getattr(found, "name")  # noqa: B009  # an object's, not yet known to be an algorithm
+    if not isinstance(own, str):
+        return f"its name is not a string ({_kind(own)})"
+    if not _NAME.fullmatch(own):
+        return f"its name {own!r} is not lower-case letters, digits, - and _ (its table is [learner.NAME])"
+    clash = next((n for n in points if n != name and table_name(n) == table_name(own)), None)
+    if clash is not None and _loaded(points[clash]) is not found:
+        return (
+            f"its name {own!r} is taken (the registered algorithm {clash!r} has it): give it one of its own"
+        )
+    settings = getattr(found, "Settings")  # noqa: B009
+    if not (isinstance(settings, type) and dataclasses.is_dataclass(settings)):
+        return "its Settings is not a dataclass (a frozen, keyword-only one whose fields have defaults)"
+    required = [
+        f.name
+        for f in dataclasses.fields(settings)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if required:
+        return f"its Settings field {required[0]!r} has no default"
+    return ""
+
+
+def _loaded(point: importlib.metadata.EntryPoint) -> object:
+    """What ``point`` names, or None where it does not load."""
+    try:
+        return point.load()
+    except Exception:  # a registered algorithm that does not load clashes with nothing
+        return None
+
+
+def _raised(exc: BaseException) -> str:
+    """``exc`` in a few words: its type, its message and where it was raised (file and line)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"SyntaxError: {exc.msg}, {Path(exc.filename).name} line {exc.lineno}"
+    ours = f"{Path(__file__).resolve().parents[2]}/"  # distrl's own frames: the call into the algorithm
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith("<") and not str(Path(f.filename).resolve()).startswith(ours)
+    ]
+    at = f", {Path(frames[-1].filename).name} line {frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc}{at}"
+
+
+def _kind(value: object) -> str:
+    """``value``'s type in words, with the value where it is short."""
+    shown = repr(value)
+    return f"{type(value).__name__} {shown}" if len(shown) <= 40 else f"a {type(value).__name__}"
 
 
 def _searching(*folders: Path | None) -> None:
