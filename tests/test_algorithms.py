@@ -113,6 +113,17 @@ _REINFORCE = "from examples.my_algorithm import Reinforce, ReinforceSettings\n"
         ),
         ("class Algo:\n    name = 'bare'\n", "it has no Settings, prioritised, plan, targets, loss"),
     ],
+    ids=[
+        "raises",
+        "syntax",
+        "dependency",
+        "name-42",
+        "name-taken",
+        "name-taken-as-table",
+        "name-weird",
+        "required",
+        "bare",
+    ],
 )
 def test_a_users_class_that_does_not_load_or_is_not_an_algorithm_is_one_line_naming_what(
     tmp_path: Path, request: pytest.FixtureRequest, source: str, words: str
@@ -199,6 +210,7 @@ def test_the_learner_builds_its_algorithm_as_check_does(monkeypatch: pytest.Monk
         ("a_ride = 3\n", "learner.a_ride: an algorithm's settings are a table, [learner.a_ride]"),
         ("[learner.a_ride]\nrho_clip = nan\n", "learner.a_ride.rho_clip: must be a finite number, got nan"),
     ],
+    ids=["grpo", "a_ride", "nan"],
 )
 def test_an_algorithms_table_written_as_a_value_or_a_nan_in_it_says_so(learner: str, words: str) -> None:
     text = f'[learner]\n{learner}\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = {{ sim = 2 }}\n'
