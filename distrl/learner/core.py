@@ -410,7 +410,13 @@ class Learner:
                 self._finite(
                     "actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}"
                 )
-            self._contract("loss", "its loss failed on another rank")
+            raise LearnerError(
+                f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r}'s loss failed on"
+                " another rank (it raised, broke its contract or was not finite there); the learner is as it"
+                " was before it",
+                quantity="loss",
+                update=self.updates + 1,
+            )
         self.ranks.reduce_gradients(self.policy.trainable_parameters(), mean=False)
         torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), settings.grad_clip)
         for group in self.actor_optimiser.param_groups:
