@@ -145,8 +145,8 @@ class Algorithm(Protocol):
     ``cls(settings, features=H)`` with ``settings`` its ``Settings`` read from ``[learner.NAME]``."""
 
     name: ClassVar[str]
-    """Its name in ``[learner] algorithm``; its settings table is ``[learner.<name with _ for ->]``. Lower-case
-    letters, digits, ``-`` and ``_``, and none that a registered algorithm has."""
+    """Its name in ``[learner] algorithm``; its settings table is ``[learner.<name with _ for ->]``.
+    Lower-case letters, digits, ``-`` and ``_``, and none that a registered algorithm has."""
     Settings: ClassVar[type[Any]]
     """Its settings: a frozen, keyword-only dataclass whose fields all have defaults."""
     prioritised: ClassVar[bool]
