@@ -478,6 +478,8 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
         assert {m.device for m in members} == {"sim-0", "sim-1"}
     with pytest.raises(ValueError, match="group_size must be between 1 and the fleet's 2 device"):
         await collect(inventory, episodes=2, group_size=3)
+    with pytest.raises(ValueError, match="episodes 5 is not a multiple of group_size 2: each task is played"):
+        await collect(inventory, episodes=5, group_size=2)  # no task is played by a group cut short
 
 
 @pytest.mark.parametrize(

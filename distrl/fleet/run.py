@@ -105,6 +105,11 @@ async def collect(
         inventory = dataclasses.replace(
             inventory, tasks=dataclasses.replace(inventory.tasks, group_size=group_size)
         )
+    if episodes % inventory.tasks.group_size:
+        raise ValueError(
+            f"episodes {episodes} is not a multiple of group_size {inventory.tasks.group_size}: each task is"
+            " played by a whole group"
+        )
     pool = _tasks(inventory, tasks, split)
     # collect keeps every trajectory anyway: its recorder's queue can hold every one that may arrive
     recorder = _collect_recorder(out, episodes + 2 * inventory.device_count)

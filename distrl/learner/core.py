@@ -41,17 +41,18 @@ import copy
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
 from distrl.config import LearnerSettings
 from distrl.errors import LearnerError
-from distrl.learner.algorithm import Algorithm, Batch, Chunk, Plan, Targets
+from distrl.learner.algorithm import Algorithm, Batch, Chunk, Targets
 from distrl.learner.algorithms import build, configure
 from distrl.learner.checkpoint import load_learner, restore_training_state, save_learner, training_state
+from distrl.learner.contract import Guard, losses_problem, plan_problem, targets_problem
 from distrl.learner.losses import kl_anchor, kl_to_reference
 from distrl.learner.rank_processes import start_ranks
 from distrl.learner.ranks import SYNC, UPDATE, Alone, Ranks, torchrun_rank
@@ -63,8 +64,6 @@ from distrl.policy import Policy, PolicyInput
 from distrl.records import Trajectory
 
 __all__ = ["Learner", "UpdateReport"]
-
-T = TypeVar("T")
 
 
 class Learner:
@@ -265,14 +264,14 @@ class Learner:
         )
         batch, steps, inputs, texts = scored.batch, scored.steps, scored.inputs, scored.texts
         for quantity, scores in (("logprob", batch.logprob), ("entropy", batch.entropy)):
-            self._finite(quantity, scores)
-        plan = self._asking("plan", algorithm.plan, batch)
-        self._contract("plan", _plan_problem(plan, batch, self.networks is not None))
+            self._guard.finite(quantity, scores)
+        plan = self._guard.asking("plan", algorithm.plan, batch)
+        self._guard.contract("plan", plan_problem(plan, batch, self.networks is not None))
         for quantity, tensor in (("value", plan.values), ("advantage", plan.advantages)):
             if tensor is not None:
-                self._finite(quantity, tensor)
+                self._guard.finite(quantity, tensor)
         if plan.priorities is not None:
-            self._finite("priority", torch.tensor(plan.priorities))
+            self._guard.finite("priority", torch.tensor(plan.priorities))
 
         # the networks step before the actor's loss is known: keep what they had, to undo a refused update
         networks = self.networks
@@ -286,8 +285,8 @@ class Learner:
             if networks is not None and self.updates < settings.critic_warmup_updates:
                 trained, loss, kl, named = 0, 0.0, 0.0, dict[str, float]()  # the networks first
             else:
-                targets = self._asking("targets", algorithm.targets, batch, plan)
-                self._contract("targets", _targets_problem(targets, len(batch.logprob)))
+                targets = self._guard.asking("targets", algorithm.targets, batch, plan)
+                self._guard.contract("targets", targets_problem(targets, len(batch.logprob)))
                 trained = int(targets.trained.sum())
                 loss, kl, named = self._actor_step(batch, inputs, texts, targets)
         except LearnerError:
@@ -326,7 +325,7 @@ class Learner:
         networks, optimiser = self.networks, self.critic_optimiser
         if loss is None or networks is None or optimiser is None:
             return 0.0
-        self._finite("critic_loss", loss.detach())
+        self._guard.finite("critic_loss", loss.detach())
         optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         # the same loss on every rank: the mean keeps them in step
@@ -377,8 +376,8 @@ class Learner:
                     steps=total,
                 )
                 try:
-                    losses = self._asking("loss", self.algorithm.loss, batch, targets, part)
-                    self._contract("loss", _losses_problem(losses))
+                    losses = self._guard.asking("loss", self.algorithm.loss, batch, targets, part)
+                    self._guard.contract("loss", losses_problem(losses))
                 except LearnerError as exc:
                     refused = exc
                     break
@@ -407,7 +406,7 @@ class Learner:
             if refused is not None:
                 raise refused
             if broken:
-                self._finite(
+                self._guard.finite(
                     "actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}"
                 )
             raise LearnerError(
@@ -424,32 +423,6 @@ class Learner:
         self.actor_optimiser.step()
         return loss_sum, kl_sum / total, named
 
-    def _asking(self, what: str, call: Callable[..., T], *args: Any) -> T:
-        """``call(*args)``, the algorithm's ``what``; an exception from it refuses the update
-        (``LearnerError`` naming the algorithm)."""
-        try:
-            return call(*args)
-        except (LearnerError, KeyboardInterrupt):
-            raise
-        except Exception as exc:
-            raise LearnerError(
-                f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} failed in its"
-                f" {what} ({type(exc).__name__}: {exc}); the learner is as it was before it",
-                quantity=what,
-                update=self.updates + 1,
-            ) from exc
-
-    def _contract(self, what: str, problem: str) -> None:
-        """Refuse the update (``LearnerError`` naming the algorithm) where ``problem`` says what of the
-        algorithm's ``what`` breaks the contract (``distrl.learner.algorithm``); "": nothing does."""
-        if problem:
-            raise LearnerError(
-                f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r} broke its"
-                f" contract: {problem}; the learner is as it was before it",
-                quantity=what,
-                update=self.updates + 1,
-            )
-
     def _actor_lr(self) -> float:
         """``lr_actor``, ramped up over the actor's first ``lr_warmup_updates`` updates."""
         warmup = self.settings.lr_warmup_updates
@@ -457,88 +430,7 @@ class Learner:
         done = self.updates - warming  # the actor's updates before this one
         return self.settings.lr_actor * (min(1.0, (done + 1) / warmup) if warmup else 1.0)
 
-    def _finite(self, quantity: str, values: torch.Tensor, what: str = "") -> None:
-        """Refuse the update (``LearnerError``) where ``values`` hold a NaN or an infinity; ``what`` names
-        the quantity in the message (default: ``quantity`` in words)."""
-        if not bool(torch.isfinite(values).all()):
-            causes = "A learning rate too high, or damaged weights, do this"
-            if ":" in self.settings.algorithm and quantity not in ("logprob", "entropy"):  # a user's own
-                causes = (
-                    f"A learning rate too high, damaged weights or {self.settings.algorithm}'s own"
-                    f" {'loss' if quantity.endswith('loss') else 'plan'} do this"
-                )
-            raise LearnerError(
-                f"update {self.updates + 1} refused: {what or 'the ' + quantity.replace('_', ' ')} is not"
-                f" finite (NaN or infinite); the learner is as it was before it. {causes}",
-                quantity=quantity,
-                update=self.updates + 1,
-            )
-
-
-def _plan_problem(plan: object, batch: Batch, networks: bool) -> str:
-    """What of ``plan``, an algorithm's answer to ``batch``, breaks the contract; "" where nothing does.
-    ``networks``: the algorithm has some, which its ``network_loss`` trains."""
-    if not isinstance(plan, Plan):
-        return f"its plan returned {_kind(plan)}, not a Plan"
-    steps = len(batch.logprob)
-    if networks and plan.network_loss is not None and (problem := _scalar_problem(plan.network_loss)):
-        return f"its plan's network_loss {problem}"
-    for name in ("advantages", "values"):
-        tensor = getattr(plan, name)
-        if tensor is not None and not (isinstance(tensor, torch.Tensor) and tuple(tensor.shape) == (steps,)):
-            return f"its plan's {name} are {_kind(tensor)}, not a tensor of the batch's {steps} steps"
-    priorities = plan.priorities
-    if priorities is not None and not (
-        isinstance(priorities, Sequence)
-        and len(priorities) == len(batch.trajectories)
-        and all(_number(p) for p in priorities)
-    ):
-        return f"its plan's priorities are {_kind(priorities)}, not a number for each of its trajectories"
-    if not (isinstance(plan.stats, Mapping) and all(_number(v) for v in plan.stats.values())):
-        return f"its plan's stats are {_kind(plan.stats)}, not a dict of numbers"
-    return ""
-
-
-def _targets_problem(targets: object, steps: int) -> str:
-    """What of ``targets`` breaks the contract (their ``trained``, ``(N,)``); "" where nothing does."""
-    trained = getattr(targets, "trained", None)
-    if isinstance(trained, torch.Tensor) and tuple(trained.shape) == (steps,):
-        return ""
-    return f"its targets' trained is {_kind(trained)}, not a tensor of the batch's {steps} steps"
-
-
-def _losses_problem(losses: object) -> str:
-    """What of ``losses``, an algorithm's loss on a chunk, breaks the contract; "" where nothing does."""
-    if not isinstance(losses, Mapping):
-        return f"its loss returned {_kind(losses)}, not a dict of scalar tensors"
-    if not losses:
-        return "its loss returned no loss for steps it trains (an empty dict)"
-    for name, value in losses.items():
-        if problem := _scalar_problem(value):
-            return f"its loss {name!r} {problem}"
-    return ""
-
-
-def _scalar_problem(value: object) -> str:
-    """What keeps ``value`` from being a loss: a scalar tensor with a gradient; "" where nothing does."""
-    if not isinstance(value, torch.Tensor):
-        return f"is {_kind(value)}, not a scalar tensor"
-    if value.dim() != 0:
-        return f"is a tensor of shape {tuple(value.shape)}, not a scalar (sum or average it)"
-    if not value.requires_grad:
-        return "has no gradient: it is not computed from the chunk's log-probs (a constant, or detached)"
-    return ""
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _kind(value: object) -> str:
-    """``value``'s type in words: "a float", "None", "a tensor of shape (3, 2)"."""
-    if value is None:
-        return "None"
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
-    name = type(value).__name__
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+    @property
+    def _guard(self) -> Guard:
+        """The refusals of the update under way."""
+        return Guard(update=self.updates + 1, algorithm=self.algorithm.name, source=self.settings.algorithm)
