@@ -23,8 +23,8 @@ The tree::
     │                                   ``base_version``, ``expected``, ``tensor``
     ├── JudgeError                      the VLM judge gave no verdict: ``reason``, ``status``
     ├── CheckpointError                 a checkpoint that cannot be written or read back: ``path``, ``reason``
-    ├── LearnerError (ArithmeticError)  an update that met non-finite numbers, refused whole: ``quantity``,
-    │                                   ``update``
+    ├── LearnerError (ArithmeticError)  an update refused whole: non-finite numbers, or an algorithm that
+    │                                   raised or broke its contract: ``quantity``, ``update``
     ├── RankError (RuntimeError)        a learner rank that did not start, died or hung: ``rank``,
     │                                   ``reason``
     ├── DeployError (RuntimeError)      installing distrl on a host failed: ``host``, ``stage``,
@@ -238,12 +238,13 @@ class CheckpointError(DistrlError):
 
 
 class LearnerError(DistrlError, ArithmeticError):
-    """An update that met non-finite numbers (NaN or infinity): refused before it changed the learner."""
+    """An update refused before it changed the learner: it met non-finite numbers (NaN or infinity), or its
+    algorithm raised or broke its contract (``distrl.learner.contract``)."""
 
     fields: ClassVar[tuple[str, ...]] = ("quantity", "update")
     quantity: str | None
-    """What was not finite: ``logprob``, ``entropy``, ``value``, ``priority``, ``critic_loss`` or
-    ``actor_loss``."""
+    """What was not finite (``logprob``, ``entropy``, ``value``, ``advantage``, ``priority``, ``critic_loss``
+    or ``actor_loss``), or what of the algorithm failed (``plan``, ``targets`` or ``loss``)."""
     update: int | None
     """The update that was refused (1 for the first)."""
 

@@ -183,7 +183,13 @@ class Reader:
             return self.learner(self.table(table, path), path)  # type: ignore[return-value]  # cls is it
         if cls is SimSettings:
             self.moved(table, path, MOVED_SIM_KEYS, "every device's screens are in [screen]'s format")
-        return cls(**self.fields(cls, self.table(table, path), path))
+        values = self.fields(cls, self.table(table, path), path)
+        try:
+            return cls(**values)
+        except ConfigError as exc:  # a bound across fields, checked by the dataclass itself: name the file
+            if exc.file or not self.file:
+                raise
+            raise self.fail(exc.path or path, exc.problem or str(exc)) from None
 
     def moved(self, table: object, path: str, moved: Mapping[str, str], why: str) -> None:
         """Refuse the keys of ``table`` that ``moved`` says are elsewhere now, saying where and ``why``."""
