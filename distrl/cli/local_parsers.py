@@ -317,7 +317,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         type=positive_int,
         default=1,
         metavar="K",
-        help="plays of each task at temperature 1 (or --temperature), for pass@1..K (default 1)",
+        help="plays of each task at temperature 1 (or --temperature above 0), for pass@1..K (default 1)",
     )
     evaluate.add_argument(
         "--seed", type=whole_number, default=0, help="task order and sampling seed (default 0)"
