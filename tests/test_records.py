@@ -179,7 +179,9 @@ def test_the_wire_the_replay_and_the_episodes_hold_one_form(tmp_path: Path) -> N
     from distrl.wire import frames
     from distrl.wire.messages import TrajectoryReport
 
-    jpeg = Observation(screenshot=b"\xff\xd8screen", width=4, height=8, image_format="jpeg", timestamp_s=2.5)
+    jpeg = Observation(
+        screenshot=b"\xff\xd8\xffscreen\xff\xd9", width=4, height=8, image_format="jpeg", timestamp_s=2.5
+    )
     trajectory = replace(
         _trajectory(jpeg),  # JPEG screens: the store keeps them byte for byte
         steps=tuple(replace(step, observation=jpeg) for step in _trajectory().steps),
