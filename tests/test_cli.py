@@ -318,6 +318,7 @@ def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Pat
     assert target.read_text() == "# mine\n"
     assert distrl("init", str(target), "--force").returncode == 0
     _is_the_example_made_by_init(target)
+    assert_one_sentence_error(distrl("init", str(target / "hosts.toml")), 2, "cannot write")  # under a file
 
 
 def _is_the_example_made_by_init(target: Path) -> None:
