@@ -37,7 +37,12 @@ from distrl.errors import DeployError
 from distrl.testing.netns import free_subnets, joined_namespace, unavailable
 from distrl.testing.sshd import Sshd, find_sshd, serve_sshd
 
-pytestmark = pytest.mark.xdist_group("test_deploy")  # its costly fixtures are built once, on one process
+pytestmark = [
+    pytest.mark.xdist_group("test_deploy"),  # its costly fixtures are built once, on one process
+    pytest.mark.timeout(
+        360
+    ),  # the first test to use `deployed` waits for its deploy (a minute; more on a busy machine)
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_PYTHON = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
