@@ -322,6 +322,7 @@ MALFORMED = [
     ('[screen]\nimage_format = "webp"\n' + ONE_HOST, "screen.image_format", "'jpeg', 'png'"),
     ("[screen]\nmax_pixels = -1\n" + ONE_HOST, "screen.max_pixels", "at least 0"),
     ("[screen]\nmax_pixels = 1\n" + ONE_HOST, "screen.max_pixels", "or at least 3136"),  # a bound of its own
+    ("[policy]\nmax_image_pixels = 784\n" + ONE_HOST, "policy.max_image_pixels", "or at least 3136"),
     ("[sim]\ncrash_rate = 1.5\n" + ONE_HOST, "sim.crash_rate", "at most 1"),
     ('[sim]\nlatency = "fast"\n' + ONE_HOST, "sim.latency", "'calibrated', 'off'"),
     ("[sim]\nwidth = 100\n" + ONE_HOST, "sim.width", "at least 240"),

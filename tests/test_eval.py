@@ -270,6 +270,18 @@ def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_i
     newest = copy / "checkpoints" / "step-000000100" / "adapter"
     assert adapter_folder(str(copy)) == str(newest)
     assert adapter_folder(str(copy / "checkpoints")) == str(newest)
+    said = capsys.readouterr().err.splitlines()
+    latest = copy / "checkpoints" / "latest"
+    assert said == [f"distrl: {latest} is missing: using the newest checkpoint, step-000000100"] * 2
+    latest.write_text("step-000000999\n")  # names a step that is gone
+    assert adapter_folder(str(copy)) == str(newest)
+    assert capsys.readouterr().err == (
+        f"distrl: {latest} names 'step-000000999', which is not there: using the newest checkpoint,"
+        " step-000000100\n"
+    )
+    latest.write_text("step-000000050\n")  # says nothing when latest names a checkpoint that is there
+    assert adapter_folder(str(copy)) == str(copy / "checkpoints" / "step-000000050" / "adapter")
+    assert capsys.readouterr().err == ""
     empty = tmp_path / "empty-run"
     (empty / "checkpoints").mkdir(parents=True)
     said = _refused(["eval", "tiny-bc", "--adapter", str(empty)], capsys)

@@ -180,6 +180,13 @@ def adapter_folder(text: str) -> str:
 
             latest = Checkpoints(root).latest()
             if latest is not None and (latest / "adapter" / "adapter_config.json").is_file():
+                named = (root / "latest").read_text().strip() if (root / "latest").is_file() else ""
+                if named != latest.name:  # no latest file, or one naming a step that is gone
+                    said = f"names {named!r}, which is not there" if named else "is missing"
+                    print(
+                        f"distrl: {root / 'latest'} {said}: using the newest checkpoint, {latest.name}",
+                        file=sys.stderr,
+                    )
                 return str((latest / "adapter").resolve())
     return str(folder.resolve())
 

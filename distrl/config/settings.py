@@ -221,6 +221,22 @@ BUILT_IN_MODELS = BUILT_IN_BASES | {EXPERT}
 """``[policy] model`` values that name something built in, not a folder."""
 
 
+MIN_SCREEN_PIXELS = 56 * 56
+"""The fewest pixels ``[screen] max_pixels`` and ``[policy] max_image_pixels`` may scale a screen down
+to: the smallest image Qwen2-VL's processor takes (its ``min_pixels``; a smaller one it scales up, the
+detail lost)."""
+
+
+def _check_pixels(key: str, value: int, zero: str) -> None:
+    """``value`` of ``key`` is 0 (``zero`` says what that means) or at least ``MIN_SCREEN_PIXELS``."""
+    if 0 < value < MIN_SCREEN_PIXELS:
+        raise ConfigError.at(
+            key,
+            f"must be 0 ({zero}) or at least {MIN_SCREEN_PIXELS} (56×56, the smallest image the model's"
+            f" processor takes), got {value}",
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class PolicySettings:
     """The policy model, its adapter, decoding and batched inference."""
@@ -254,7 +270,7 @@ class PolicySettings:
     max_image_pixels: int = num_field(0, ge=0)
     """Most pixels a screenshot is resized to before the model sees it; 0 keeps the model's own setting.
     Qwen2-VL's default turns a 1080×2400 screen into about 3,300 image tokens; 1,003,520 (1280 tokens of
-    28×28 pixels) is a common cap for GUI agents."""
+    28×28 pixels) is a common cap for GUI agents. Any other value than 0 is at least 3,136 (56×56)."""
     max_batch: int = num_field(16, gt=0)
     """Most observations answered by one inference call on a worker."""
     max_wait_s: float = num_field(0.02, ge=0)
@@ -268,6 +284,9 @@ class PolicySettings:
     ``compiled``, a static KV cache and a decode step compiled by ``torch.compile`` (CUDA graphs on a GPU),
     batches padded to powers of two. ``compiled`` compiles each batch size the first time it meets it
     (tens of seconds on a CPU) and samples from the same distributions."""
+
+    def __post_init__(self) -> None:
+        _check_pixels("policy.max_image_pixels", self.max_image_pixels, "the model's own setting")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -306,10 +325,6 @@ MOVED_SIM_KEYS: Mapping[str, str] = {
 """Keys that ``[sim]`` held while every device's screens took the sim's format, and where each is now."""
 
 
-MIN_SCREEN_PIXELS = 56 * 56
-"""The fewest pixels ``[screen] max_pixels`` may scale a screen down to: the smallest image Qwen2-VL's
-processor takes (its ``min_pixels``; a smaller one it scales up, the detail lost)."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class ScreenSettings:
@@ -329,12 +344,7 @@ class ScreenSettings:
     ``[policy] max_image_pixels`` applies after, in the model's processor."""
 
     def __post_init__(self) -> None:
-        if 0 < self.max_pixels < MIN_SCREEN_PIXELS:
-            raise ConfigError.at(
-                "screen.max_pixels",
-                f"must be 0 (every screen's own size) or at least {MIN_SCREEN_PIXELS} (56×56, the smallest"
-                f" image the model's processor takes), got {self.max_pixels}",
-            )
+        _check_pixels("screen.max_pixels", self.max_pixels, "every screen's own size")
 
 
 @dataclass(frozen=True, kw_only=True)
