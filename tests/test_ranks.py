@@ -26,7 +26,7 @@ from distrl.config import (
     parse_inventory,
     parse_learner_settings,
 )
-from distrl.errors import ConfigError, RankError
+from distrl.errors import ConfigError, LearnerError, RankError
 from distrl.learner.algorithms import with_options
 from distrl.learner.core import Learner
 from distrl.learner.rank_processes import Child
@@ -206,6 +206,37 @@ def test_an_update_that_breaks_on_rank_0_ends_without_waiting_for_the_others(
     learner.close()
     assert time.monotonic() - started < 15  # not collective_timeout_s
     assert child.exited()
+
+
+def test_a_loss_that_breaks_on_another_rank_refuses_the_update_on_every_rank_without_waiting(
+    played: list[Trajectory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's algorithm whose loss is NaN on rank 1 only: rank 0 learns it through the update's one sum
+    (``Ranks.total``), refuses the update naming the algorithm, and stays as it was."""
+    (tmp_path / "rank_one_breaks.py").write_text(
+        "import torch.distributed as dist\n"
+        "from distrl.learner.algorithms.a_ride import ARide\n"
+        "class Broken(ARide):\n"
+        "    name = 'breaks-on-rank-one'\n"
+        "    def loss(self, batch, targets, chunk):\n"
+        "        losses = super().loss(batch, targets, chunk)\n"
+        "        if dist.is_initialized() and dist.get_rank() == 1:\n"
+        "            return {name: value * float('nan') for name, value in losses.items()}\n"
+        "        return losses\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # rank 1's process imports it too
+    with _learner(played, "rank_one_breaks:Broken", 2, collective_timeout_s=120) as learner:
+        before = _state(learner)
+        started = time.monotonic()
+        with pytest.raises(LearnerError) as refused:
+            learner.update()
+        assert time.monotonic() - started < 60  # not collective_timeout_s
+        assert str(refused.value).startswith(
+            "update 1 refused: the algorithm 'breaks-on-rank-one''s loss failed on another rank"
+        )
+        assert learner.updates == 0
+        torch.testing.assert_close(_state(learner), before, rtol=0, atol=0)
 
 
 def test_a_rank_that_cannot_start_is_named_with_its_last_words(played: list[Trajectory]) -> None:
