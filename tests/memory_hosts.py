@@ -2,8 +2,8 @@
 
 ``worker_agent`` is ``distrl.worker.serve`` as a ``MemoryHost`` calls an agent; ``slow_to_take_weights``
 puts a link that holds back weights in front of one. ``MemoryHosts`` (the ``memory_hosts`` fixture of
-the fleet's tests) makes every host a run opens a ``MemoryHost``, by the fleet's one way of opening a
-host (``distrl.fleet.host.open_host``), and remembers which it opened.
+the fleet's tests) is a ``HostOpener``: given to ``train`` or ``collect`` as ``opener=hosts.open``, it
+makes every host the run opens a ``MemoryHost``, and remembers which it opened.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import contextlib
 from dataclasses import dataclass, field
 
 import anyio
-import pytest
 
 from distrl.config import HostEntry, Timeouts
 from distrl.testing.slow_link import hold_back_weights
@@ -70,9 +69,3 @@ class MemoryHosts:
     def open(self, entry: HostEntry, timeouts: Timeouts) -> contextlib.AbstractAsyncContextManager[HostLink]:
         self.opened.append(entry.name)
         return MemoryHost(entry, timeouts, self.agents.get(entry.name, worker_agent)).open()
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Open every host of the fleet's runs here, for the rest of the test."""
-        from distrl.fleet import host
-
-        monkeypatch.setattr(host, "open_host", self.open)

@@ -46,10 +46,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
-def memory_hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryHosts]:
-    """Every host the test's runs open is a ``MemoryHost``: the worker agent in this process."""
+def memory_hosts() -> Iterator[MemoryHosts]:
+    """What opens every host of a run given ``opener=memory_hosts.open``: a ``MemoryHost``, the worker
+    agent in this process."""
     hosts = MemoryHosts()
-    hosts.install(monkeypatch)
     yield hosts
     assert hosts.opened, "the test opened no host in memory"
 
@@ -95,10 +95,9 @@ def _ssh_host(server: Sshd) -> str:
     )
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
+async def test_collect_brings_back_every_episode_once(tmp_path: Path, memory_hosts: MemoryHosts) -> None:
     chosen = tasks("general", "test")[:3]
-    result = await collect(_inventory(tmp_path), tasks=chosen, episodes=4)
+    result = await collect(_inventory(tmp_path), tasks=chosen, episodes=4, opener=memory_hosts.open)
     assert len(result.trajectories) == 4
     accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
@@ -118,13 +117,14 @@ async def test_collect_brings_back_every_episode_once(tmp_path: Path) -> None:
         assert [step.index for step in trajectory.steps] == list(range(len(trajectory.steps)))
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path) -> None:
+async def test_a_greedy_share_of_the_episodes_is_played_greedily(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
     """``[policy] greedy_share``: every other episode asked for at temperature 0, which the worker plays
     greedily (log μ = 0 at every step) and says so; the rest at the settings' temperature."""
     chosen = tasks("general", "test")[:2]
     inventory = _inventory(tmp_path, policy="greedy_share = 0.5\ntemperature = 1.0")
-    result = await collect(inventory, tasks=chosen, episodes=8)
+    result = await collect(inventory, tasks=chosen, episodes=8, opener=memory_hosts.open)
     accounted(result.stats, result.trajectories)
     by_temperature = collections.defaultdict(list)
     for trajectory in result.trajectories:
@@ -140,8 +140,9 @@ async def test_a_greedy_share_of_the_episodes_is_played_greedily(tmp_path: Path)
     assert list(result.stats.recent_greedy) == greedy
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) -> None:
+async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
     """``[tasks] randomise = 1``: every train task of a template that draws is played as a drawn one
     (fresh values and wordings) by the worker's simulated phones, scored by the sim there, and trained
     on; the curriculum keeps the outcomes under the train tasks they stood for."""
@@ -150,7 +151,7 @@ async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) 
         inventory,
         tasks=dataclasses.replace(inventory.tasks, randomise=1.0, curriculum="learnability"),
     )
-    stats = await train(inventory)
+    stats = await train(inventory, opener=memory_hosts.open)
     accounted(stats)
     recorded = await anyio.to_thread.run_sync(
         lambda: list(read_episodes(tmp_path / "runs" / "t" / "episodes"))
@@ -169,10 +170,13 @@ async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(tmp_path: Path) 
     assert not [task_id for task_id in outcomes if "/draw-" in task_id]
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path: Path) -> None:
+async def test_the_expert_collects_demonstrations_and_cannot_be_trained(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
     chosen = tasks("general", "train")[:6]
-    result = await collect(_inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6)
+    result = await collect(
+        _inventory(tmp_path, devices=3), policy="expert", tasks=chosen, episodes=6, opener=memory_hosts.open
+    )
     accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     # the scripted expert solves every task, deterministically, and the steps stream as it plays
@@ -184,17 +188,18 @@ async def test_the_expert_collects_demonstrations_and_cannot_be_trained(tmp_path
         assert all(parse_action(step.output) == step.action for step in trajectory.steps)
         assert trajectory.temperature is None  # no model played
     with pytest.raises(ConfigError, match=r"policy\.model: the expert is scripted"):
-        await train(_inventory(tmp_path, policy='model = "expert"'))
+        await train(_inventory(tmp_path, policy='model = "expert"'), opener=memory_hosts.open)
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -> None:
+async def test_train_updates_publishes_checkpoints_and_resumes(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
     inventory = _inventory(tmp_path, extra="max_trajectories = 10")
     # the curriculum's outcomes live in the checkpoints, so that a resumed run draws on from them
     inventory = dataclasses.replace(
         inventory, tasks=dataclasses.replace(inventory.tasks, curriculum="learnability")
     )
-    stats = await train(inventory)
+    stats = await train(inventory, opener=memory_hosts.open)
     accounted(stats)
     assert stats.completed == 10
     assert stats.updates >= 1
@@ -222,7 +227,7 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     assert sum(map(len, learnt["outcomes"].values())) == 10  # every episode was scored and played out
     assert learnt["swept"] >= 10
 
-    again = await train(inventory, resume=True)
+    again = await train(inventory, resume=True, opener=memory_hosts.open)
     assert again.completed == 10
     # TensorBoard's curves go on where the first run's stopped: environment steps, episodes, updates
     board = EventAccumulator(str(tmp_path / "runs" / "t" / "tensorboard"))
@@ -248,14 +253,13 @@ async def test_train_updates_publishes_checkpoints_and_resumes(tmp_path: Path) -
     damaged.write_bytes(bytes(data))
     before = sorted(p.name for p in latest.parent.iterdir())
     with pytest.raises(CheckpointError, match=f"cannot resume from .*{latest.name}.*SHA-256") as refused:
-        await train(inventory, resume=True)
+        await train(inventory, resume=True, opener=memory_hosts.open)
     assert f"move {latest.name} aside to resume from it" in str(refused.value)  # the one before it
     assert sorted(p.name for p in latest.parent.iterdir()) == before
 
 
-@pytest.mark.usefixtures("memory_hosts")
 async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_hosts: MemoryHosts
 ) -> None:
     from distrl import weights
 
@@ -274,7 +278,9 @@ async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
 
     monkeypatch.setattr(weights, "encode", counted)
     two = _local_host(2) + _local_host(2).replace('"local"', '"other"')
-    stats = await train(_inventory(tmp_path, local=False, hosts=two, extra="max_trajectories = 8"))
+    stats = await train(
+        _inventory(tmp_path, local=False, hosts=two, extra="max_trajectories = 8"), opener=memory_hosts.open
+    )
     accounted(stats)
     assert stats.updates >= 1
     assert len(encoded) == len(set(encoded)), encoded  # nothing encoded twice
@@ -284,13 +290,12 @@ async def test_each_version_is_encoded_once_whichever_workers_it_goes_to(
     assert stats.weight_pushes > len(encoded)
 
 
-@pytest.mark.usefixtures("memory_hosts")
 async def test_trajectories_too_old_on_arrival_are_counted_and_reported(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, memory_hosts: MemoryHosts
 ) -> None:
     # four phones, an update after every second arrival, and no lag allowed: most arrive too old
     extra = "max_trajectories = 24\nmax_policy_lag = 0"
-    stats = await train(_inventory(tmp_path, devices=4, extra=extra))
+    stats = await train(_inventory(tmp_path, devices=4, extra=extra), opener=memory_hosts.open)
     accounted(stats)
     assert stats.completed == 24
     assert stats.updates >= 2
@@ -308,7 +313,7 @@ async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_
     memory_hosts.agents["slow"] = slow_to_take_weights(600)
     slow = _local_host(2).replace('"local"', '"slow"')
     inventory = _inventory(tmp_path, local=False, hosts=_local_host(2) + slow, extra="max_trajectories = 16")
-    stats = await train(inventory)
+    stats = await train(inventory, opener=memory_hosts.open)
     accounted(stats)
     assert stats.completed == 16
     assert stats.updates >= 4
@@ -320,9 +325,8 @@ async def test_a_worker_slow_to_take_weights_holds_up_neither_updates_nor_other_
     assert stats.host_lag_p50["local"] < stats.host_lag_p50["slow"]
 
 
-@pytest.mark.usefixtures("memory_hosts")
 async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_good_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_hosts: MemoryHosts
 ) -> None:
     from distrl.learner.core import Learner
 
@@ -336,20 +340,19 @@ async def test_a_failed_update_ends_the_run_with_its_error_and_keeps_the_last_go
     monkeypatch.setattr(Learner, "update", second_fails)
     inventory = _inventory(tmp_path, extra="max_trajectories = 30\ncheckpoint_every = 1")
     with pytest.raises(LearnerError, match="update 2 refused"):  # its own error, not an exception group
-        await train(inventory)
+        await train(inventory, opener=memory_hosts.open)
     names = [p.name for p in (tmp_path / "runs" / "t" / "checkpoints").glob("step-*")]
     assert names == ["step-000000001"]  # nothing written after the failure
 
 
-@pytest.mark.usefixtures("memory_hosts")
 @pytest.mark.parametrize("keep", [None, 5])
 async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
-    tmp_path: Path, keep: int | None
+    tmp_path: Path, keep: int | None, memory_hosts: MemoryHosts
 ) -> None:
     timer = "max_trajectories = 10\ncheckpoint_every = 0\ncheckpoint_every_s = 0.001"
     if keep is not None:
         timer += f"\nkeep_checkpoints = {keep}"
-    stats = await train(_inventory(tmp_path, extra=timer))
+    stats = await train(_inventory(tmp_path, extra=timer), opener=memory_hosts.open)
     assert stats.updates >= 2
     names = sorted(p.name for p in (tmp_path / "runs" / "t" / "checkpoints").glob("step-*"))
     # one after each update (the folder keeps the last ``keep``, 3 by default), not only the one at the stop
@@ -357,10 +360,9 @@ async def test_checkpoints_follow_the_timer_when_updates_are_not_counted(
     assert names == [f"step-{n:09d}" for n in range(first, stats.updates + 1)]
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
+async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path, memory_hosts: MemoryHosts) -> None:
     inventory = _inventory(tmp_path, extra='mode = "sync"\nmax_trajectories = 6')
-    stats = await train(inventory)
+    stats = await train(inventory, opener=memory_hosts.open)
     accounted(stats)
     assert stats.completed == 6
     # three rounds of two episodes; the updates after the first two were published before the next
@@ -370,9 +372,10 @@ async def test_sync_mode_plays_rounds_with_a_barrier(tmp_path: Path) -> None:
     assert stats.lag_p50 == 0
 
 
-@pytest.mark.usefixtures("memory_hosts")
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_path: Path, mode: str) -> None:
+async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(
+    tmp_path: Path, mode: str, memory_hosts: MemoryHosts
+) -> None:
     # fast and slow tasks (the slowest app 50× the fastest), the calibrated latency at 1/50 speed
     inventory = parse_inventory(
         _inventory_text(tmp_path, devices=3, extra=f'mode = "{mode}"').replace(
@@ -380,7 +383,9 @@ async def test_collect_in_sync_mode_waits_for_every_device_between_rounds(tmp_pa
         ),
         source=str(tmp_path / "hosts.toml"),
     )
-    result = await collect(inventory, policy="expert", tasks=tasks("general", "train")[:12], episodes=9)
+    result = await collect(
+        inventory, policy="expert", tasks=tasks("general", "train")[:12], episodes=9, opener=memory_hosts.open
+    )
     accounted(result.stats, result.trajectories)
     assert result.stats.failed == {}
     played = sorted(result.trajectories, key=lambda t: t.started_at_s)
@@ -544,22 +549,22 @@ def _children_of(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-@pytest.mark.usefixtures("memory_hosts")
-async def test_device_faults_cut_episodes_short_and_are_not_trained_on(tmp_path: Path) -> None:
+async def test_device_faults_cut_episodes_short_and_are_not_trained_on(
+    tmp_path: Path, memory_hosts: MemoryHosts
+) -> None:
     text = _inventory_text(tmp_path, extra="max_trajectories = 6")
     faults = text.replace("nuisances = false", "nuisances = false\ncrash_rate = 0.04\nhang_rate = 0.02")
     quick = "[timeouts]\ndevice_act_s = 2\ndevice_observe_s = 2\n"  # a hang costs 2 s, not 30
     inventory = parse_inventory(faults + quick, source=str(tmp_path / "hosts.toml"))
-    stats = await train(inventory)
+    stats = await train(inventory, opener=memory_hosts.open)
     accounted(stats)
     assert stats.completed == 6
     assert stats.device_errors >= 1  # a crash or a hang cut an episode short ...
     assert stats.cut_short == stats.device_errors  # ... and the learner left it out
 
 
-@pytest.mark.usefixtures("memory_hosts")
 async def test_a_failing_device_rests_is_tried_again_then_retired_and_the_run_says_so(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, memory_hosts: MemoryHosts
 ) -> None:
     # every screenshot crashes the phone: two failed episodes in a row (max_restarts = 1), a 10 s rest,
     # two more, and the device is retired; with every device retired the run stops and says why. The
@@ -570,7 +575,13 @@ async def test_a_failing_device_rests_is_tried_again_then_retired_and_the_run_sa
     )
     inventory = parse_inventory(text, source=str(tmp_path / "hosts.toml"))
     with anyio.fail_after(120):
-        result = await collect(inventory, policy="expert", tasks=tasks("general", "train")[:4], episodes=1000)
+        result = await collect(
+            inventory,
+            policy="expert",
+            tasks=tasks("general", "train")[:4],
+            episodes=1000,
+            opener=memory_hosts.open,
+        )
     stats = result.stats
     accounted(stats, result.trajectories)
     lost = [r.getMessage() for r in caplog.records if "link lost" in r.getMessage()]

@@ -24,7 +24,7 @@ from distrl.fleet.link import Link, LinkLost
 from distrl.fleet.probe import handshake
 from distrl.fleet.publisher import Publisher
 from distrl.fleet.stop import Stop
-from distrl.transport import open_host
+from distrl.transport import HostOpener, open_host
 from distrl.wire import ErrorReport, Setup, Shutdown
 
 __all__ = ["HostSupervisor"]
@@ -57,8 +57,11 @@ class HostSupervisor:
         play: Callable[[Link], Awaitable[None]],
         publisher: Publisher | None,
         on_step: Callable[[], None],
+        opener: HostOpener = open_host,
     ) -> None:
         self._timeouts = timeouts
+        self._open = opener
+        """How a host's worker is started: ``open_host`` (a subprocess or SSH), or one in its place."""
         self._max_restarts = max_restarts
         self._settings_json = settings_json
         self._run_folder = run_folder
@@ -106,7 +109,7 @@ class HostSupervisor:
         """One life of the host's worker: its link, lost or not, and whether the host played all it was
         given (its sessions ended with the link up; the worker's exit after ``Shutdown`` then closes the
         link, and that is no loss)."""
-        async with open_host(host, self._timeouts) as raw:
+        async with self._open(host, self._timeouts) as raw:
             hello = await handshake(raw, self._timeouts, run_folder=self._run_folder)
             missing = hello.compute.get("devices_not_ready")
             if missing and hello.compute.get("devices_working") == 0:

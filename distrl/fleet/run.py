@@ -44,6 +44,7 @@ from distrl.fleet.session import Rounds
 from distrl.fleet.training import Trainer
 from distrl.fleet.wiring import Fleet
 from distrl.records import Task, Trajectory
+from distrl.transport import HostOpener, open_host
 
 if TYPE_CHECKING:
     from distrl.learner.checkpoint import Checkpoints
@@ -73,6 +74,7 @@ async def collect(
     out: EpisodeWriter | str | Path | None = None,
     on_progress: Callable[[RunStats], None] | None = None,
     group_size: int | None = None,
+    opener: HostOpener = open_host,
 ) -> CollectResult:
     """Run a policy on a fleet and bring back ``episodes`` trajectories, without training.
 
@@ -85,7 +87,9 @@ async def collect(
     notebook) stops the workers and returns nothing; what arrived is in ``out`` all the same, with the
     episodes that still waited for the judge, unscored. ``group_size`` K (default the inventory's
     ``[tasks] group_size``) plays each task on K devices at once, for pass@k data: the K trajectories
-    share their ``group``.
+    share their ``group``. ``opener`` starts each host's worker: ``distrl.transport.open_host`` (a
+    subprocess or SSH, as the inventory says), or one in its place (``MemoryHost(entry, timeouts,
+    agent).open`` runs the worker agent in this process, over memory streams).
     """
     inventory = _inventory(hosts)
     if isinstance(policy, str):
@@ -114,7 +118,12 @@ async def collect(
     # collect keeps every trajectory anyway: its recorder's queue can hold every one that may arrive
     recorder = _collect_recorder(out, episodes + 2 * inventory.device_count)
     fleet = Fleet.build(
-        inventory, pool, rng=random.Random(f"collect/{inventory.run.seed}"), limit=episodes, recorder=recorder
+        inventory,
+        pool,
+        rng=random.Random(f"collect/{inventory.run.seed}"),
+        limit=episodes,
+        recorder=recorder,
+        opener=opener,
     )
     board = Board(fleet.gauges(goal=episodes), on_progress=on_progress)
     stats = await fleet.run(board, *([fleet.rounds.run] if fleet.rounds else []))
@@ -143,6 +152,7 @@ async def train(
     resume: bool = False,
     new: bool = False,
     on_progress: Callable[[RunStats], None] | None = None,
+    opener: HostOpener = open_host,
 ) -> RunStats:
     """Train as the inventory says (``python -m distrl run``): until ``run.max_trajectories``
     trajectories or ``run.duration_s`` seconds (whichever first; both 0 runs until cancelled), then a
@@ -150,7 +160,7 @@ async def train(
 
     A run folder that holds an earlier run's checkpoints is never mixed with a new run: without
     ``resume`` it is refused (``ConfigError``), unless ``new``, which starts the run beside it under
-    ``<name>.1`` (or the first free number).
+    ``<name>.1`` (or the first free number). ``opener`` starts each host's worker, as in ``collect``.
     """
     from distrl.learner.checkpoint import Checkpoints
 
@@ -200,6 +210,7 @@ async def train(
         publisher=publisher,
         trainer=to_trainer,
         drawing=drawing,
+        opener=opener,
     )
     ledger, stop = fleet.ledger, fleet.stop
     if resumed is not None and (resumed / CURRICULUM_FILE).is_file():

@@ -30,6 +30,7 @@ from distrl.fleet.stop import Stop
 from distrl.fleet.training import Trainer
 from distrl.records import Task, Trajectory
 from distrl.tasks import Drawing, TaskSampler
+from distrl.transport import HostOpener, open_host
 
 __all__ = ["Fleet"]
 
@@ -66,11 +67,13 @@ class Fleet:
         publisher: Publisher | None = None,
         trainer: MemoryObjectSendStream[Trajectory] | None = None,
         drawing: Drawing | None = None,
+        opener: HostOpener = open_host,
     ) -> Fleet:
         """The chain for ``tasks`` drawn with ``rng``, until ``limit`` episodes have arrived (None: no
         limit). With ``trainer``, the arrivals go there (``train``), measured against ``publisher``'s
         version; without, the ledger keeps them (``collect``). With ``drawing``, ``[tasks] randomise`` of
-        the train tasks' episodes play a task it draws instead (``run``)."""
+        the train tasks' episodes play a task it draws instead (``run``). ``opener`` starts each host's
+        worker (``open_host``: a subprocess or SSH)."""
         run = inventory.run
         stop = Stop()
         sampler = TaskSampler(
@@ -111,6 +114,7 @@ class Fleet:
             play=rounds.play if rounds else sessions.play,
             publisher=publisher,
             on_step=ledger.count_step,
+            opener=opener,
         )
         return cls(
             inventory=inventory,

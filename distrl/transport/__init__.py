@@ -26,7 +26,8 @@ SIGKILL to its process group, ``cleanup_s`` apart.
   ``MockTransport`` takes its handler. On exit: end of input, then the agent is cancelled past
   ``cleanup_s``.
 
-``host_for`` picks the one for an inventory entry, and ``open_host`` opens it (``hosts.py``).
+``host_for`` picks the one for an inventory entry, and ``open_host`` opens it (``hosts.py``); the fleet
+takes any ``HostOpener`` in its place.
 
 No worker outlives its learner: a worker exits when its stdin closes, and a dead learner or a dropped
 link closes it (the kernel closes a local pipe; sshd closes the session's pipes when the connection
@@ -36,7 +37,7 @@ of its own), so whatever the worker started goes too. Failures are ``TransportEr
 """
 
 from distrl.transport.connection import connect_ssh
-from distrl.transport.hosts import host_for, open_host
+from distrl.transport.hosts import HostOpener, host_for, open_host
 from distrl.transport.local import LocalHost
 from distrl.transport.memory import Agent, MemoryHost, frame_pipe
 from distrl.transport.protocol import DEPLOYED_PYTHON, Host, HostLink, worker_command
@@ -47,6 +48,7 @@ __all__ = [
     "Agent",
     "Host",
     "HostLink",
+    "HostOpener",
     "LocalHost",
     "MemoryHost",
     "SshHost",

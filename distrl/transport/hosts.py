@@ -1,14 +1,19 @@
-"""A host of the inventory as its transport: ``host_for`` and ``open_host``."""
+"""A host of the inventory as its transport: ``host_for`` and ``open_host``; ``HostOpener`` is the shape
+of ``open_host``, which the fleet takes in its place (``MemoryHost(...).open`` runs the agent in memory)."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 from distrl import config
 from distrl.config import Timeouts
 from distrl.transport.local import LocalHost
 from distrl.transport.protocol import Host, HostLink
 from distrl.transport.ssh import SshHost
+
+HostOpener = Callable[[config.HostEntry, Timeouts], contextlib.AbstractAsyncContextManager[HostLink]]
+"""Opens an inventory entry's worker and yields its link: ``open_host``, or one in its place."""
 
 
 def host_for(entry: config.HostEntry, timeouts: Timeouts) -> Host:
