@@ -50,7 +50,7 @@ from plotting import saved_figure
 from distrl.config import PRETRAINED, PolicySettings, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
-from distrl.learner.algorithms import names, resolve
+from distrl.learner.algorithms import check, names, resolve
 from distrl.local.evaluation import Evaluation, mean_and_error
 from distrl.local.play import evaluate
 from distrl.policy import Policy
@@ -172,6 +172,7 @@ def _measure(row: Row, args: argparse.Namespace) -> Record:
         record["curve"] = [[0.0, 0, _curve_point(row.start, "", args)]] if args.curve_episodes else []
     else:
         folder = (args.out / "runs").resolve()  # the inventory's output_dir, whatever the working folder
+        _set_aside(folder / row.run_name, row)
         inventory = parse_inventory(_inventory_text(row, folder, args), source=str(folder / "hosts.toml"))
         began = time.time()
         stats = anyio.run(lambda: train(inventory))
@@ -199,6 +200,24 @@ def _measure(row: Row, args: argparse.Namespace) -> Record:
         for cell, result in evaluations.items()
     }
     return record
+
+
+def _set_aside(run: Path, row: Row) -> None:
+    """Move ``run``, the folder of a run of ``row`` that did not end in its row (a crash, a stop), to
+    ``<run>.stopped[-N]``: the row is measured again from its start, never from that run's checkpoints."""
+    if not run.exists():
+        return
+    aside = run.with_name(f"{run.name}.stopped")
+    number = 1
+    while aside.exists():
+        number += 1
+        aside = run.with_name(f"{run.name}.stopped-{number}")
+    run.rename(aside)
+    print(
+        f"paper_table: {row.key}: {run} holds a run that did not finish its row (set aside as {aside.name}):"
+        " measured again from the start",
+        file=sys.stderr,
+    )
 
 
 def _rates(record: Record, cell: str) -> dict[str, float]:
@@ -416,6 +435,7 @@ def _arguments() -> argparse.Namespace:
         ("--seeds", args.seeds),
         ("--starts", args.starts),
         ("--algorithms", args.algorithms),
+        ("--sync", args.sync),
     ):
         twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
         if twice is not None:  # a row measured twice would count as two seeds, or two rows of one name
@@ -446,7 +466,8 @@ def _arguments() -> argparse.Namespace:
             checked.add((row.variant, row.mode))
             try:
                 text = _inventory_text(row, args.out.resolve() / "runs", args)
-                parse_inventory(text, source=f"{row.key}'s inventory")
+                inventory = parse_inventory(text, source=f"{row.key}'s inventory")
+                check(inventory.learner, source=inventory.source)  # its table, and built once
             except ConfigError as exc:
                 parser.error(str(exc))
     return args
@@ -471,7 +492,7 @@ def _measured(rows_file: Path, settings: Record) -> dict[str, Record]:
             if number == len(lines) > 1 and not text.endswith("\n"):
                 with rows_file.with_name(rows_file.name + ".cut").open("a") as cut:
                     cut.write(line + "\n")
-                rows_file.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
+                _replace(rows_file, "".join(f"{kept}\n" for kept in lines[:-1]))
                 print(
                     f"paper_table: {rows_file}:{number} was cut short while it was written (kept in"
                     f" {rows_file.name}.cut): its row is measured again",
@@ -492,7 +513,17 @@ def _measured(rows_file: Path, settings: Record) -> dict[str, Record]:
             )
         else:
             rows.append(record)
+    else:
+        if text and not text.endswith("\n"):  # the last row whole, its newline cut off
+            _replace(rows_file, text + "\n")
     return {record["key"]: record for record in rows}
+
+
+def _replace(rows_file: Path, text: str) -> None:
+    """``rows_file`` holds ``text``, written beside it first: a crash meanwhile leaves the old rows."""
+    new = rows_file.with_name(rows_file.name + ".new")
+    new.write_text(text)
+    os.replace(new, rows_file)
 
 
 def main() -> None:
@@ -524,8 +555,12 @@ def main() -> None:
             record = _measure(row, args)
         except DistrlError as exc:  # the rows measured so far are on disk already
             print(f"paper_table: row {number}/{len(plan)}, {row.key}, failed: {exc}", file=sys.stderr)
+            before = sum(1 for earlier in plan[: number - 1] if earlier.key in done)
             sys.exit(
-                f"paper_table: the rows measured before it are in {rows_file}; --resume goes on from them"
+                f"paper_table: the {before} row(s) measured before it are in {rows_file}; --resume goes on"
+                " from them"
+                if before
+                else f"paper_table: no row is measured yet; {rows_file} holds the table's settings"
             )
         with rows_file.open("a") as out:
             out.write(json.dumps(record) + "\n")

@@ -85,6 +85,7 @@ def refused(
         (["--seeds=-1"], "--seeds are 0 and up, not -1"),
         (["--seeds", "0,1,0"], "--seeds names 0 twice"),
         (["--algorithms", "grpo,ppo,grpo"], "--algorithms names grpo twice"),
+        (["--sync", "a-ride,a-ride"], "--sync names a-ride twice"),
         (["--target", "nan"], "--target must be a finite number of points above 0, not nan"),
         (["--time-scale", "inf"], "--time-scale must be a finite number at least 0, not inf"),
         (["--algorithms", "nosuch:Algo"], "learner.algorithm: 'nosuch:Algo' does not load"),
@@ -98,6 +99,23 @@ def test_bad_settings_end_in_one_line(
     assert status == 2
     assert said in err.strip().splitlines()[-1]  # the last line says it, after argparse's usage
     assert not (tmp_path / "table").exists()  # nothing written
+
+
+def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path
+) -> None:
+    """Found by building it, as ``distrl check`` does: its inventory alone reads well."""
+    (tmp_path / "unstartable.py").write_text(
+        "from distrl.learner.algorithms.filtered_bc import FilteredBC\n"
+        "class Algo(FilteredBC):\n"
+        "    name = 'unstartable'\n"
+        "    def __init__(self, settings, *, features):\n"
+        "        raise RuntimeError('no such GPU kernel')\n"
+    )
+    status, err = refused("--algorithms", "unstartable:Algo", "--out", "table")
+    assert status == 2
+    assert "failed to start (RuntimeError: no such GPU kernel" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "table").exists()
 
 
 def test_bad_settings_end_in_one_line_from_the_command_line(tmp_path: Path) -> None:
@@ -171,6 +189,42 @@ def test_resume_sets_a_row_cut_short_aside_and_measures_it_again(program: Module
     assert (tmp_path / "table" / "rows.jsonl.cut").read_text() == cut + "\n"  # what was cut is kept aside
 
 
+def test_resume_ends_a_last_row_whose_newline_was_cut_off(program: ModuleType, tmp_path: Path) -> None:
+    start = json.dumps(START | {"cells": {}, "curve": []})
+    rows = _rows_file(tmp_path / "table", start)  # whole, but no newline after it
+    settings = json.loads(rows.read_text().splitlines()[0])["settings"]
+    assert list(program._measured(rows, settings)) == ["tiny-bc/start/async/s0"]
+    assert rows.read_text().endswith(start + "\n")  # the next row goes on a line of its own
+    assert not rows.with_name("rows.jsonl.new").exists()
+
+
+def test_a_row_measured_again_sets_its_unfinished_run_aside(
+    program: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run left by a row that did not finish has checkpoints that ``train`` would refuse to mix with a
+    new run: the row's new run starts from nothing, the old one kept beside it."""
+    row = program.Row("tiny-bc", "grpo", "async", 1)
+    run = tmp_path / "runs" / row.run_name
+    for attempt in (1, 2):
+        (run / "checkpoints").mkdir(parents=True)
+        (run / "checkpoints" / "latest").write_text(f"attempt {attempt}")
+        program._set_aside(run, row)
+        assert not run.exists()
+    assert (
+        tmp_path / "runs" / f"{row.run_name}.stopped" / "checkpoints" / "latest"
+    ).read_text() == "attempt 1"
+    assert (tmp_path / "runs" / f"{row.run_name}.stopped-2" / "checkpoints" / "latest").read_text() == (
+        "attempt 2"
+    )
+    said = capsys.readouterr().err.splitlines()
+    assert said[1] == (
+        f"paper_table: {row.key}: {run} holds a run that did not finish its row (set aside as"
+        f" {row.run_name}.stopped-2): measured again from the start"
+    )
+    program._set_aside(run, row)  # no run: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.timeout(900)  # a table of three rows, then three more calls
 def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(BROKEN)
@@ -186,8 +240,8 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
         "paper_table: row 3/3, tiny-bc/broken:Broken/async/s3, failed: update 1 refused"
     )
     rows_file = Path("table", "rows.jsonl")
-    assert (
-        said[-1] == f"paper_table: the rows measured before it are in {rows_file}; --resume goes on from them"
+    assert said[-1] == (
+        f"paper_table: the 2 row(s) measured before it are in {rows_file}; --resume goes on from them"
     )
     lines = (out / "rows.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["settings"]["minutes"] == 0.3

@@ -35,13 +35,9 @@ from distrl.cli.placement import placement_problem
 
 
 def _check_algorithm(inventory: Inventory) -> None:
-    """The algorithm ``[learner]`` names, and its table, read as the learner will read them, and the
-    algorithm built once (small: it reads no model): ``ConfigError`` naming the key, or the algorithm
-    that fails to start, now, not when the learner starts."""
-    from distrl.learner.algorithms import build, configure  # torch: only where it is asked for
+    from distrl.learner.algorithms import check  # torch: only where it is asked for
 
-    algorithm, options = configure(inventory.learner, source=inventory.source)
-    build(algorithm, options, features=8, source=inventory.source)
+    check(inventory.learner, source=inventory.source)
 
 
 def run_command(args: argparse.Namespace) -> int:

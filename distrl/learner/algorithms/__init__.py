@@ -27,7 +27,7 @@ from distrl.config import LearnerSettings, read_section
 from distrl.errors import ConfigError
 from distrl.learner.algorithm import Algorithm
 
-__all__ = ["ALGORITHMS", "configure", "names", "build", "resolve", "table_name", "with_options"]
+__all__ = ["ALGORITHMS", "build", "check", "configure", "names", "resolve", "table_name", "with_options"]
 
 ALGORITHMS = "distrl.algorithms"
 """The entry-point group of algorithms."""
@@ -150,6 +150,14 @@ def build(cls: type[Algorithm], options: Any, *, features: int, source: str = ""
             source or None,
         )
     return algorithm
+
+
+def check(settings: LearnerSettings, *, source: str = "") -> None:
+    """The algorithm ``settings`` names, and its table, read as the learner will read them, and the
+    algorithm built once (small: it reads no model): ``ConfigError`` naming the key, or the algorithm that
+    fails to start, before a run (``distrl check`` and ``run``) rather than when its learner starts."""
+    algorithm, options = configure(settings, source=source)
+    build(algorithm, options, features=8, source=source)
 
 
 def _not_an_algorithm(found: object, name: str, points: dict[str, importlib.metadata.EntryPoint]) -> str:
