@@ -26,6 +26,7 @@ from distrl.fleet.ledger import Groups
 from distrl.fleet.stop import Stop
 from distrl.learner.algorithm import AdvantageTargets
 from distrl.learner.algorithms import build, configure, names, resolve, with_options
+from distrl.learner.contract import Guard, losses_problem
 from distrl.learner.core import Learner
 from distrl.learner.replay import ReplayBuffer
 from distrl.learner.scoring import score
@@ -329,6 +330,27 @@ def test_an_algorithm_that_fails_ends_the_update_naming_it_and_changes_nothing(
     assert learner.updates == 0
     assert all(torch.equal(v, adapter[k]) for k, v in learner.policy.adapter.state().items())
     assert not any(state for state in learner.actor_optimiser.state.values())
+
+
+def test_a_non_finite_quantity_names_the_part_of_a_users_algorithm_that_computed_it() -> None:
+    guard = Guard(update=3, algorithm="mine", source="pkg.mod:Mine")
+    said = {}
+    for quantity in ("actor_loss", "critic_loss", "advantage", "kl", "logprob"):
+        with pytest.raises(LearnerError) as refused:
+            guard.finite(quantity, torch.tensor([1.0, math.nan]))
+        said[quantity] = str(refused.value)
+    assert said["actor_loss"].endswith("damaged weights or pkg.mod:Mine's own loss do this")
+    assert said["critic_loss"].endswith("damaged weights or pkg.mod:Mine's own plan's network_loss do this")
+    assert said["advantage"].endswith("damaged weights or pkg.mod:Mine's own plan do this")
+    for theirs in ("kl", "logprob"):  # the core's and the policy's, not the algorithm's
+        assert said[theirs].endswith("A learning rate too high, or damaged weights, do this")
+    built_in = Guard(update=3, algorithm="a-ride", source="a-ride")
+    with pytest.raises(LearnerError, match=r"or damaged weights, do this$"):
+        built_in.finite("actor_loss", torch.tensor(math.inf))
+    assert losses_problem({"x": torch.tensor(1.0)}) == (
+        "its loss 'x' has no gradient: it is not computed from the chunk's log-probs (a constant, or"
+        " detached)"
+    )
 
 
 @pytest.mark.anyio

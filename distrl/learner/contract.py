@@ -19,6 +19,14 @@ from distrl.learner.algorithm import Batch, Plan
 __all__ = ["Guard", "losses_problem", "plan_problem", "targets_problem"]
 
 T = TypeVar("T")
+_FROM_THE_ALGORITHM = {
+    "value": "plan",
+    "advantage": "plan",
+    "priority": "plan",
+    "critic_loss": "plan's network_loss",
+    "actor_loss": "loss",
+}
+"""The quantities an algorithm's own code computes, and which of its parts does."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,10 +72,10 @@ class Guard:
         if bool(torch.isfinite(values).all()):
             return
         causes = "A learning rate too high, or damaged weights, do this"
-        if ":" in self.source and quantity not in ("logprob", "entropy"):  # a user's own algorithm
+        if ":" in self.source and quantity in _FROM_THE_ALGORITHM:  # a user's own algorithm computed it
             causes = (
                 f"A learning rate too high, damaged weights or {self.source}'s own"
-                f" {'loss' if quantity.endswith('loss') else 'plan'} do this"
+                f" {_FROM_THE_ALGORITHM[quantity]} do this"
             )
         raise LearnerError(
             f"update {self.update} refused: {what or 'the ' + quantity.replace('_', ' ')} is not finite (NaN"
@@ -83,7 +91,11 @@ def plan_problem(plan: object, batch: Batch, networks: bool) -> str:
     if not isinstance(plan, Plan):
         return f"its plan returned {_kind(plan)}, not a Plan"
     steps = len(batch.logprob)
-    if networks and plan.network_loss is not None and (problem := _scalar_problem(plan.network_loss)):
+    if (
+        networks
+        and plan.network_loss is not None
+        and (problem := _scalar_problem(plan.network_loss, "its networks"))
+    ):
         return f"its plan's network_loss {problem}"
     for name in ("advantages", "values"):
         tensor = getattr(plan, name)
@@ -116,19 +128,20 @@ def losses_problem(losses: object) -> str:
     if not losses:
         return "its loss returned no loss for steps it trains (an empty dict)"
     for name, value in losses.items():
-        if problem := _scalar_problem(value):
+        if problem := _scalar_problem(value, "the chunk's log-probs"):
             return f"its loss {name!r} {problem}"
     return ""
 
 
-def _scalar_problem(value: object) -> str:
-    """What keeps ``value`` from being a loss: a scalar tensor with a gradient; "" where nothing does."""
+def _scalar_problem(value: object, computed_from: str) -> str:
+    """What keeps ``value`` from being a loss: a scalar tensor with a gradient (``computed_from`` names
+    where it should come from); "" where nothing does."""
     if not isinstance(value, torch.Tensor):
         return f"is {_kind(value)}, not a scalar tensor"
     if value.dim() != 0:
         return f"is a tensor of shape {tuple(value.shape)}, not a scalar (sum or average it)"
     if not value.requires_grad:
-        return "has no gradient: it is not computed from the chunk's log-probs (a constant, or detached)"
+        return f"has no gradient: it is not computed from {computed_from} (a constant, or detached)"
     return ""
 
 

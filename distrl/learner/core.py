@@ -405,6 +405,8 @@ class Learner:
             self.actor_optimiser.zero_grad(set_to_none=True)
             if refused is not None:
                 raise refused
+            if broken == "anchor":
+                self._guard.finite("kl", torch.tensor(math.nan), "the KL anchor to the starting policy")
             if broken:
                 self._guard.finite(
                     "actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}"
