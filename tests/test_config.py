@@ -267,7 +267,7 @@ MALFORMED = [
     ),
     (HOST_A + "devices = { sim = 1 }\nconcurrency = -2\n", "hosts[0].concurrency", "at least 0"),
     ("[timeouts]\nssh_connect_s = 0\n" + ONE_HOST, "timeouts.ssh_connect_s", "greater than 0"),
-    ("[timeouts]\nssh_connect_s = nan\n" + ONE_HOST, "timeouts.ssh_connect_s", "a finite number, got nan"),
+    ("[timeouts]\nssh_connect_s = nan\n" + ONE_HOST, "timeouts.ssh_connect_s", "must be a number, not nan"),
     (
         "[timeouts]\nheartbeat_interval_s = 10\nheartbeat_timeout_s = 10\n" + ONE_HOST,
         "timeouts.heartbeat_timeout_s",

@@ -206,10 +206,11 @@ class Reader:
         tables = {key: value for key, value in table.items() if isinstance(value, dict)}
         plain = {key: value for key, value in table.items() if key not in tables}
         unknown = plain.keys() - {f.name for f in dataclasses.fields(LearnerSettings)}
-        if unknown:  # an algorithm's table written as a value: said so, not "unknown key"
-            registered = {point.name.replace("-", "_") for point in entry_points(group="distrl.algorithms")}
-            for key in sorted(unknown & registered):
-                raise self.fail(_join(path, key), f"an algorithm's settings are a table, [learner.{key}]")
+        registered = {point.name.replace("-", "_") for point in entry_points(group="distrl.algorithms")}
+        if clash := sorted(key for key in unknown if key.replace("-", "_") in registered):
+            # an algorithm's table written as a value (a-ride = 0.5, a_ride = 0.5): said so, not "unknown key"
+            table = clash[0].replace("-", "_")
+            raise self.fail(_join(path, clash[0]), f"an algorithm's settings are a table, [learner.{table}]")
         for key in tables:
             if not _TABLE_NAME.fullmatch(key):
                 raise self.fail(_join(path, key), "is not an algorithm's name (its table is [learner.NAME])")
@@ -359,7 +360,7 @@ class Reader:
             raise self.fail(path, f"expected an integer, got {_describe(raw)}")
         if hint is float:
             if isinstance(raw, float) and math.isnan(raw):
-                raise self.fail(path, "must be a finite number, got nan")
+                raise self.fail(path, "must be a number, not nan")
             if isinstance(raw, int | float) and not isinstance(raw, bool):
                 return float(raw)
             raise self.fail(path, f"expected a number, got {_describe(raw)}")

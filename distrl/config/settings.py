@@ -325,7 +325,6 @@ MOVED_SIM_KEYS: Mapping[str, str] = {
 """Keys that ``[sim]`` held while every device's screens took the sim's format, and where each is now."""
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class ScreenSettings:
     """The screens the policy sees, from every device a worker drives (simulated phones, attached phones,
