@@ -47,7 +47,7 @@ from typing import Any, NoReturn
 import anyio
 from plotting import saved_figure
 
-from distrl.config import PRETRAINED, PolicySettings, parse_inventory
+from distrl.config import PRETRAINED, PolicySettings, not_a_folder, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
 from distrl.learner.algorithms import check, names, resolve
@@ -455,11 +455,8 @@ def _arguments() -> argparse.Namespace:
         parser.error(f"--time-scale must be a finite number at least 0, not {args.time_scale:g}")
     if not (args.target > 0 and math.isfinite(args.target)):
         parser.error(f"--target must be a finite number of points above 0, not {args.target:g}")
-    for folder in (args.out, *args.out.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                parser.error(f"--out {args.out}: {folder} is a file, not a folder")
-            break
+    if problem := not_a_folder(args.out):
+        parser.error(f"--out {args.out}: {problem}")
     checked = set()
     for row in _plan(args):  # each kind of row's settings as its run reads them, before any row is measured
         if row.variant != "start" and (row.variant, row.mode) not in checked:

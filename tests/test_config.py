@@ -397,7 +397,7 @@ def test_addresses_that_are_host_names_or_ip_addresses_pass() -> None:
 def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "runs").write_text("not a folder")
     for output in ("runs", "runs/deeper"):
-        with pytest.raises(ConfigError, match=r"run\.output_dir: .*runs' is a file, not a folder"):
+        with pytest.raises(ConfigError, match=r"run\.output_dir: .*runs is a file, not a folder"):
             parse_inventory(
                 f'[run]\noutput_dir = "{output}"\n' + ONE_HOST, source=str(tmp_path / "hosts.toml")
             )

@@ -919,8 +919,8 @@ def test_save_model_refuses_what_it_cannot_do_before_building_anything(
     Path("m").write_text("keep")
     Path("f").write_text("x")
     for args, problem in [
-        (["tiny", "m"], "m is a file, not a folder"),
-        (["tiny-bc", "f/m"], "cannot create f/m: f is not a folder"),
+        (["tiny", "m"], "cannot create m: m is a file, not a folder"),
+        (["tiny-bc", "f/m"], "cannot create f/m: f is a file, not a folder"),
         (
             ["tiny-bc", "new", "--seed", "5"],
             "--seed seeds a fresh tiny's weights; tiny-bc's are trained and always the same: leave it out",

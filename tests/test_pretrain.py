@@ -20,11 +20,11 @@ from PIL import Image
 from transformers import AutoModelForImageTextToText
 
 from distrl.actions import format_action, parse_action
-from distrl.config import PolicySettings
+from distrl.config import PolicySettings, cannot_create
 from distrl.local.demos import _Branches, demonstrations
 from distrl.local.evaluation import Evaluation, Outcome, pass_at_k, standard_error
 from distrl.local.play import episode_phone, evaluate
-from distrl.local.pretrain import Progress, _examples, cannot_create, pretrain
+from distrl.local.pretrain import Progress, _examples, pretrain
 from distrl.policy import Policy, PolicyInput, Sample, build_tiny
 from distrl.policy.tiny import build_pretrained
 from distrl.records import Action, ActionType, Task
@@ -315,11 +315,17 @@ def test_an_output_that_cannot_be_created_is_refused_before_training(
     (tmp_path / "f").write_text("x")
     assert (
         cannot_create(tmp_path / "f" / "model")
-        == f"cannot create {tmp_path}/f/model: {tmp_path}/f is not a folder"
+        == f"cannot create {tmp_path}/f/model: {tmp_path}/f is a file, not a folder"
     )
-    assert cannot_create(tmp_path / "f" / "deeper" / "model").endswith(f": {tmp_path}/f is not a folder")
+    assert cannot_create(tmp_path / "f" / "deeper" / "model").endswith(
+        f": {tmp_path}/f is a file, not a folder"
+    )
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    assert cannot_create(tmp_path / "gone" / "model").endswith(
+        f": {tmp_path}/gone is a link to nothing, not a folder"
+    )
     assert cannot_create(tmp_path / "new" / "deeper" / "model") == ""  # missing parents are made
-    with pytest.raises(ValueError, match="f is not a folder"):
+    with pytest.raises(ValueError, match="f is a file, not a folder"):
         pretrain(
             tmp_path / "f" / "model",
             max_steps=1,
@@ -332,7 +338,7 @@ def test_an_output_that_cannot_be_created_is_refused_before_training(
     assert main(["pretrain", "--out", "f/model", "--steps", "30", "--minutes", "1"]) == 2
     out, err = capsys.readouterr()
     assert out == ""  # nothing announced, nothing trained
-    assert err == "distrl: error: cannot create f/model: f is not a folder\n"
+    assert err == "distrl: error: cannot create f/model: f is a file, not a folder\n"
 
 
 # -- evaluation --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import BUILT_IN_MODELS, HostEntry, Inventory, load_inventory
+from distrl.config import BUILT_IN_MODELS, HostEntry, Inventory, load_inventory, not_a_folder
 from distrl.errors import ConfigError, EmulatorError
 
 if TYPE_CHECKING:
@@ -358,11 +358,8 @@ def collect_command(args: argparse.Namespace) -> int:
             " a whole group",
             EXIT_USAGE,
         )
-    blocked = _file_on_the_way(args.out)
-    if blocked == args.out:
-        return fail(f"--out {args.out} is a file, not a folder", EXIT_USAGE)
-    if blocked:
-        return fail(f"--out {args.out}: {blocked} is a file, not a folder", EXIT_USAGE)
+    if problem := not_a_folder(args.out):
+        return fail(f"--out {args.out}: {problem}", EXIT_USAGE)
     writer = EpisodeWriter(args.out)
     if writer.bytes:
         say(f"{args.out} already holds episodes: the new ones go beside them")
@@ -398,14 +395,6 @@ def collect_command(args: argparse.Namespace) -> int:
             f"{stats.completed} of {args.episodes} episodes came back: {stats.achieved_nothing}", EXIT_FAILED
         )
     return 0
-
-
-def _file_on_the_way(folder: Path) -> Path | None:
-    """The file that stands where ``folder`` or one of its parents should be a folder; None when none."""
-    for path in (folder, *folder.parents):
-        if path.exists() or path.is_symlink():
-            return None if path.is_dir() else path
-    return None
 
 
 def _policy_option(model: str) -> str:

@@ -98,9 +98,9 @@ def sim_command(args: argparse.Namespace) -> int:
 def pretrain_command(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
-    from distrl.config import BUILT_IN_BASES
+    from distrl.config import BUILT_IN_BASES, cannot_create
     from distrl.errors import PolicyError
-    from distrl.local.pretrain import Progress, cannot_create, pretrain
+    from distrl.local.pretrain import Progress, pretrain
     from distrl.policy.loading import model_folder
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # our own progress lines say more
@@ -222,7 +222,7 @@ def export_command(args: argparse.Namespace) -> int:
 def save_model_command(args: argparse.Namespace) -> int:
     from transformers.utils.logging import disable_progress_bar
 
-    from distrl.local.pretrain import cannot_create
+    from distrl.config import cannot_create
     from distrl.policy.tiny import build_pretrained, build_tiny
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
@@ -234,8 +234,6 @@ def save_model_command(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     target = Path(args.out)
-    if os.path.lexists(target) and not target.is_dir():
-        return fail(f"{target} is a file, not a folder", EXIT_USAGE)
     if target.is_dir() and any(target.iterdir()):
         return fail(f"{target} is not empty", EXIT_USAGE)
     if problem := cannot_create(target):

@@ -45,6 +45,7 @@ from distrl.config.hosts import (
     address_problem,
 )
 from distrl.config.learner import LearnerSettings
+from distrl.config.paths import cannot_create, not_a_folder
 from distrl.config.reader import load_inventory, parse_inventory, read_section
 from distrl.config.settings import (
     BUILT_IN_BASES,
@@ -88,9 +89,11 @@ __all__ = [
     "Timeouts",
     "WorkerSettings",
     "address_problem",
+    "cannot_create",
     "devices_json",
     "learner_settings_json",
     "load_inventory",
+    "not_a_folder",
     "parse_devices",
     "parse_learner_settings",
     "parse_inventory",

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar
 
 from distrl.config.hosts import LOCAL_ADDRESS, SIM_KIND, Devices, HostEntry, address_problem
 from distrl.config.learner import MOVED_KEYS, LearnerSettings
+from distrl.config.paths import not_a_folder
 from distrl.config.settings import (
     BUILT_IN_MODELS,
     MOVED_SIM_KEYS,
@@ -121,9 +122,8 @@ class Reader:
         run: RunSettings = sections["run"]
         sections["run"] = dataclasses.replace(run, output_dir=self.local_path(run.output_dir))
         output = Path(sections["run"].output_dir)
-        blocking = next((p for p in (output, *output.parents) if p.exists() and not p.is_dir()), None)
-        if blocking is not None:
-            raise self.fail("run.output_dir", f"{str(blocking)!r} is a file, not a folder")
+        if problem := not_a_folder(output):
+            raise self.fail("run.output_dir", problem)
         tasks: TaskSettings = sections["tasks"]
         sections["tasks"] = dataclasses.replace(tasks, files=tuple(self.local_path(f) for f in tasks.files))
         judge: JudgeSettings = sections["judge"]

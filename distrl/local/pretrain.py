@@ -11,7 +11,6 @@ demonstrations' actions, within a step or time budget; saved as an ordinary mode
 from __future__ import annotations
 
 import math
-import os
 import random
 import shutil
 import tempfile
@@ -24,13 +23,13 @@ import torch
 from transformers import PreTrainedModel
 
 from distrl.actions import format_action
-from distrl.config import PolicySettings
+from distrl.config import PolicySettings, cannot_create
 from distrl.local.demos import demonstrations
 from distrl.policy import PolicyInput, Prompter, TinySpec, build_tiny
 from distrl.policy.loading import load_base
 from distrl.policy.prompt import Encoded
 
-__all__ = ["PRETRAIN_SPEC", "PretrainReport", "Progress", "cannot_create", "pretrain"]
+__all__ = ["PRETRAIN_SPEC", "PretrainReport", "Progress", "pretrain"]
 
 PRETRAIN_SPEC = TinySpec(max_pixels=112 * 252)
 """``pretrain``'s default: ``tiny`` with screens resized to at most 112×252 (4×9 = 36 image tokens instead
@@ -195,21 +194,6 @@ def pretrain(
         final_loss=sum(tail) / len(tail),
         first_loss=sum(head) / len(head),
     )
-
-
-def cannot_create(folder: str | Path) -> str:
-    """Why the folder ``folder``, which does not exist yet, could not be made with its missing parents, in
-    words: its nearest parent that exists is a file, or a folder this process may not write to; "" when it
-    could be made."""
-    target = Path(folder).expanduser()
-    for parent in target.parents:
-        if os.path.lexists(parent):
-            if not parent.is_dir():
-                return f"cannot create {target}: {parent} is not a folder"
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return f"cannot create {target}: the folder {parent} is not writable"
-            return ""
-    return ""
 
 
 @dataclass(frozen=True, slots=True)
