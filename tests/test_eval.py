@@ -286,7 +286,7 @@ def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_i
     (empty / "checkpoints").mkdir(parents=True)
     said = _refused(["eval", "tiny-bc", "--adapter", str(empty)], capsys)
     assert (
-        said == f"{str(empty)!r} is a run folder with no checkpoint yet (its checkpoints folder holds none)"
+        said == f"{str(empty)!r} is a run folder with no complete checkpoint yet (in its checkpoints folder)"
     )
 
 
@@ -297,7 +297,7 @@ def test_an_adapter_is_put_on_no_other_model_than_its_own(
     said = _refused(["eval", "tiny-weak", "--adapter", adapter, "--episodes", "1"], capsys)
     assert said == (
         f"the adapter {adapter} was trained on tiny-bc, not tiny-weak (its adapter_config.json's"
-        f" base_model_name_or_path): eval tiny-bc --adapter {adapter}"
+        f" base_model_name_or_path): python -m distrl eval tiny-bc --adapter {adapter}"
     )
     inventory = tmp_path / "hosts.toml"
     inventory.write_text('[[hosts]]\nname = "local"\naddress = "localhost"\ndevices = { sim = 1 }\n')

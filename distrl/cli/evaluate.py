@@ -114,7 +114,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _eval_command_line(model: str, adapter: str) -> str:
-    return f"eval {shlex.quote(model)} --adapter {shlex.quote(adapter)}"
+    return f"python -m distrl eval {shlex.quote(model)} --adapter {shlex.quote(adapter)}"
 
 
 def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:

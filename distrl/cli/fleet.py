@@ -342,8 +342,6 @@ def collect_command(args: argparse.Namespace) -> int:
         policy = dataclasses.replace(policy, adapter=args.adapter)
     if policy.model not in BUILT_IN_MODELS and not Path(policy.model).is_dir():
         return fail(f"--policy: {policy.model} is no model folder", EXIT_USAGE)
-    if args.adapter and (problem := adapter_problem(args.adapter, policy.model, _policy_option)):
-        return fail(f"--adapter: {problem}", EXIT_USAGE)  # once here, not once per worker and retry
     if args.group_size is not None and args.group_size > inventory.device_count:
         return fail(
             f"--group-size: {args.group_size} is more than the fleet's {inventory.device_count} device(s):"
@@ -360,6 +358,9 @@ def collect_command(args: argparse.Namespace) -> int:
         )
     if problem := not_a_folder(args.out):
         return fail(f"--out {args.out}: {problem}", EXIT_USAGE)
+    # the last check: it reads the adapter's files (torch); once here, not once per worker and retry
+    if args.adapter and (problem := adapter_problem(args.adapter, policy.model, _policy_option)):
+        return fail(f"--adapter: {problem}", EXIT_USAGE)
     writer = EpisodeWriter(args.out)
     if writer.bytes:
         say(f"{args.out} already holds episodes: the new ones go beside them")

@@ -210,7 +210,9 @@ class Reader:
         if clash := sorted(key for key in unknown if key.replace("-", "_") in registered):
             # an algorithm's table written as a value (a-ride = 0.5, a_ride = 0.5): said so, not "unknown key"
             spelled = clash[0].replace("-", "_")
-            raise self.fail(_join(path, clash[0]), f"an algorithm's settings are a table, [learner.{spelled}]")
+            raise self.fail(
+                _join(path, clash[0]), f"an algorithm's settings are a table, [learner.{spelled}]"
+            )
         for key in tables:
             if not _TABLE_NAME.fullmatch(key):
                 raise self.fail(_join(path, key), "is not an algorithm's name (its table is [learner.NAME])")

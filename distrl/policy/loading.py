@@ -228,7 +228,7 @@ def _no_adapter(folder: Path) -> str:
     if not folder.exists():
         return f"the adapter folder {where} does not exist"
     if (folder / "checkpoints").is_dir():
-        return f"{where} is a run folder with no checkpoint yet (its checkpoints folder holds none)"
+        return f"{where} is a run folder with no complete checkpoint yet (in its checkpoints folder)"
     if (folder / "latest").is_file() or any(folder.glob("step-*")):
         return f"{where} is a checkpoints folder with no complete checkpoint"
     return f"{where} is not a PEFT adapter folder (it has no adapter_config.json)"
