@@ -89,7 +89,7 @@ def eval_command(args: argparse.Namespace) -> int:
 
     disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
-        # the adapters first: a wrong path is found before the start's plays
+        # the adapters' plays first: one that fails to load is found before the start's plays
         progress = _Progress()
         policy = _load(args, adapters[0][1])
         played = []

@@ -12,7 +12,8 @@ in it. ``PhoneFlat-v0`` is ``PhoneEnv`` in its structured mode behind:
   screen), and what a TYPE types: one of the goal's own words, its quoted phrases first
   (``typing_words``), the choice taken modulo their number. An action outside that space (a number past
   its part's count or negative, not an integer, not five of them) is an invalid step, as Phone-v0's
-  structured mode has it: ``info["invalid"]``, ``info["reason"]`` naming the part, ``-invalid_penalty``.
+  structured mode has it: ``info["invalid"]``, ``info["reason"]`` saying why (naming the part where one
+  is out of its range), ``-invalid_penalty``.
 
 ::
 
@@ -133,7 +134,8 @@ class GridActions(gymnasium.ActionWrapper[dict[str, Any], np.ndarray[Any, Any], 
         }
 
     def refusal(self, action: object) -> str:
-        """Why ``action`` is not in the action space, in one sentence naming the part; "" when it is."""
+        """Why ``action`` is not in the action space, in one sentence (naming the part out of its range, or
+        the shape or type it should have); "" when it is."""
         wanted = f"a flat action is {len(PARTS)} integers ({', '.join(PARTS)})"
         try:
             array = np.asarray(action)

@@ -297,7 +297,7 @@ def stored_episodes(
 ) -> list[StoredEpisode]:
     """Each episode in ``folder`` (``read_stored``), in the order of their ids, for the viewer and the
     export: a malformed one is skipped with a warning naming its file, or (``strict``) is a
-    ``ValueError``; ``ValueError`` too when the folder holds no good one."""
+    ``ValueError``; ``ValueError`` too when the folder does not exist, is a file, or holds no good one."""
     if not Path(folder).exists():
         raise ValueError(f"{folder} does not exist")
     if not Path(folder).is_dir():
