@@ -318,9 +318,12 @@ def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Pat
     assert target.read_text() == "# mine\n"
     assert distrl("init", str(target), "--force").returncode == 0
     _is_the_example_made_by_init(target)
-    assert_one_sentence_error(distrl("init", str(target / "hosts.toml")), 2, "cannot write")  # under a file
+    under_a_file = distrl("init", str(target / "hosts.toml"))
+    assert_one_sentence_error(under_a_file, 2, f"{target / 'hosts.toml'}: Not a directory")
     if Path("/dev/full").exists():  # a full disk is no usage error: exit 1
-        assert_one_sentence_error(distrl("init", "/dev/full", "--force"), 1, "No space left on device")
+        assert_one_sentence_error(
+            distrl("init", "/dev/full", "--force"), 1, "/dev/full: No space left on device"
+        )
 
 
 def _is_the_example_made_by_init(target: Path) -> None:

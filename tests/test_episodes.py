@@ -624,18 +624,19 @@ def test_view_and_export_of_a_missing_folder_or_a_file_say_so(tmp_path: Path) ->
     assert done.stderr.strip() == f"distrl: error: {tmp_path / 'nowhere'} does not exist"
 
 
-def test_view_and_export_that_cannot_write_their_file_say_which_and_why(tmp_path: Path) -> None:
-    from distrl.episodes.export import METADATA, write_metadata
-    from distrl.episodes.view import PAGE, write_viewer
+def test_view_and_export_that_cannot_write_their_file_say_which_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distrl.cli import main
+    from distrl.episodes.export import METADATA
+    from distrl.episodes.view import PAGE
 
     folder = tmp_path / "episodes"
     EpisodeWriter(folder).write(_trajectory("1"))
-    for write, name in ((write_viewer, PAGE), (write_metadata, METADATA)):
-        (folder / name).mkdir()  # a folder where the file goes
-        with pytest.raises(
-            ValueError, match=rf"^cannot write {re.escape(str(folder / name))}: Is a directory$"
-        ):
-            write(folder)
+    for command, name in (("view", PAGE), ("export", METADATA)):
+        (folder / name).mkdir()  # a folder where the file goes: the path given cannot take it, exit 2
+        assert main([command, str(folder)]) == 2
+        assert capsys.readouterr().err == f"distrl: error: {folder / name}: Is a directory\n"
 
 
 def test_collect_writes_the_episodes_it_brings_back(tmp_path: Path) -> None:

@@ -276,8 +276,13 @@ def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_i
     latest.write_text("step-000000999\n")  # names a step that is gone
     assert adapter_folder(str(copy)) == str(newest)
     assert capsys.readouterr().err == (
-        f"distrl: {latest} names 'step-000000999', which is not there: using the newest checkpoint,"
-        " step-000000100\n"
+        f"distrl: {latest} names 'step-000000999', which is no complete checkpoint: using the newest"
+        " checkpoint, step-000000100\n"
+    )
+    latest.write_text("")
+    assert adapter_folder(str(copy)) == str(newest)
+    assert (
+        capsys.readouterr().err == f"distrl: {latest} is empty: using the newest checkpoint, step-000000100\n"
     )
     latest.write_text("step-000000050\n")  # says nothing when latest names a checkpoint that is there
     assert adapter_folder(str(copy)) == str(copy / "checkpoints" / "step-000000050" / "adapter")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import math
 import os
@@ -176,19 +177,28 @@ def adapter_folder(text: str) -> str:
             return str(candidate.resolve())
     for root in (folder, folder / "checkpoints"):
         if (root / "latest").is_file() or any(root.glob("step-*")):
-            from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
+            from distrl.learner.checkpoint import LATEST, Checkpoints  # torch: only where it is asked for
 
             latest = Checkpoints(root).latest()
             if latest is not None and (latest / "adapter" / "adapter_config.json").is_file():
-                named = (root / "latest").read_text().strip() if (root / "latest").is_file() else ""
-                if named != latest.name:  # no latest file, or one naming a step that is gone
-                    said = f"names {named!r}, which is not there" if named else "is missing"
-                    print(
-                        f"distrl: {root / 'latest'} {said}: using the newest checkpoint, {latest.name}",
-                        file=sys.stderr,
-                    )
+                if (said := _not_latest(root / LATEST, latest.name)) is not None:
+                    print(f"distrl: {said}: using the newest checkpoint, {latest.name}", file=sys.stderr)
                 return str((latest / "adapter").resolve())
     return str(folder.resolve())
+
+
+def _not_latest(file: Path, newest: str) -> str | None:
+    """Why the checkpoints' ``latest`` ``file`` did not give the checkpoint ``newest``, which was taken
+    instead, in words; None when it named it."""
+    try:
+        named = file.read_text().strip()
+    except FileNotFoundError:
+        return f"{file} is missing"
+    except OSError as exc:
+        return f"{file} cannot be read ({exc.strerror or exc})"
+    if named == newest:
+        return None
+    return f"{file} names {named!r}, which is no complete checkpoint" if named else f"{file} is empty"
 
 
 def adapter_problem(adapter: str, model: str, way_out: Callable[[str], str]) -> str:
@@ -228,6 +238,28 @@ def say(text: str) -> None:
 def fail(message: str, status: int) -> int:
     print(f"distrl: error: {message}", file=sys.stderr)
     return status
+
+
+_PATH_ERRORS = {
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENAMETOOLONG,
+}
+"""A path that cannot take a file: no such folder, a folder or a file in the way, no permission, a
+read-only file system, a name too long."""
+
+
+def fail_file(exc: OSError, path: str | Path = "") -> int:
+    """``fail`` for a file a command could not read or write (``path``, where the error does not name
+    it): one line naming it and why, exit 2 where the path the user gave cannot take it
+    (``_PATH_ERRORS``), 1 where the machine failed (a full disk)."""
+    where = exc.filename or path
+    said = f"{where}: {exc.strerror or exc}" if where else str(exc)
+    return fail(said, EXIT_USAGE if exc.errno in _PATH_ERRORS else EXIT_FAILED)
 
 
 positive_seconds = _number("a positive number of seconds", lambda value: value > 0)

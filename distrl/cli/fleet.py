@@ -25,6 +25,7 @@ from distrl.cli.common import (
     adapter_problem,
     counted,
     fail,
+    fail_file,
     headline,
     run_async,
     say,
@@ -430,9 +431,7 @@ def init_command(args: argparse.Namespace) -> int:
     try:
         target.write_text(_made_by_init(example, target), encoding="utf-8")
     except OSError as exc:
-        # a path the user gave (a folder, no such folder, no permission) is a usage error; a full disk is not
-        usage = isinstance(exc, IsADirectoryError | FileNotFoundError | NotADirectoryError | PermissionError)
-        return fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_USAGE if usage else EXIT_FAILED)
+        return fail_file(exc, target)
     say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
     say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
     return 0

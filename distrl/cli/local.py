@@ -16,7 +16,16 @@ from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from distrl.local.judge_eval import Calibration
-from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, counted, fail, run_async, say, unknown_suite
+from distrl.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    counted,
+    fail,
+    fail_file,
+    run_async,
+    say,
+    unknown_suite,
+)
 from distrl.records import InvalidAction
 
 
@@ -201,8 +210,10 @@ def view_command(args: argparse.Namespace) -> int:
 
     try:
         page = write_viewer(args.folder, strict=args.strict)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return fail_file(exc)
     say(f"wrote {page}: open it in a browser (file://{page.resolve()})")
     return 0
 
@@ -212,8 +223,10 @@ def export_command(args: argparse.Namespace) -> int:
 
     try:
         target, rows = write_metadata(args.folder, strict=args.strict)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return fail_file(exc)
     say(f"wrote {target}: {counted(rows, 'step')}; load them with")
     say(f'  datasets.load_dataset("imagefolder", data_dir="{args.folder}", split="train")')
     return 0

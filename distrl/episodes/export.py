@@ -49,8 +49,5 @@ def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, i
                 }
             )
     target = folder / METADATA
-    try:
-        target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    except OSError as exc:  # a folder of that name, a read-only folder
-        raise ValueError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return target, len(rows)
