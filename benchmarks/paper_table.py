@@ -47,7 +47,7 @@ from typing import Any, NoReturn
 import anyio
 from plotting import saved_figure
 
-from distrl.config import PRETRAINED, PolicySettings, not_a_folder, parse_inventory
+from distrl.config import PRETRAINED, PolicySettings, cannot_create, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
 from distrl.learner.algorithms import check, names, resolve
@@ -455,8 +455,8 @@ def _arguments() -> argparse.Namespace:
         parser.error(f"--time-scale must be a finite number at least 0, not {args.time_scale:g}")
     if not (args.target > 0 and math.isfinite(args.target)):
         parser.error(f"--target must be a finite number of points above 0, not {args.target:g}")
-    if problem := not_a_folder(args.out):
-        parser.error(f"--out {args.out}: {problem}")
+    if problem := cannot_create(args.out):
+        parser.error(f"--out: {problem}")
     checked = set()
     for row in _plan(args):  # each kind of row's settings as its run reads them, before any row is measured
         if row.variant != "start" and (row.variant, row.mode) not in checked:
@@ -464,9 +464,9 @@ def _arguments() -> argparse.Namespace:
             try:
                 text = _inventory_text(row, args.out.resolve() / "runs", args)
                 inventory = parse_inventory(text, source=f"{row.key}'s inventory")
-                check(inventory.learner, source=inventory.source)  # its table, and built once
+                check(inventory.learner)  # its table, and built once
             except ConfigError as exc:
-                parser.error(str(exc))
+                parser.error(str(exc) if row.key in str(exc) else f"{row.key}: {exc}")
     return args
 
 
@@ -519,7 +519,10 @@ def _measured(rows_file: Path, settings: Record) -> dict[str, Record]:
 def _replace(rows_file: Path, text: str) -> None:
     """``rows_file`` holds ``text``, written beside it first: a crash meanwhile leaves the old rows."""
     new = rows_file.with_name(rows_file.name + ".new")
-    new.write_text(text)
+    with new.open("w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
     os.replace(new, rows_file)
 
 
@@ -552,12 +555,8 @@ def main() -> None:
             record = _measure(row, args)
         except DistrlError as exc:  # the rows measured so far are on disk already
             print(f"paper_table: row {number}/{len(plan)}, {row.key}, failed: {exc}", file=sys.stderr)
-            before = sum(1 for earlier in plan[: number - 1] if earlier.key in done)
             sys.exit(
-                f"paper_table: the {before} row(s) measured before it are in {rows_file}; --resume goes on"
-                " from them"
-                if before
-                else f"paper_table: no row is measured yet; {rows_file} holds the table's settings"
+                f"paper_table: the {len(done)} row(s) measured are in {rows_file}; --resume goes on from them"
             )
         with rows_file.open("a") as out:
             out.write(json.dumps(record) + "\n")

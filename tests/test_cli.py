@@ -475,8 +475,12 @@ def test_the_worker_command_imports_no_sim() -> None:
             "[tasks]\ngroup_size = 3\n",
             "--episodes 4 is not a multiple of the inventory's [tasks] group_size 3",
         ),
-        (["--out", "{tmp}/f"], "", "--out {tmp}/f: {tmp}/f is a file, not a folder"),
-        (["--out", "{tmp}/f/episodes"], "", "--out {tmp}/f/episodes: {tmp}/f is a file, not a folder"),
+        (["--out", "{tmp}/f"], "", "--out: cannot create {tmp}/f: {tmp}/f is a file, not a folder"),
+        (
+            ["--out", "{tmp}/f/episodes"],
+            "",
+            "--out: cannot create {tmp}/f/episodes: {tmp}/f is a file, not a folder",
+        ),
     ],
     ids=["group size", "inventory's group size", "out a file", "out under a file"],
 )

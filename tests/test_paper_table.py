@@ -3,6 +3,7 @@ it measured, and ``--resume`` goes on from them without measuring any again."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from distrl.errors import DistrlError
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "benchmarks" / "paper_table.py"
@@ -132,7 +135,7 @@ def test_an_out_that_is_or_lies_under_a_file_ends_in_one_line(
     (tmp_path / "file").write_text("kept")
     status, err = refused("--out", out)
     assert status == 2
-    assert f"--out {out}: file is a file, not a folder" in err.strip().splitlines()[-1]
+    assert f"--out: cannot create {out}: file is a file, not a folder" in err.strip().splitlines()[-1]
     assert (tmp_path / "file").read_text() == "kept"
 
 
@@ -199,30 +202,34 @@ def test_resume_ends_a_last_row_whose_newline_was_cut_off(program: ModuleType, t
 
 
 def test_a_row_measured_again_sets_its_unfinished_run_aside(
-    program: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    program: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A run left by a row that did not finish has checkpoints that ``train`` would refuse to mix with a
     new run: the row's new run starts from nothing, the old one kept beside it."""
-    row = program.Row("tiny-bc", "grpo", "async", 1)
-    run = tmp_path / "runs" / row.run_name
+    row = program.Row("tiny-bc", "a-ride", "async", 1)
+    run = tmp_path / "table" / "runs" / row.run_name
+    found = []
+
+    async def train(inventory: object) -> None:  # the row's training, as far as this test needs it
+        found.append(run.exists())
+        raise DistrlError("stopped here")
+
+    monkeypatch.setattr(program, "train", train)
+    args = argparse.Namespace(out=tmp_path / "table", minutes=0.3, devices=4, time_scale=0.05)
     for attempt in (1, 2):
         (run / "checkpoints").mkdir(parents=True)
         (run / "checkpoints" / "latest").write_text(f"attempt {attempt}")
-        program._set_aside(run, row)
-        assert not run.exists()
-    assert (
-        tmp_path / "runs" / f"{row.run_name}.stopped" / "checkpoints" / "latest"
-    ).read_text() == "attempt 1"
-    assert (tmp_path / "runs" / f"{row.run_name}.stopped-2" / "checkpoints" / "latest").read_text() == (
-        "attempt 2"
-    )
+        with pytest.raises(DistrlError, match="stopped here"):
+            program._measure(row, args)
+    assert found == [False, False]  # each try trained into a folder of its own
+    aside = tmp_path / "table" / "runs"
+    assert (aside / f"{row.run_name}.stopped" / "checkpoints" / "latest").read_text() == "attempt 1"
+    assert (aside / f"{row.run_name}.stopped-2" / "checkpoints" / "latest").read_text() == "attempt 2"
     said = capsys.readouterr().err.splitlines()
     assert said[1] == (
         f"paper_table: {row.key}: {run} holds a run that did not finish its row (set aside as"
         f" {row.run_name}.stopped-2): measured again from the start"
     )
-    program._set_aside(run, row)  # no run: nothing to say
-    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.timeout(900)  # a table of three rows, then three more calls
@@ -240,9 +247,7 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
         "paper_table: row 3/3, tiny-bc/broken:Broken/async/s3, failed: update 1 refused"
     )
     rows_file = Path("table", "rows.jsonl")
-    assert said[-1] == (
-        f"paper_table: the 2 row(s) measured before it are in {rows_file}; --resume goes on from them"
-    )
+    assert said[-1] == (f"paper_table: the 2 row(s) measured are in {rows_file}; --resume goes on from them")
     lines = (out / "rows.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["settings"]["minutes"] == 0.3
     rows = [json.loads(line) for line in lines[1:]]

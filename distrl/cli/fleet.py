@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import BUILT_IN_MODELS, HostEntry, Inventory, load_inventory, not_a_folder
+from distrl.config import BUILT_IN_MODELS, HostEntry, Inventory, cannot_create, load_inventory
 from distrl.errors import ConfigError, EmulatorError
 
 if TYPE_CHECKING:
@@ -357,8 +357,8 @@ def collect_command(args: argparse.Namespace) -> int:
             " a whole group",
             EXIT_USAGE,
         )
-    if problem := not_a_folder(args.out):
-        return fail(f"--out {args.out}: {problem}", EXIT_USAGE)
+    if problem := cannot_create(args.out):
+        return fail(f"--out: {problem}", EXIT_USAGE)
     # the last check: it reads the adapter's files (torch); once here, not once per worker and retry
     if args.adapter and (problem := adapter_problem(args.adapter, policy.model, _policy_option)):
         return fail(f"--adapter: {problem}", EXIT_USAGE)

@@ -88,10 +88,10 @@ async def collect(
     episodes that still waited for the judge, unscored. ``group_size`` K (default the inventory's
     ``[tasks] group_size``) plays each task on K devices at once, for pass@k data: the K trajectories
     share their ``group``; ``episodes`` is a multiple of it (``ValueError`` otherwise, as for ``episodes``
-    below 1 or a ``group_size`` above the fleet's devices). ``opener`` starts each host's worker:
-    ``distrl.transport.open_host`` (a subprocess or SSH, as the inventory says), or one in its place
-    (``MemoryHost(entry, timeouts, agent).open`` runs the worker agent in this process, over memory
-    streams).
+    below 1 or a ``group_size`` below 1 or above the fleet's devices). ``opener`` starts each host's worker:
+    ``distrl.transport.open_host`` (a subprocess or SSH, as the inventory says), or one in its place:
+    ``lambda entry, timeouts: MemoryHost(entry, timeouts, agent).open()`` runs ``agent`` (such as the worker
+    agent, ``distrl.worker.serve``) in this process, over memory streams.
     """
     inventory = _inventory(hosts)
     if isinstance(policy, str):

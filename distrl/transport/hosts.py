@@ -1,5 +1,6 @@
 """A host of the inventory as its transport: ``host_for`` and ``open_host``; ``HostOpener`` is the shape
-of ``open_host``, which the fleet takes in its place (``MemoryHost(...).open`` runs the agent in memory)."""
+of ``open_host``, which the fleet takes in its place (``lambda entry, timeouts: MemoryHost(entry,
+timeouts, agent).open()`` runs the agent in memory)."""
 
 from __future__ import annotations
 
