@@ -333,6 +333,26 @@ def test_an_algorithm_that_fails_ends_the_update_naming_it_and_changes_nothing(
     assert not any(state for state in learner.actor_optimiser.state.values())
 
 
+def test_losses_each_finite_whose_sum_is_not_are_refused_naming_the_sum_or_the_anchor(
+    played: list[Trajectory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reinforce = resolve(USER_ALGORITHM)
+    huge = 3e38  # finite in float32; two of them are not
+    monkeypatch.setattr(
+        reinforce,
+        "loss",
+        lambda s, b, t, c: {"a": c.logprob.sum() * 0 + huge, "b": c.logprob.sum() * 0 + huge},
+    )
+    for kl_coef, words in (
+        (1.0, "refused: the loss with its KL anchor is not finite"),
+        (0.0, "refused: the sum of the 'reinforce' losses is not finite"),
+    ):
+        learner = _learner(USER_ALGORITHM, _group(played[0], "g1", [True, False]), kl_coef=kl_coef)
+        with pytest.raises(LearnerError, match=words):
+            learner.update()
+        assert learner.updates == 0
+
+
 def test_a_non_finite_quantity_names_the_part_of_a_users_algorithm_that_computed_it() -> None:
     guard = Guard(update=3, algorithm="mine", source="pkg.mod:Mine")
     said = {}

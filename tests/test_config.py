@@ -297,7 +297,8 @@ MALFORMED = [
         "learner.grpo.clip",
         "at most 1",
     ),
-    ("[learner.a-ride]\ngamma = 0.5\n" + ONE_HOST, "learner.a-ride", "is not an algorithm's name"),
+    ("[learner.a-ride]\ngamma = 0.5\n" + ONE_HOST, "learner.a-ride", "is spelled [learner.a_ride]"),
+    ("[learner.sac-x]\ngamma = 0.5\n" + ONE_HOST, "learner.sac-x", "is not an algorithm's name"),
     ("[learner.sac]\ntau = 0.5\n" + ONE_HOST, "learner.sac", "no algorithm of that name has settings"),
     (
         "[learner]\ngamma = 0.5\ndigirl_top = 0.2\n" + ONE_HOST,

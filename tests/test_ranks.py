@@ -208,7 +208,7 @@ def test_an_update_that_breaks_on_rank_0_ends_without_waiting_for_the_others(
     assert child.exited()
 
 
-def test_a_loss_that_breaks_on_another_rank_refuses_the_update_on_every_rank_without_waiting(
+def test_a_loss_that_breaks_on_another_rank_refuses_the_update_on_rank_0_without_waiting(
     played: list[Trajectory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A user's algorithm whose loss is NaN on rank 1 only: rank 0 learns it through the update's one sum

@@ -215,7 +215,12 @@ class Reader:
             )
         for key in tables:
             if not _TABLE_NAME.fullmatch(key):
-                raise self.fail(_join(path, key), "is not an algorithm's name (its table is [learner.NAME])")
+                said = (
+                    f"is spelled [learner.{key.replace('-', '_')}] (a table's name has no '-')"
+                    if key.replace("-", "_") in registered
+                    else "is not an algorithm's name (its table is [learner.NAME])"
+                )
+                raise self.fail(_join(path, key), said)
         return LearnerSettings(**self.fields(LearnerSettings, plain, path), tables=tables)
 
     def hosts(self, data: dict[str, Any]) -> tuple[HostEntry, ...]:

@@ -389,8 +389,8 @@ class Learner:
                     kl = kl_to_reference(scores.log_probs, reference, scores.answer)
                     loss = loss + kl_anchor(kl, batch.weights[index], kl_coef=settings.kl_coef, steps=total)
                     kl_sum += float(kl.detach().sum())
-                if not torch.isfinite(loss.detach()):
-                    broken = "anchor"
+                if not torch.isfinite(loss.detach()):  # each loss finite: their sum, or the anchor, is not
+                    broken = "anchor" if reference is not None else "sum"
                     break
                 loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
                 loss_sum += float(loss.detach())
@@ -406,15 +406,19 @@ class Learner:
             if refused is not None:
                 raise refused
             if broken == "anchor":
-                self._guard.finite("kl", torch.tensor(math.nan), "the KL anchor to the starting policy")
+                self._guard.finite("kl", torch.tensor(math.nan), "the loss with its KL anchor")
+            if broken == "sum":
+                self._guard.finite(
+                    "actor_loss", torch.tensor(math.nan), f"the sum of the {self.algorithm.name!r} losses"
+                )
             if broken:
                 self._guard.finite(
                     "actor_loss", torch.tensor(math.nan), f"the {self.algorithm.name!r} loss {broken!r}"
                 )
             raise LearnerError(
                 f"update {self.updates + 1} refused: the algorithm {self.algorithm.name!r}'s loss failed on"
-                " another rank (it raised, broke its contract or was not finite there); the learner is as it"
-                " was before it",
+                " another rank (it raised, broke its contract, or it or its KL anchor was not finite there);"
+                " the learner is as it was before it",
                 quantity="loss",
                 update=self.updates + 1,
             )
