@@ -478,7 +478,8 @@ def _refuse(message: str) -> NoReturn:
 def _measured(rows_file: Path, settings: Record) -> dict[str, Record]:
     """The rows ``rows_file`` holds by key, once its first line says they were measured with ``settings``.
     A last line cut short (a crash while it was written) is set aside in ``rows.jsonl.cut`` and its row
-    measured again; any other line that is not a row is refused, naming it."""
+    measured again; a last row whole but for its newline gets one; any other line that is not a row is
+    refused, naming it."""
     text = rows_file.read_text()
     lines = text.splitlines()
     rows: list[Record] = []

@@ -24,7 +24,9 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 - ``distrl.config.documents``: the settings' JSON documents on the wire, read with the same checks: the
   worker's share (``worker_settings_json``, ``parse_worker_settings``), a host's devices
   (``devices_json``, ``parse_devices``) and a learner rank's (``learner_settings_json``,
-  ``parse_learner_settings``).
+  ``parse_learner_settings``);
+- ``distrl.config.paths``: what keeps an output folder from being written, in words (``not_a_folder``,
+  ``cannot_create``), found before any work.
 """
 
 from distrl.config.documents import (

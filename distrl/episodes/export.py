@@ -27,7 +27,8 @@ METADATA = "metadata.jsonl"
 def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, int]:
     """Write ``folder/metadata.jsonl`` for its episodes; the file and its number of rows. A malformed
     episode is left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder
-    holds no episode."""
+    holds no episode; ``OSError`` where the file cannot be written (``distrl export`` tells the two
+    apart)."""
     folder = Path(folder)
     rows = []
     for episode in stored_episodes(folder, strict=strict):

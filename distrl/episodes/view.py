@@ -97,7 +97,7 @@ _ENDED = {
 def write_viewer(folder: str | Path, *, strict: bool = False) -> Path:
     """Write ``index.html`` into ``folder`` for the episodes there; its path. A malformed episode is
     left out with a warning, or (``strict``) is a ValueError; ValueError too when the folder holds no
-    episode."""
+    episode; ``OSError`` where the page cannot be written (``distrl view`` tells the two apart)."""
     folder = Path(folder)
     episodes = stored_episodes(folder, strict=strict)
     by_task: collections.Counter[str] = collections.Counter()

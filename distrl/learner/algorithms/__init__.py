@@ -155,7 +155,8 @@ def build(cls: type[Algorithm], options: Any, *, features: int, source: str = ""
 def check(settings: LearnerSettings, *, source: str = "") -> None:
     """The algorithm ``settings`` names, and its table, read as the learner will read them, and the
     algorithm built once (small: it reads no model): ``ConfigError`` naming the key, or the algorithm that
-    fails to start, before a run (``distrl check`` and ``run``) rather than when its learner starts."""
+    fails to start, before a run (``distrl check`` and ``run``, and ``benchmarks/paper_table.py`` for each
+    row) rather than when its learner starts."""
     algorithm, options = configure(settings, source=source)
     build(algorithm, options, features=8, source=source)
 
