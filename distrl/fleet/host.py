@@ -2,10 +2,11 @@
 
 ``HostSupervisor.supervise`` keeps one host's worker running: its opener (``open_host``: a subprocess or
 SSH; or one handed in, such as a ``MemoryHost``'s), handshake, ``Setup`` (devices and the policy
-replica), the catch-up push of the current weights, then its sessions, with the link's reader, heartbeats and weight pusher beside them. A lost link (worker died,
-connection cut, malformed frame, silence past ``heartbeat_timeout_s``) ends that host's sessions; their
-tasks go back to the sampler, and the host is started again after a backoff (1, 2, 4 … 30 s), at most
-``run.max_restarts`` times in a row. The run goes on with the hosts it has and says so.
+replica), the catch-up push of the current weights, then its sessions, with the link's reader, heartbeats
+and weight pusher beside them. A lost link (worker died, connection cut, malformed frame, silence past
+``heartbeat_timeout_s``) ends that host's sessions; their tasks go back to the sampler, and the host is
+started again after a backoff (1, 2, 4 … 30 s), at most ``run.max_restarts`` times in a row. The run
+goes on with the hosts it has and says so.
 """
 
 from __future__ import annotations
