@@ -270,9 +270,11 @@ def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_i
     newest = copy / "checkpoints" / "step-000000100" / "adapter"
     assert adapter_folder(str(copy)) == str(newest)
     assert adapter_folder(str(copy / "checkpoints")) == str(newest)
-    said = capsys.readouterr().err.splitlines()
     latest = copy / "checkpoints" / "latest"
-    assert said == [f"distrl: {latest} is missing: using the newest checkpoint, step-000000100"] * 2
+    assert (
+        capsys.readouterr().err.splitlines()
+        == [f"distrl: {latest} is missing: using the newest checkpoint, step-000000100"] * 2
+    )
     latest.write_text("step-000000999\n")  # names a step that is gone
     assert adapter_folder(str(copy)) == str(newest)
     assert capsys.readouterr().err == (
