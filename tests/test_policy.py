@@ -804,7 +804,7 @@ def _damaged_adapters(tmp_path: Path) -> list[tuple[PolicySettings, str]]:
     cases.append(("tall-b", f"does not fit the model ({half} tensors of the wrong shape, such as"))
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
-    cases.append(("run", "is a run folder with no checkpoint yet"))
+    cases.append(("run", "is a run folder with no complete checkpoint yet"))
     return [(PolicySettings(adapter=str(tmp_path / name)), problem) for name, problem in cases]
 
 

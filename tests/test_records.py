@@ -214,7 +214,7 @@ def test_the_wire_the_replay_and_the_episodes_hold_one_form(tmp_path: Path) -> N
     [
         (
             {"reward": math.nan},
-            "reward is nan: it must be a finite number (JSON has no NaN or infinity)",
+            "reward is nan: a non-finite number, which JSON cannot hold",
         ),
         ({"policy_version": -1}, "policy_version must be >= 0, not -1"),
         (

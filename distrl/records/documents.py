@@ -83,7 +83,7 @@ def number(value: object, where: str, *, finite: bool = True, fail: Fail = Docum
     if not isinstance(value, float):
         raise fail(where, f"must be a number, not {kind_of(value)}")
     if finite and not math.isfinite(value):
-        raise fail(where, f"is {value!r}: it must be a finite number (JSON has no NaN or infinity)")
+        raise fail(where, f"is {value!r}: a non-finite number, which JSON cannot hold")
     return float(value)
 
 

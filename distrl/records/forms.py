@@ -12,8 +12,8 @@ and a screen goes to the ``Outbox`` in exchange for its index there. ``*_from_js
 typed reader (``distrl.records.documents``), refuses unknown fields, and takes each screen by its index
 from the ``Inbox`` (or any other ``Attachments``: the episode store's files), each exactly once. Every
 problem is one ``DocumentError`` (a ``ValueError``) naming the field's path, ``where`` being the
-record's own (``header.trajectory.steps[1].reward is nan: it must be a finite number (JSON has no NaN
-or infinity)``); a reader that raises its own errors translates it at its boundary (the wire: ``WireError``,
+record's own (``header.trajectory.steps[1].reward is nan: a non-finite number, which JSON cannot
+hold``); a reader that raises its own errors translates it at its boundary (the wire: ``WireError``,
 same message; the episodes: ``ValueError`` naming the file).
 
 A blob (``pack_trajectory``), integers big-endian::
