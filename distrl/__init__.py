@@ -1,5 +1,25 @@
 """distrl: asynchronous distributed reinforcement learning for phone-control agents."""
 
+import os as _os
+import sys as _sys
+import warnings as _warnings
+
+# OpenMP threads that spin while they wait take whole cores from the phones, the workers and the learner
+# sharing a machine: inference measured 100 times slower, and the learner's updates 3.6 times slower
+# beside a local worker (docs/results/benchmarks.md). Let them sleep. libgomp reads this once, when torch
+# is imported, so it is set here, on every path in (``python -m distrl``, ``import distrl``, the workers and
+# ranks, which inherit it); a user's own setting wins.
+if "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    if "torch" in _sys.modules:
+        _warnings.warn(
+            "torch was imported before distrl, so its OpenMP threads spin while they wait, taking cores from"
+            " the phones and workers on this machine (the learner's updates measured 3.6 times slower):"
+            " import distrl first, or set OMP_WAIT_POLICY=PASSIVE in the environment",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
 from distrl.config import Inventory, load_inventory, parse_inventory
 from distrl.errors import (
     BadScreenshot,

@@ -25,10 +25,6 @@ from support import emulator_ports
 
 from distrl.testing.sshd import sshd
 
-# As ``python -m distrl`` does: OpenMP threads that spin while waiting make torch in this process and in
-# the workers it starts (which inherit this) many times slower when they share the cores.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 __all__ = ["sshd"]  # a fixture: defined in distrl.testing.sshd, offered to every test module from here
 
 if TYPE_CHECKING:

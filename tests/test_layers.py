@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -249,6 +250,34 @@ def test_public_api_is_importable() -> None:
     code = "import sys, distrl, distrl.config, distrl.wire, distrl.actions; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("code", "environment", "policy", "warned"),
+    [
+        # on every path in, torch's OpenMP threads sleep while they wait (they took the learner's cores)
+        ("import distrl, torch", {}, "PASSIVE", False),
+        ("import distrl.fleet", {}, "PASSIVE", False),
+        # too late to change what torch has read: said, with the way out
+        ("import torch, distrl", {}, "PASSIVE", True),
+        # a user's own setting wins, and nothing is said
+        ("import torch, distrl", {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE", False),
+    ],
+)
+def test_openmp_threads_sleep_while_they_wait(
+    code: str, environment: dict[str, str], policy: str, warned: bool
+) -> None:
+    inherited = "import os; print(os.environ['OMP_WAIT_POLICY'])"  # as a worker or rank started from here
+    child = f"import os, subprocess, sys; {code}; print(os.environ['OMP_WAIT_POLICY'])\n"
+    child += f"subprocess.run([sys.executable, '-c', {inherited!r}], check=True)"
+    base = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    result = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, check=True, env=base | environment
+    )
+    assert result.stdout.split() == [policy, policy]
+    assert ("torch was imported before distrl" in result.stderr) is warned, result.stderr
+    if warned:
+        assert "OMP_WAIT_POLICY=PASSIVE" in result.stderr
 
 
 def test_layers_name_real_modules() -> None:

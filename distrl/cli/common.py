@@ -177,28 +177,14 @@ def adapter_folder(text: str) -> str:
             return str(candidate.resolve())
     for root in (folder, folder / "checkpoints"):
         if (root / "latest").is_file() or any(root.glob("step-*")):
-            from distrl.learner.checkpoint import LATEST, Checkpoints  # torch: only where it is asked for
+            from distrl.learner.checkpoint import Checkpoints  # torch: only where it is asked for
 
-            latest = Checkpoints(root).latest()
+            latest, why = Checkpoints(root).latest_and_why()
             if latest is not None and (latest / "adapter" / "adapter_config.json").is_file():
-                if (said := _not_latest(root / LATEST, latest.name)) is not None:
-                    print(f"distrl: {said}: using the newest checkpoint, {latest.name}", file=sys.stderr)
+                if why:
+                    print(f"distrl: {why}: using the newest checkpoint, {latest.name}", file=sys.stderr)
                 return str((latest / "adapter").resolve())
     return str(folder.resolve())
-
-
-def _not_latest(file: Path, newest: str) -> str | None:
-    """Why the checkpoints' ``latest`` ``file`` did not give the checkpoint ``newest``, which was taken
-    instead, in words; None when it named it."""
-    try:
-        named = file.read_text().strip()
-    except FileNotFoundError:
-        return f"{file} is missing"
-    except OSError as exc:
-        return f"{file} cannot be read ({exc.strerror or exc})"
-    if named == newest:
-        return None
-    return f"{file} names {named!r}, which is no complete checkpoint" if named else f"{file} is empty"
 
 
 def adapter_problem(adapter: str, model: str, way_out: Callable[[str], str]) -> str:

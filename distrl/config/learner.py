@@ -4,13 +4,16 @@ the algorithm (``distrl.learner.algorithms.configure``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
 from distrl.config.fields import num_field, text_field
 
-__all__ = ["MOVED_KEYS", "LearnerSettings"]
+__all__ = ["MOVED_KEYS", "LearnerSettings", "misplaced_table"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,3 +111,23 @@ MOVED_KEYS: Mapping[str, str] = {
     "digirl_top": "learner.digirl.top",
 }
 """Keys that ``[learner]`` held before each algorithm had its own table, and where each is now."""
+
+
+_TABLE_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+"""The name of an algorithm's table under ``[learner]``: its name with ``_`` for ``-``."""
+
+
+def misplaced_table(plain: Mapping[str, object], tables: Mapping[str, object]) -> tuple[str, str] | None:
+    """The first of ``[learner]``'s keys that is an algorithm's table written wrongly, and what is wrong
+    with it: a registered algorithm's name given a value (``a-ride = 0.5``), or a table whose name is not
+    an algorithm table's (``[learner.a-ride]``, spelled ``[learner.a_ride]``); None when there is none."""
+    registered = {point.name.replace("-", "_") for point in entry_points(group="distrl.algorithms")}
+    unknown = plain.keys() - {f.name for f in dataclasses.fields(LearnerSettings)}
+    if clash := sorted(key for key in unknown if key.replace("-", "_") in registered):
+        return clash[0], f"an algorithm's settings are a table, [learner.{clash[0].replace('-', '_')}]"
+    for key in tables:
+        if not _TABLE_NAME.fullmatch(key):
+            if key.replace("-", "_") in registered:
+                return key, f"is spelled [learner.{key.replace('-', '_')}] (a table's name has no '-')"
+            return key, "is not an algorithm's name (its table is [learner.NAME])"
+    return None

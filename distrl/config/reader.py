@@ -18,12 +18,11 @@ import tomllib
 import typing
 from collections import Counter
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from distrl.config.hosts import LOCAL_ADDRESS, SIM_KIND, Devices, HostEntry, address_problem
-from distrl.config.learner import MOVED_KEYS, LearnerSettings
+from distrl.config.learner import MOVED_KEYS, LearnerSettings, misplaced_table
 from distrl.config.paths import not_a_folder
 from distrl.config.settings import (
     BUILT_IN_MODELS,
@@ -67,8 +66,6 @@ _LAUNCHER_FLAGS = ("-avd", "-port", "-ports", "-read-only", "-snapshot", "-no-sn
 """Emulator flags the launcher sets itself."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_TABLE_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
-"""The name of an algorithm's table under ``[learner]``: its name with ``_`` for ``-``."""
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -205,22 +202,8 @@ class Reader:
         self.moved(table, path, MOVED_KEYS, "each algorithm's settings have their own table")
         tables = {key: value for key, value in table.items() if isinstance(value, dict)}
         plain = {key: value for key, value in table.items() if key not in tables}
-        unknown = plain.keys() - {f.name for f in dataclasses.fields(LearnerSettings)}
-        registered = {point.name.replace("-", "_") for point in entry_points(group="distrl.algorithms")}
-        if clash := sorted(key for key in unknown if key.replace("-", "_") in registered):
-            # an algorithm's table written as a value (a-ride = 0.5, a_ride = 0.5): said so, not "unknown key"
-            spelled = clash[0].replace("-", "_")
-            raise self.fail(
-                _join(path, clash[0]), f"an algorithm's settings are a table, [learner.{spelled}]"
-            )
-        for key in tables:
-            if not _TABLE_NAME.fullmatch(key):
-                said = (
-                    f"is spelled [learner.{key.replace('-', '_')}] (a table's name has no '-')"
-                    if key.replace("-", "_") in registered
-                    else "is not an algorithm's name (its table is [learner.NAME])"
-                )
-                raise self.fail(_join(path, key), said)
+        if misplaced := misplaced_table(plain, tables):
+            raise self.fail(_join(path, misplaced[0]), misplaced[1])
         return LearnerSettings(**self.fields(LearnerSettings, plain, path), tables=tables)
 
     def hosts(self, data: dict[str, Any]) -> tuple[HostEntry, ...]:

@@ -269,15 +269,23 @@ class Checkpoints:
 
     def latest(self) -> Path | None:
         """The folder ``latest`` names; if that is gone, the newest complete one; None if there is none."""
+        return self.latest_and_why()[0]
+
+    def latest_and_why(self) -> tuple[Path | None, str]:
+        """``latest()``, and why the ``latest`` file did not give it, in words ("" when it named it)."""
+        file = self.root / LATEST
         try:
-            name = (self.root / LATEST).read_text().strip()
-        except OSError:
-            name = ""
-        named = self.root / name
-        if _STEP_NAME.fullmatch(name) and (named / MANIFEST).is_file():
-            return named
+            name = file.read_text().strip()
+        except FileNotFoundError:
+            why = f"{file} is missing"
+        except OSError as exc:
+            why = f"{file} cannot be read ({exc.strerror or exc})"
+        else:
+            if _STEP_NAME.fullmatch(name) and (self.root / name / MANIFEST).is_file():
+                return self.root / name, ""
+            why = f"{file} names {name!r}, which is no complete checkpoint" if name else f"{file} is empty"
         found = self.list()
-        return found[-1] if found else None
+        return (found[-1] if found else None), why
 
     def list(self) -> list[Path]:
         """The complete checkpoint folders, oldest first."""
