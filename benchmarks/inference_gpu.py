@@ -35,6 +35,9 @@ generations per batch size. Run: ``python benchmarks/inference_gpu.py [--batch 1
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import json
 import statistics

@@ -31,6 +31,9 @@ Run: ``python benchmarks/inference_throughput.py [--model runs/tiny-bc]``.
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import json
 import os

@@ -45,6 +45,9 @@ variant on 2 cores (and the pretraining, if asked for). Run: ``python benchmarks
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import dataclasses
 import json

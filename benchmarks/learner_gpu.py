@@ -62,6 +62,9 @@ Run: ``python benchmarks/learner_gpu.py [--seconds 300] [--micro-batch 1,2,4,8]`
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import contextlib
 import dataclasses

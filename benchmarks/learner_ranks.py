@@ -30,6 +30,9 @@ Run: ``python benchmarks/learner_ranks.py [--turns 3 --updates 4]``.
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import json
 import os

@@ -88,6 +88,9 @@ smoke run with small samples). Run:
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import json
 import os

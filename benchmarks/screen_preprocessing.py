@@ -20,6 +20,9 @@ Run: ``python benchmarks/screen_preprocessing.py [--trajectories 8] [--max-image
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import json
 import os

@@ -34,6 +34,9 @@ Bounded: about 30 s on 2 cores, 2.5 GB of memory. Run: ``python benchmarks/weigh
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import bz2
 import json
 import lzma

@@ -38,6 +38,9 @@ cores, 17 GB of memory at 16 workers. Run: ``python benchmarks/weight_sync.py`` 
 
 from __future__ import annotations
 
+import distrl  # noqa: F401  # before torch, so that its OpenMP threads sleep while they wait
+
+# isort: split
 import argparse
 import contextlib
 import getpass
