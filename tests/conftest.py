@@ -42,6 +42,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--dist loadgroup`` (tools/test), the tests of a module marked ``xdist_group`` run on one test
+    process, which builds the module's costly fixtures once. pytest 9.2's node ids make that mark do
+    nothing, silently (pytest-xdist issue 1386): every test process then builds every costly fixture for
+    itself, minutes more. Refuse to run so."""
+    if config.getoption("dist", default="no") == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} makes pytest-xdist's --dist loadgroup group nothing"
+            " (pytest-xdist issue 1386): install the test extra's pytest, below 9.2 (tools/bootstrap does)"
+        )
+
+
 # -- the real adb server and simulated phones (tests/test_sim_adb.py; the AdbDevice contract tests) ------
 #
 # ``adb_server`` (session): the real adb binary (``$ADBUTILS_ADB_PATH``, ``adb`` on PATH or the one in

@@ -637,10 +637,13 @@ def test_a_wrong_flat_argument_is_one_sentence(
         gymnasium.make(FLAT_ENV_ID, **{**FLAT, **arguments})
 
 
-def test_stable_baselines3_ppo_trains_on_the_flat_variant() -> None:
+def test_stable_baselines3_ppo_trains_on_the_flat_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """CleanRL-style smoke test: a few hundred steps of SB3's PPO with its MultiInputPolicy."""
     sb3 = pytest.importorskip("stable_baselines3")
     torch = pytest.importorskip("torch")
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3's logger makes a folder there, else in /tmp
     env = gymnasium.make(FLAT_ENV_ID, grid=4, max_steps=8, **FLAT)
     try:
         model = sb3.PPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=2, seed=0, device="cpu")

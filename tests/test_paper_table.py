@@ -55,22 +55,38 @@ def program() -> Iterator[ModuleType]:
 
 
 @pytest.fixture
-def refused(
+def here(
     program: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Callable[..., tuple[object, str]]:
-    """``paper_table ARGUMENTS`` run in ``tmp_path``, in this process, to its exit: its status and what it
-    said on stderr."""
+) -> Callable[..., tuple[object, str, str]]:
+    """``paper_table ARGUMENTS`` run in ``tmp_path``, in this process, to its end, with no row measured
+    (measuring one fails the test): its exit status (0 when it ended without one), stdout and stderr."""
 
     def measure(row: object, args: object) -> None:
-        raise AssertionError(f"{row} was measured: a refusal should have come first")
+        raise AssertionError(f"{row} was measured: a refusal or a row measured already was to come first")
 
-    def run(*arguments: str) -> tuple[object, str]:
+    def run(*arguments: str) -> tuple[object, str, str]:
         monkeypatch.setattr(program, "_measure", measure)
         monkeypatch.chdir(tmp_path)
         monkeypatch.setattr(sys, "argv", [str(PROGRAM), *arguments])
-        with pytest.raises(SystemExit) as ended:
+        try:
             program.main()
-        return ended.value.code, capsys.readouterr().err
+            status: object = 0
+        except SystemExit as ended:
+            status = ended.code
+        said = capsys.readouterr()
+        return status, said.out, said.err
+
+    return run
+
+
+@pytest.fixture
+def refused(here: Callable[..., tuple[object, str, str]]) -> Callable[..., tuple[object, str]]:
+    """``paper_table ARGUMENTS`` as ``here`` runs it, for a refusal: its exit status and stderr."""
+
+    def run(*arguments: str) -> tuple[object, str]:
+        status, _, err = here(*arguments)
+        assert status != 0, "paper_table ran to its end: a refusal was expected"
+        return status, err
 
     return run
 
@@ -232,8 +248,12 @@ def test_a_row_measured_again_sets_its_unfinished_run_aside(
     )
 
 
-@pytest.mark.timeout(900)  # a table of three rows, then three more calls
-def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # a table of three rows, then three more calls in this process
+def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(
+    tmp_path: Path,
+    here: Callable[..., tuple[object, str, str]],
+    refused: Callable[..., tuple[object, str]],
+) -> None:
     (tmp_path / "broken.py").write_text(BROKEN)
     out, figure = tmp_path / "table", tmp_path / "table.png"
     small = ["--starts", "tiny-bc", "--sync", "", "--minutes", "0.3", "--seeds", "3", "--devices", "4"]
@@ -261,22 +281,21 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(tmp_path: 
     assert trained["curve"]
     assert all(0 <= point[2] <= 1 for point in trained["curve"])
 
+    # from here on nothing is measured: the calls run in this process (``here`` fails the test if one does)
     # the same settings again without --resume: refused, nothing lost
-    again = _table("--algorithms", "filtered-bc", *small, cwd=tmp_path)
-    assert again.returncode != 0
-    assert "holds rows already: --resume" in again.stderr
+    _, err = refused("--algorithms", "filtered-bc", *small)
+    assert "holds rows already: --resume" in err
     assert (out / "rows.jsonl").read_text().splitlines() == lines
     # other settings with --resume: refused too (rows measured otherwise are not mixed in)
     other = [a if a != "0.3" else "0.25" for a in small]
-    mixed = _table("--algorithms", "filtered-bc", *other, "--resume", cwd=tmp_path)
-    assert mixed.returncode != 0
-    assert "was measured with" in mixed.stderr
+    _, err = refused("--algorithms", "filtered-bc", *other, "--resume")
+    assert "was measured with" in err
 
-    resumed = _table("--algorithms", "filtered-bc", *small, "--resume", cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stderr.count("measured already") == 2
-    assert "row " not in resumed.stderr
-    result = json.loads(resumed.stdout)
+    status, stdout, err = here("--algorithms", "filtered-bc", *small, "--resume")
+    assert status == 0, err
+    assert err.count("measured already") == 2
+    assert "row " not in err
+    result = json.loads(stdout)
     start, filtered = result["table"]["tiny-bc / start"], result["table"]["tiny-bc / filtered-bc"]
     # the start's cells are its own rows' successes; the trained row's gains are paired with them
     assert start["test@1"]["success"] == round(100 * sum(s for _, s in rows[0]["cells"]["test@1"]) / 3, 1)
