@@ -45,8 +45,8 @@ def _policy() -> Policy:
 
 @pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
-    """Two episodes of an untrained tiny, of two tasks."""
-    chosen = tasks("general", "train")[:2]
+    """Two episodes of an untrained tiny, of two tasks, each cut to 5 steps (updates train on them all)."""
+    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:2]]
     return rollouts(_policy(), chosen, version=0, seed=1, parallel=2, width=270, height=600)
 
 

@@ -39,8 +39,9 @@ def _policy() -> Policy:
 
 @pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
-    """Three episodes of an untrained tiny (mostly invalid answers), the last one marked successful."""
-    chosen = tasks("general", "train")[:3]
+    """Three episodes of an untrained tiny (mostly invalid answers), the last one marked successful. Each
+    runs to its task's step limit, cut to 5 here: every update in these tests trains on all their steps."""
+    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:3]]
     trajectories = rollouts(_policy(), chosen, version=0, seed=1, parallel=3, width=WIDTH, height=HEIGHT)
     last = trajectories[-1]
     steps = (*last.steps[:-1], dataclasses.replace(last.steps[-1], reward=1.0))
@@ -272,7 +273,8 @@ def test_the_anchor_is_zero_at_the_start_and_grows_as_the_policy_moves(played: l
 def test_a_stronger_anchor_keeps_the_policy_nearer_its_start(played: list[Trajectory]) -> None:
     def drift(kl_coef: float) -> float:
         wins = [dataclasses.replace(t, success=True) for t in played]
-        learner = _filled("filtered-bc", wins, kl_coef=kl_coef)
+        # steps of Adam small enough not to overshoot the anchor's pull (at 1e-2 they can, and land further)
+        learner = _filled("filtered-bc", wins, kl_coef=kl_coef, lr_actor=1e-3)
         reports = [learner.update() for _ in range(4)]
         assert all(r is not None for r in reports)
         inputs, texts = _flat(played)[1:]

@@ -60,8 +60,9 @@ def _policy() -> Policy:
 
 @pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
-    """Five episodes of tiny on the sim, two of them marked successful (so every algorithm trains)."""
-    chosen = tasks("general", "train")[:5]
+    """Five episodes of tiny on the sim, two of them marked successful (so every algorithm trains), each cut
+    to 5 steps (updates train on them all)."""
+    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:5]]
     trajectories = rollouts(_policy(), chosen, version=0, seed=3, parallel=5, width=270, height=600)
     return [dataclasses.replace(t, success=i % 2 == 1) for i, t in enumerate(trajectories)]
 
