@@ -57,6 +57,8 @@ from distrl.records import (
     Trajectory,
 )
 
+del _os, _sys, _warnings  # used only by the OpenMP setting above: not part of what ``dir(distrl)`` shows
+
 __version__ = "0.1.0"
 
 # Devices, the simulated phone and the policy pull in Pillow, adbutils and torch: imported on first use

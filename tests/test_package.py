@@ -64,6 +64,7 @@ def test_every_public_name_is_listed_and_every_error_is_public() -> None:
     listed = dir(distrl)
     assert set(distrl.__all__) <= set(listed)  # the lazy ones too (collect, train, Policy...)
     assert {"collect", "train", "CollectResult", "SimDevice", "Learner"} <= set(listed)
+    assert not {"_os", "_sys", "_warnings"} & set(listed)  # the import-time modules are not left behind
     assert len(distrl.__all__) == len(set(distrl.__all__))
     public_errors = {
         name
