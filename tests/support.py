@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from distrl.records import Task
     from distrl.sim.phone import Phone
     from distrl.sim.ui import Element
 
@@ -80,3 +82,11 @@ def emulator_ports() -> range:
         return ports
     index = int(worker.removeprefix("gw")) % count
     return ports[index * size : (index + 1) * size]
+
+
+def short_train_tasks(count: int, steps: int = 5) -> list[Task]:
+    """The first ``count`` tasks of the sim's ``general`` train split, each cut to ``steps`` steps: an
+    untrained tiny plays every task to its limit, and a learner's update trains on every step played."""
+    from distrl.sim.suites import tasks
+
+    return [dataclasses.replace(task, max_steps=steps) for task in tasks("general", "train")[:count]]

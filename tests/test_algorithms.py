@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 import torch
-from support import small_run
+from support import short_train_tasks, small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl.config import Inventory, LearnerSettings, PolicySettings, parse_inventory
@@ -46,7 +46,7 @@ def _policy() -> Policy:
 @pytest.fixture(scope="session")  # built once per test process, however its tests interleave
 def played() -> list[Trajectory]:
     """Two episodes of an untrained tiny, of two tasks, each cut to 5 steps (updates train on them all)."""
-    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:2]]
+    chosen = short_train_tasks(2)
     return rollouts(_policy(), chosen, version=0, seed=1, parallel=2, width=270, height=600)
 
 

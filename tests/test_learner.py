@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import pytest
 import torch
+from support import short_train_tasks
 
 from distrl.actions import format_action
 from distrl.config import LearnerSettings, PolicySettings
@@ -27,7 +28,6 @@ from distrl.local.play import rollouts
 from distrl.local.train import Round, train_local
 from distrl.policy import Policy
 from distrl.records import Action, ActionType, Trajectory
-from distrl.sim.suites import tasks
 from distrl.tasks.draw import LearnabilityDraw, TaskDraw, split_tasks, task_draw
 
 WIDTH, HEIGHT = 270, 600
@@ -41,7 +41,7 @@ def _policy() -> Policy:
 def played() -> list[Trajectory]:
     """Three episodes of an untrained tiny (mostly invalid answers), the last one marked successful. Each
     runs to its task's step limit, cut to 5 here: every update in these tests trains on all their steps."""
-    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:3]]
+    chosen = short_train_tasks(3)
     trajectories = rollouts(_policy(), chosen, version=0, seed=1, parallel=3, width=WIDTH, height=HEIGHT)
     last = trajectories[-1]
     steps = (*last.steps[:-1], dataclasses.replace(last.steps[-1], reward=1.0))

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import torch
+from support import short_train_tasks
 
 from distrl.config import (
     LearnerSettings,
@@ -34,7 +35,6 @@ from distrl.learner.ranks import Ranks, _bounds
 from distrl.local.play import rollouts
 from distrl.policy import Policy
 from distrl.records import Trajectory
-from distrl.sim.suites import tasks
 
 pytestmark = pytest.mark.timeout(300)  # each starts rank processes that load torch and the policy
 
@@ -62,7 +62,7 @@ def _policy() -> Policy:
 def played() -> list[Trajectory]:
     """Five episodes of tiny on the sim, two of them marked successful (so every algorithm trains), each cut
     to 5 steps (updates train on them all)."""
-    chosen = [dataclasses.replace(task, max_steps=5) for task in tasks("general", "train")[:5]]
+    chosen = short_train_tasks(5)
     trajectories = rollouts(_policy(), chosen, version=0, seed=3, parallel=5, width=270, height=600)
     return [dataclasses.replace(t, success=i % 2 == 1) for i, t in enumerate(trajectories)]
 
