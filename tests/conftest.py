@@ -46,7 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under ``--dist loadgroup`` (tools/test), the tests of a module marked ``xdist_group`` run on one test
     process, which builds the module's costly fixtures once. pytest 9.2's node ids make that mark do
     nothing, silently (pytest-xdist issue 1386): every test process then builds every costly fixture for
-    itself, minutes more. Refuse to run so."""
+    itself, minutes more. Refuse to run so.
+
+    The mark is declared here too, so a run without xdist (``pytest -p no:xdist``) knows it under
+    ``--strict-markers``."""
+    config.addinivalue_line("markers", "xdist_group(name): run the module's tests on one xdist process")
     if config.getoption("dist", default="no") == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
         raise pytest.UsageError(
             f"pytest {pytest.__version__} makes pytest-xdist's --dist loadgroup group nothing"

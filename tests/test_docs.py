@@ -235,3 +235,20 @@ def test_the_readme_is_a_front_door() -> None:
     assert "tools/test" in text
     for link in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
+
+
+def test_a_plain_pytest_without_xdist_collects_the_grouped_modules() -> None:
+    """development.md: ``tools/test`` runs the suite on pytest-xdist, a plain ``pytest`` in one process;
+    ``-p no:xdist`` too, though the grouped modules carry xdist's mark under ``--strict-markers``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "XDIST"))}
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "--collect-only", "-q", "tests/test_deploy.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
+    assert re.search(r"^\d+ tests? collected", collected.stdout, re.MULTILINE), collected.stdout[-500:]
