@@ -3,13 +3,14 @@
 Rows: each start (``--starts``, default ``tiny-weak``, the built-in start where failures dominate; also
 ``tiny-bc``), evaluated as it is; then, from it, every registered algorithm (``--algorithms``, default
 all: ``a-ride``, ``digirl``, ``filtered-bc``, ``grpo``, ``ppo``, ``rloo``; or your own as
-``module:Class``) and A-RIDE's two ablations, as
-the paper runs them: ``no-dper`` (uniform replay, ``priority_alpha = 0``) and ``no-retrace`` (one-step TD
-targets and advantages, both λ = 0; the paper's code switches to V-trace); and ``--sync`` algorithms again
-in synchronous rounds (DigiRL's multi-machine system), for the time to a target. Each run is ``python -m
-distrl run`` on the example inventory (``hosts.example.toml``: 32 sim phones, calibrated latency) for
-``--minutes`` of wall time per ``--seeds`` seed, with ``policy.model`` the start and ``learner.algorithm``
-the row's; group algorithms (``grpo``, ``rloo``) get ``[tasks] group_size = 8`` and batches of 16.
+``module:Class``) and A-RIDE's two ablations, as the paper runs them: ``no-dper`` (uniform replay,
+``priority_alpha = 0``) and ``no-retrace`` (one-step TD targets and advantages, both λ = 0; the paper's
+code switches to V-trace); ``a-ride-positive``, A-RIDE as the paper's code runs it (advantages clamped at
+0, so a failure teaches nothing); and ``--sync`` algorithms again in synchronous rounds (DigiRL's
+multi-machine system), for the time to a target. Each run is ``python -m distrl run`` on the example
+inventory (``hosts.example.toml``: 32 sim phones, calibrated latency) for ``--minutes`` of wall time per
+``--seeds`` seed, with ``policy.model`` the start and ``learner.algorithm`` the row's; group algorithms
+(``grpo``, ``rloo``) get ``[tasks] group_size = 8`` and batches of 16.
 
 Each row is evaluated as the paper measures, and greedily too: every task of the ``general`` test and
 train splits once (``--eval-episodes N``: a fixed sample of N), at temperature 1 and greedy, the same
@@ -24,8 +25,8 @@ keeps them; ``--resume`` goes on from them and says which it takes as measured. 
 one seed, and the gain over the start; the paper's own figures beside; the goals) and writes
 ``benchmarks/figures/paper-table.png``: test success at temperature 1 over wall time, a band over seeds
 per algorithm, the start dashed. Bounded: per row ``--minutes`` and its evaluations (about 9 minutes on
-2 cores for the full splits); the default table (1 start × 9 rows × 3 seeds × 30 minutes) takes about
-18 hours. ``--quick`` is one seed of ``a-ride`` and ``grpo`` for 1 minute on 8 phones, 16 tasks a split
+2 cores for the full splits); the default table (1 start × 10 rows × 3 seeds × 30 minutes) takes about
+20 hours. ``--quick`` is one seed of ``a-ride`` and ``grpo`` for 1 minute on 8 phones, 16 tasks a split
 (about 6 minutes). Run: ``python benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
 """
 
@@ -66,8 +67,10 @@ ABLATIONS = {
         ("learner.a_ride", "retrace_lambda"): "0.0",
         ("learner.a_ride", "advantage_lambda"): "0.0",
     },
+    "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
 }
-"""A-RIDE without one part, as the paper's ablations: the inventory lines each changes."""
+"""A-RIDE without one part (the paper's ablations, and without learning from failures, as the paper's code
+clamps its advantages): the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))
@@ -294,7 +297,7 @@ def _goals(table: Record, rows: list[Record], starts: list[str]) -> Record:
             for r in rows
             if r["start"] == start
         }
-        for other in ("digirl", "no-dper", "no-retrace"):
+        for other in ("digirl", *ABLATIONS):
             seeds = sorted(
                 s for v, m, s in per_seed if (v, m) == (other, "async") and ("a-ride", "async", s) in per_seed
             )
@@ -376,7 +379,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--algorithms",
         default="",
-        help="comma-separated algorithms and ablations (default: every registered one, no-dper, no-retrace)",
+        help="comma-separated algorithms and ablations (default: every registered one and "
+        + ", ".join(ABLATIONS)
+        + ")",
     )
     parser.add_argument(
         "--sync",

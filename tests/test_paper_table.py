@@ -14,7 +14,9 @@ from types import ModuleType
 
 import pytest
 
+from distrl.config import parse_inventory
 from distrl.errors import DistrlError
+from distrl.learner.algorithms import configure
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "benchmarks" / "paper_table.py"
@@ -135,6 +137,32 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
     assert status == 2
     assert "failed to start (RuntimeError: no such GPU kernel" in err.strip().splitlines()[-1]
     assert not (tmp_path / "table").exists()
+
+
+@pytest.mark.parametrize(
+    ("variant", "changed"),
+    [
+        ("no-dper", {"priority_alpha": 0.0}),
+        ("no-retrace", {"a_ride.retrace_lambda": 0.0, "a_ride.advantage_lambda": 0.0}),
+        ("a-ride-positive", {"a_ride.advantages": "positive"}),
+    ],
+)
+def test_each_ablation_runs_a_ride_with_its_one_change(
+    program: ModuleType, tmp_path: Path, variant: str, changed: dict[str, object]
+) -> None:
+    """The inventory a row of each ablation runs: A-RIDE, the example's settings but the ablation's own."""
+    args = argparse.Namespace(minutes=1.0, devices=4, time_scale=1.0)
+
+    def read(variant: str) -> dict[str, object]:
+        row = program.Row("tiny-weak", variant, "async", 0)
+        learner = parse_inventory(program._inventory_text(row, tmp_path, args), source=variant).learner
+        cls, settings = configure(learner)
+        assert cls.name == "a-ride"
+        own = {f"a_ride.{k}": v for k, v in vars(settings).items()}
+        return {**own, **{k: v for k, v in vars(learner).items() if k != "tables"}}
+
+    ablated, plain = read(variant), read("a-ride")
+    assert {k: v for k, v in ablated.items() if plain[k] != v} == changed
 
 
 def test_bad_settings_end_in_one_line_from_the_command_line(tmp_path: Path) -> None:
