@@ -20,7 +20,9 @@ the curve of success over wall time, and the time each run first reaches its sta
 (``--target``).
 
 Every row measured is appended to ``OUT/rows.jsonl`` as it ends, so a table cut short (a crash, Ctrl-C)
-keeps them; ``--resume`` goes on from them and says which it takes as measured. Prints one JSON line
+keeps them; ``--resume`` goes on from them and says which it takes as measured; ``--table-only`` measures
+nothing and gives the table of the rows there (the measured rows kept in the repository:
+``--out docs/results/data/paper-table-tiny-weak --table-only``). Prints one JSON line
 (the rows, the table: each cell the mean over seeds with its standard error over seeds, or over tasks for
 one seed, and the gain over the start; the paper's own figures beside; the goals) and writes
 ``benchmarks/figures/paper-table.png``: test success at temperature 1 over wall time, a band over seeds
@@ -419,6 +421,11 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--resume", action="store_true", help="go on from the rows already in OUT/rows.jsonl")
     parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="measure nothing: the table and figure of the rows OUT/rows.jsonl holds (rows it lacks named)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="a-ride and grpo, one seed, 1 minute, 8 phones, 16 tasks a split"
     )
     parser.add_argument("--figure", type=Path, default=FIGURES / "paper-table.png")
@@ -541,14 +548,22 @@ def main() -> None:
     }
     done: dict[str, Record] = {}
     if rows_file.exists() and rows_file.stat().st_size:
-        if not args.resume:
+        if not (args.resume or args.table_only):
             _refuse(f"{rows_file} holds rows already: --resume to go on from them, or another --out")
         done = _measured(rows_file, settings)
+    elif args.table_only:
+        _refuse(f"--table-only: {rows_file} holds no rows to draw the table from")
     else:
         args.out.mkdir(parents=True, exist_ok=True)
         rows_file.write_text(json.dumps({"settings": settings}) + "\n")
     began = time.monotonic()
     plan = _plan(args)
+    if args.table_only:
+        if missing := [row.key for row in plan if row.key not in done]:
+            print(f"paper_table: not measured, left out: {', '.join(missing)}", file=sys.stderr)
+        plan = [row for row in plan if row.key in done]
+        if not plan:
+            _refuse(f"--table-only: {rows_file} holds none of the rows asked for")
     for number, row in enumerate(plan, 1):
         if row.key in done:
             print(

@@ -165,6 +165,93 @@ def test_each_ablation_runs_a_ride_with_its_one_change(
     assert {k: v for k, v in ablated.items() if plain[k] != v} == changed
 
 
+def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
+    program: ModuleType,
+    here: Callable[..., tuple[object, str, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tasks = ["general/a/0", "general/b/0", "general/c/0", "general/d/0"]
+
+    def measure(row: object, args: object) -> dict[str, object]:  # a row as _measure records it
+        wins = 1 if row.variant == "start" else 3  # type: ignore[attr-defined]
+        return {
+            "key": row.key,  # type: ignore[attr-defined]
+            **{k: getattr(row, k) for k in ("start", "variant", "mode", "seed")},
+            "episodes": 10,
+            "updates": 2,
+            "curve": [[0.0, 0, wins / 4]],
+            "cells": {
+                c: [[t, i < wins] for i, t in enumerate(tasks)]
+                for c in ("test@1", "test@0", "train@1", "train@0")
+            },
+        }
+
+    with monkeypatch.context() as measuring:  # the table's rows, measured as the stand-in above does
+        measuring.setattr(program, "_measure", measure)
+        measuring.chdir(tmp_path)
+        measuring.setattr(
+            sys,
+            "argv",
+            [
+                str(PROGRAM),
+                "--algorithms",
+                "digirl",
+                "--sync",
+                "",
+                "--seeds",
+                "0",
+                "--out",
+                "t",
+                "--figure",
+                "f.png",
+            ],
+        )
+        program.main()
+    capsys.readouterr()
+    rows = (tmp_path / "t" / "rows.jsonl").read_text()
+    (tmp_path / "f.png").unlink()
+
+    asked = ["--algorithms", "digirl,ppo", "--sync", "", "--seeds", "0,1", "--out", "t", "--figure", "f.png"]
+    status, out, err = here(*asked, "--table-only")  # ``here`` fails the test if a row is measured
+    assert status == 0, err
+    assert (
+        "not measured, left out: tiny-weak/ppo/async/s0, tiny-weak/digirl/async/s1, tiny-weak/ppo/async/s1"
+        in err
+    )
+    table = json.loads(out)["table"]
+    assert sorted(table) == ["tiny-weak / digirl", "tiny-weak / start"]
+    assert table["tiny-weak / digirl"]["test@1"] == {
+        "success": 75.0,
+        "error": 21.7,
+        "gain": 50.0,
+        "gain_error": 28.9,
+    }
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert (tmp_path / "t" / "rows.jsonl").read_text() == rows  # nothing written
+
+    status, err = here(*asked[:-4], "--out", "u", "--table-only")[::2]
+    assert status == 2
+    assert "--table-only: u/rows.jsonl holds no rows to draw the table from" in err
+    assert not (tmp_path / "u").exists()
+    status, err = here(
+        "--algorithms",
+        "ppo",
+        "--sync",
+        "",
+        "--seeds",
+        "0",
+        "--starts",
+        "tiny-bc",
+        "--out",
+        "t",
+        "--table-only",
+    )[::2]
+    assert status == 2
+    assert "holds none of the rows asked for" in err
+
+
 def test_bad_settings_end_in_one_line_from_the_command_line(tmp_path: Path) -> None:
     done = _table("--minutes", "0", "--out", "table", cwd=tmp_path)
     assert done.returncode == 2
