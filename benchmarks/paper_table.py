@@ -70,9 +70,16 @@ ABLATIONS = {
         ("learner.a_ride", "advantage_lambda"): "0.0",
     },
     "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
+    "a-ride-filtered": {
+        ("learner.a_ride", "advantages"): '"positive"',
+        ("learner.a_ride", "trajectory_filter"): '"advantage"',
+        ("learner.a_ride", "trajectory_top"): "0.25",
+    },
 }
 """A-RIDE without one part (the paper's ablations, and without learning from failures, as the paper's code
-clamps its advantages): the inventory lines each changes."""
+clamps its advantages), or with its actor on the trajectories DigiRL's would learn from (positive
+advantages on the quarter of each batch highest in r − V_traj, as the paper's code filters its buffer):
+the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))

@@ -145,6 +145,14 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
         ("no-dper", {"priority_alpha": 0.0}),
         ("no-retrace", {"a_ride.retrace_lambda": 0.0, "a_ride.advantage_lambda": 0.0}),
         ("a-ride-positive", {"a_ride.advantages": "positive"}),
+        (
+            "a-ride-filtered",
+            {
+                "a_ride.advantages": "positive",
+                "a_ride.trajectory_filter": "advantage",
+                "a_ride.trajectory_top": 0.25,
+            },
+        ),
     ],
 )
 def test_each_ablation_runs_a_ride_with_its_one_change(
