@@ -183,7 +183,7 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     tasks = ["general/a/0", "general/b/0", "general/c/0", "general/d/0"]
 
     def measure(row: object, args: object) -> dict[str, object]:  # a row as _measure records it
-        wins = 1 if row.variant == "start" else 3  # type: ignore[attr-defined]
+        wins = {"start": 1, "a-ride": 2}.get(row.variant, 3)  # type: ignore[attr-defined]
         return {
             "key": row.key,  # type: ignore[attr-defined]
             **{k: getattr(row, k) for k in ("start", "variant", "mode", "seed")},
@@ -205,7 +205,7 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
             [
                 str(PROGRAM),
                 "--algorithms",
-                "digirl",
+                "digirl,a-ride",
                 "--sync",
                 "",
                 "--seeds",
@@ -217,7 +217,15 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
             ],
         )
         program.main()
-    capsys.readouterr()
+    goals = json.loads(capsys.readouterr().out)["goals"]
+    # one seed of each: a-ride − digirl paired by task (0, 0, −1, 0), its error over the tasks
+    assert goals["tiny-weak: a-ride minus digirl, test@1"] == {
+        "points": -25.0,
+        "error": 25.0,
+        "error_over": "tasks",
+        "seeds": [0],
+        "ahead_beyond_error": False,
+    }
     rows = (tmp_path / "t" / "rows.jsonl").read_text()
     (tmp_path / "f.png").unlink()
 
