@@ -65,7 +65,7 @@ Record = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "benchmarks" / "figures"
 EXAMPLE = ROOT / "distrl" / "hosts.example.toml"
-ABLATIONS = {
+A_RIDE_VARIANTS = {
     "no-dper": {("learner", "priority_alpha"): "0.0"},
     "no-retrace": {
         ("learner.a_ride", "retrace_lambda"): "0.0",
@@ -78,10 +78,10 @@ ABLATIONS = {
         ("learner.a_ride", "trajectory_top"): "0.25",
     },
 }
-"""A-RIDE without one part (the paper's ablations, and without learning from failures, as the paper's code
-clamps its advantages), or with its actor on the trajectories DigiRL's would learn from (positive
-advantages on the quarter of each batch highest in r − V_traj, as the paper's code filters its buffer):
-the inventory lines each changes."""
+"""A-RIDE's variants, rows of their own: without one part (the paper's ablations, and without learning
+from failures, as the paper's code clamps its advantages), or with its actor on the trajectories DigiRL's
+would learn from (positive advantages on the quarter of each batch highest in r − V_traj, as the paper's
+code filters its buffer): the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))
@@ -116,7 +116,7 @@ class Row:
 
     @property
     def algorithm(self) -> str:
-        return "a-ride" if self.variant in ABLATIONS else self.variant
+        return "a-ride" if self.variant in A_RIDE_VARIANTS else self.variant
 
 
 def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
@@ -136,7 +136,7 @@ def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
         ("learner", "algorithm"): json.dumps(row.algorithm),
         ("hosts.devices", "sim"): str(args.devices),
         ("sim", "time_scale"): str(args.time_scale),
-        **ABLATIONS.get(row.variant, {}),
+        **A_RIDE_VARIANTS.get(row.variant, {}),
     }
     if getattr(resolve(row.algorithm), "grouped", False) is True:
         changes |= {("tasks", "group_size"): str(GROUP_SIZE), ("learner", "batch_size"): "16"}
@@ -307,7 +307,7 @@ def _goals(table: Record, rows: list[Record], starts: list[str]) -> Record:
             for r in rows
             if r["start"] == start
         }
-        for other in ("digirl", *ABLATIONS):
+        for other in ("digirl", *A_RIDE_VARIANTS):
             seeds = sorted(
                 s for v, m, s in rates if (v, m) == (other, "async") and ("a-ride", "async", s) in rates
             )
@@ -397,7 +397,7 @@ def _arguments() -> argparse.Namespace:
         "--algorithms",
         default="",
         help="comma-separated algorithms and ablations (default: every registered one and "
-        + ", ".join(ABLATIONS)
+        + ", ".join(A_RIDE_VARIANTS)
         + ")",
     )
     parser.add_argument(
@@ -448,7 +448,7 @@ def _arguments() -> argparse.Namespace:
     if args.quick:
         args.algorithms, args.sync, args.minutes, args.seeds = "a-ride,grpo", "", 1.0, "0"
         args.devices, args.eval_episodes, args.curve_episodes = 8, 16, 16
-    known = [*names(), *ABLATIONS]
+    known = [*names(), *A_RIDE_VARIANTS]
     args.algorithms = [a for a in args.algorithms.split(",") if a] or known
     args.sync = [a for a in args.sync.split(",") if a]
     args.starts = [s for s in args.starts.split(",") if s]

@@ -155,10 +155,10 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
         ),
     ],
 )
-def test_each_ablation_runs_a_ride_with_its_one_change(
+def test_each_a_ride_variant_runs_a_ride_with_its_own_changes(
     program: ModuleType, tmp_path: Path, variant: str, changed: dict[str, object]
 ) -> None:
-    """The inventory a row of each ablation runs: A-RIDE, the example's settings but the ablation's own."""
+    """The inventory of each A-RIDE variant's row: A-RIDE, the example's settings but the variant's own."""
     args = argparse.Namespace(minutes=1.0, devices=4, time_scale=1.0)
 
     def read(variant: str) -> dict[str, object]:
