@@ -65,6 +65,11 @@ Record = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "benchmarks" / "figures"
 EXAMPLE = ROOT / "distrl" / "hosts.example.toml"
+_FILTERED = {
+    ("learner.a_ride", "advantages"): '"positive"',
+    ("learner.a_ride", "trajectory_filter"): '"advantage"',
+    ("learner.a_ride", "trajectory_top"): "0.25",
+}
 A_RIDE_VARIANTS = {
     "no-dper": {("learner", "priority_alpha"): "0.0"},
     "no-retrace": {
@@ -72,16 +77,15 @@ A_RIDE_VARIANTS = {
         ("learner.a_ride", "advantage_lambda"): "0.0",
     },
     "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
-    "a-ride-filtered": {
-        ("learner.a_ride", "advantages"): '"positive"',
-        ("learner.a_ride", "trajectory_filter"): '"advantage"',
-        ("learner.a_ride", "trajectory_top"): "0.25",
-    },
+    "a-ride-filtered": _FILTERED,
+    "a-ride-no-rho": {("learner.a_ride", "rho_floor"): "1.0"},
+    "a-ride-filtered-no-rho": {**_FILTERED, ("learner.a_ride", "rho_floor"): "1.0"},
 }
 """A-RIDE's variants, rows of their own: without one part (the paper's ablations, and without learning
-from failures, as the paper's code clamps its advantages), or with its actor on the trajectories DigiRL's
+from failures, as the paper's code clamps its advantages), with its actor on the trajectories DigiRL's
 would learn from (positive advantages on the quarter of each batch highest in r − V_traj, as the paper's
-code filters its buffer): the inventory lines each changes."""
+code filters its buffer), or with ρ out of its actor's weights (each step weighs its advantage alone, as
+DigiRL's weighs each step 1), alone or with the filter: the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))

@@ -211,10 +211,14 @@ def test_the_learner_builds_its_algorithm_as_check_does(monkeypatch: pytest.Monk
         ("a_ride = 3\n", "learner.a_ride: an algorithm's settings are a table, [learner.a_ride]"),
         ("a-ride = 3\n", "learner.a-ride: an algorithm's settings are a table, [learner.a_ride]"),
         ("[learner.a_ride]\nrho_clip = nan\n", "learner.a_ride.rho_clip: must be a number, not nan"),
+        (
+            "[learner.a_ride]\nrho_clip = 1.5\nrho_floor = 2\n",
+            "learner.a_ride.rho_floor: must be at most rho_clip (1.5), got 2",
+        ),
     ],
-    ids=["grpo", "a_ride", "a-ride", "nan"],
+    ids=["grpo", "a_ride", "a-ride", "nan", "floor-over-clip"],
 )
-def test_an_algorithms_table_written_as_a_value_or_a_nan_in_it_says_so(learner: str, words: str) -> None:
+def test_an_algorithms_table_as_a_value_or_a_bad_value_in_it_says_so(learner: str, words: str) -> None:
     text = f'[learner]\n{learner}\n[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = {{ sim = 2 }}\n'
     with pytest.raises(ConfigError) as refused:
         configure(parse_inventory(text, source="hosts.toml").learner, source="hosts.toml")

@@ -624,12 +624,12 @@ def test_a_curriculum_trains_the_actor_on_its_top_share_of_the_batch_only(
     assert everything.trained_steps > top.trained_steps
 
 
-def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
-    """Steps whose answers have lost enough likelihood since they were played (ρ below the floor) stop
-    being pushed down; the others are weighed as before."""
+def _halved_targets(played: list[Trajectory], **changes: Any) -> tuple[torch.Tensor, list[ActorTargets]]:
+    """A-RIDE's actor targets on failures whose last 3 steps were played by likelier answers (ρ = 1/2),
+    with its settings as they are and with ``changes``: the batch's ρ and the two targets."""
     failures = _failures(played)
     plain = _filled("a-ride", failures, kl_coef=0.0)
-    floored = _filled("a-ride", failures, kl_coef=0.0, push_down_floor=0.9)
+    floored = _filled("a-ride", failures, kl_coef=0.0, **changes)
     # played by these weights (ρ = 1), but the last 3 steps of each by likelier ones (ρ = 1/2)
     with torch.no_grad():
         now = [
@@ -660,10 +660,30 @@ def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
         for learner, batch in zip((plain, floored), batches, strict=True)
     ]
     assert all(isinstance(t, ActorTargets) for t in targets)
-    rhos = batches[0].rhos
+    return batches[0].rhos, targets
+
+
+def test_a_push_down_stops_at_its_floor(played: list[Trajectory]) -> None:
+    """Steps whose answers have lost enough likelihood since they were played (ρ below the floor) stop
+    being pushed down; the others are weighed as before."""
+    rhos, targets = _halved_targets(played, push_down_floor=0.9)
     spent = rhos < 0.9
     assert bool(spent.any())
     assert bool((~spent).any())
     assert bool((targets[0].decision[spent] < 0).any())
     assert bool((targets[1].decision[spent] >= 0).all())  # no push down past the floor
     torch.testing.assert_close(targets[1].decision[~spent], targets[0].decision[~spent])
+
+
+def test_a_rho_floor_weighs_the_steps_below_it_as_if_at_the_floor(played: list[Trajectory]) -> None:
+    """``rho_floor = 1``: a step played by a likelier answer (ρ = 1/2) weighs its advantage alone, twice
+    what min(ρ, 1) gave it; the other steps are weighed as before."""
+    rhos, targets = _halved_targets(played, rho_floor=1.0)
+    low = rhos < 0.9
+    assert bool(low.any())
+    assert bool((~low).any())
+    assert bool((targets[0].decision[low] != 0).any())
+    for part in ("decision", "shared"):
+        plain, floored = getattr(targets[0], part), getattr(targets[1], part)
+        torch.testing.assert_close(floored[low], plain[low] / rhos[low])
+        torch.testing.assert_close(floored[~low], plain[~low])

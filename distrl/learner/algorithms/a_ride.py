@@ -13,8 +13,8 @@ settings are ``[learner.a_ride]`` (``ARideSettings``).
   successful episode.
 
 ``actor_targets``: Eq. 1, L_π = −E[w·min(ρ_t, ρ̄)·A_t·log π(a_t|s_t)] − β·E[w·H(π(·|s_t))]
-+ κ·E[w·min(ρ_t, ρ̄)·1{a_t invalid}·log π(a_t|s_t)], with A_t as ``advantages`` says
-(``ARideSettings.advantages``):
++ κ·E[w·min(ρ_t, ρ̄)·1{a_t invalid}·log π(a_t|s_t)] (ρ raised to ``rho_floor`` first), with A_t as
+``advantages`` says (``ARideSettings.advantages``):
 
 - ``decision`` (default): A_t signed, scaled by its weighted mean magnitude over the batch, on the
   answer's decision tokens (action type, points, typed text): a failed episode's choices are pushed down
@@ -43,6 +43,7 @@ from typing import Literal
 import torch
 
 from distrl.config.fields import num_field
+from distrl.errors import ConfigError
 from distrl.learner.algorithm import ActorTargets, Batch, Chunk, Plan, likelihood_loss
 from distrl.learner.heads import Heads
 from distrl.learner.losses import a_ride_weights, top_trajectories
@@ -70,6 +71,11 @@ class ARideSettings:
     moves included (README, "Benchmarks": 0.5 trains better than 1 on ``tiny``)."""
     rho_clip: float = num_field(1.0, gt=0, allow_inf=True)
     """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
+    rho_floor: float = num_field(0.0, ge=0)
+    """Lower clip of ρ in the actor loss, at most ``rho_clip``: a step weighs its advantage by
+    min(max(ρ, floor), ``rho_clip``). 0 (default) leaves ρ below the clip as it is, as Eq. 1 does;
+    ``rho_floor = rho_clip = 1`` takes ρ out of the actor's weights, so each step weighs its advantage
+    alone (DigiRL's actor weighs each step it keeps 1, whatever its ρ)."""
     push_down_floor: float = num_field(0.0, ge=0, le=1)
     """a step whose weight is negative (a negative advantage, an invalid answer) stops pushing its
     answer down once ρ = π/μ has fallen below this, as PPO's clip at 1 − ε stops a push down; 0 never
@@ -115,6 +121,13 @@ class ARideSettings:
     ``off`` on all (the critics always train on all)."""
     trajectory_top: float = num_field(0.5, gt=0, le=1)
     """The share of each batch's trajectories ``trajectory_filter`` keeps (rounded up)."""
+
+    def __post_init__(self) -> None:
+        if self.rho_floor > self.rho_clip:
+            raise ConfigError.at(
+                "learner.a_ride.rho_floor",
+                f"must be at most rho_clip ({self.rho_clip:g}), got {self.rho_floor:g}",
+            )
 
 
 class ARide:
@@ -175,9 +188,10 @@ class ARide:
         mode = settings.advantages
         shaped = actor_advantages(plan.advantages, batch.weights, mode)
         weigh = dict(rho_clip=settings.rho_clip, invalid_penalty=settings.invalid_penalty)
-        decision = a_ride_weights(batch.rhos, shaped, batch.invalid, **weigh)
+        rhos = batch.rhos.clamp(min=settings.rho_floor)
+        decision = a_ride_weights(rhos, shaped, batch.invalid, **weigh)
         shared = (
-            a_ride_weights(batch.rhos, shaped.clamp(min=0.0), batch.invalid, **weigh)
+            a_ride_weights(rhos, shaped.clamp(min=0.0), batch.invalid, **weigh)
             if mode == "decision"
             else decision
         )
