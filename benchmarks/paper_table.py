@@ -585,10 +585,11 @@ def main() -> None:
             _refuse(f"--table-only: {rows_file} holds none of the rows asked for")
     for number, row in enumerate(plan, 1):
         if row.key in done:
-            print(
-                f"paper_table: {row.key} measured already (in {rows_file}): not measured again",
-                file=sys.stderr,
-            )
+            if not args.table_only:  # there every row drawn is measured already
+                print(
+                    f"paper_table: {row.key} measured already (in {rows_file}): not measured again",
+                    file=sys.stderr,
+                )
             continue
         print(f"paper_table: row {number}/{len(plan)}: {row.key} ...", file=sys.stderr)
         try:
