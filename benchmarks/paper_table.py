@@ -400,7 +400,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--algorithms",
         default="",
-        help="comma-separated algorithms and ablations (default: every registered one and "
+        help="comma-separated algorithms and A-RIDE's variants (default: every registered one and "
         + ", ".join(A_RIDE_VARIANTS)
         + ")",
     )

@@ -49,10 +49,12 @@ def a_ride_weights(
     *,
     rho_clip: float,
     invalid_penalty: float,
+    rho_floor: float = 0.0,
 ) -> torch.Tensor:
-    """Each step's weight on −log π in Eq. 1, ``(N,)``: min(ρ_t, ρ̄)·(A_t − κ·1{a_t invalid}).
-    ``invalid`` is 1.0 where the answer did not parse, else 0.0."""
-    return rho.clamp(max=rho_clip) * (advantages - invalid_penalty * invalid)
+    """Each step's weight on −log π in Eq. 1, ``(N,)``: min(ρ_t, ρ̄)·(A_t − κ·1{a_t invalid}), with ρ_t
+    raised to ``rho_floor`` first (0: as it is). ``invalid`` is 1.0 where the answer did not parse, else
+    0.0."""
+    return rho.clamp(min=rho_floor, max=rho_clip) * (advantages - invalid_penalty * invalid)
 
 
 def weighted_likelihood(

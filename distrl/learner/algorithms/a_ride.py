@@ -187,11 +187,12 @@ class ARide:
         assert plan.advantages is not None
         mode = settings.advantages
         shaped = actor_advantages(plan.advantages, batch.weights, mode)
-        weigh = dict(rho_clip=settings.rho_clip, invalid_penalty=settings.invalid_penalty)
-        rhos = batch.rhos.clamp(min=settings.rho_floor)
-        decision = a_ride_weights(rhos, shaped, batch.invalid, **weigh)
+        weigh = dict(
+            rho_clip=settings.rho_clip, rho_floor=settings.rho_floor, invalid_penalty=settings.invalid_penalty
+        )
+        decision = a_ride_weights(batch.rhos, shaped, batch.invalid, **weigh)
         shared = (
-            a_ride_weights(rhos, shaped.clamp(min=0.0), batch.invalid, **weigh)
+            a_ride_weights(batch.rhos, shaped.clamp(min=0.0), batch.invalid, **weigh)
             if mode == "decision"
             else decision
         )
