@@ -280,6 +280,21 @@ def test_openmp_threads_sleep_while_they_wait(
         assert "OMP_WAIT_POLICY=PASSIVE" in result.stderr
 
 
+def test_the_warnings_cryptography_raises_inside_asyncssh_are_hidden_and_no_others() -> None:
+    # cryptography 51 deprecated DSA, whose names asyncssh reads on import: every command printed nine lines.
+    child = (
+        "import warnings, distrl, distrl.transport.ssh, distrl.deploy.host\n"
+        "for module in ('asyncssh.crypto', 'asyncssh.crypto.dsa', 'asyncssh.connection', 'mine'):\n"
+        "    warnings.warn_explicit(f'from {module}', UserWarning, 'f.py', 1, module=module)\n"
+    )
+    result = subprocess.run([sys.executable, "-W", "default", "-c", child], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stderr.splitlines() if "UserWarning" in line]
+    expected = ["f.py:1: UserWarning: from asyncssh.connection", "f.py:1: UserWarning: from mine"]
+    assert shown == expected, result.stderr
+    assert "Deprecat" not in result.stderr
+
+
 def test_layers_name_real_modules() -> None:
     named = set(LAYERS) | STDLIB_ONLY | NO_TORCH | set(THIRD_PARTY)
     named |= {target for allowed in LAYERS.values() for target in allowed if target != "*"}
