@@ -57,10 +57,10 @@ from distrl.records import (
     Trajectory,
 )
 
-# asyncssh 2.24 reads cryptography's DSA names when it is imported (lazily, below), and cryptography 51
-# deprecated DSA: every command that imports it (probe, run, deploy, the workers) printed nine lines of
-# CryptographyDeprecationWarning that the user can do nothing about (asyncssh's to mend). Hide the warnings
-# raised inside asyncssh's wrapper of cryptography, ``asyncssh.crypto``, and nothing else.
+# asyncssh 2.24 reads cryptography's DSA names when distrl's SSH modules import it, after this, and
+# cryptography 51 deprecated DSA: every command that imports it (probe, run, deploy, the workers) printed
+# nine lines of CryptographyDeprecationWarning that the user can do nothing about (asyncssh's to mend). Hide
+# the warnings raised inside asyncssh's wrapper of cryptography, ``asyncssh.crypto``, and nothing else.
 _warnings.filterwarnings("ignore", category=UserWarning, module=r"asyncssh\.crypto(\.|$)")
 
 del _os, _sys, _warnings  # used only by the settings above: not part of what ``dir(distrl)`` shows
