@@ -374,7 +374,11 @@ devices = {{ avd = "{AVD}", count = 2, first_port = {first} }}
     launched = sdk.calls()
     ports = [call[call.index("-port") + 1] for call in launched]
     assert ports[0] == str(first)  # the snapshot's boot
-    assert sorted(ports[1:]) == [str(first), str(first + 2)]
+    assert sorted(ports[1:3]) == [str(first), str(first + 2)], out + err
+    # A loaded machine may have one answer a reset too late: it is relaunched, and says so (CI saw it once)
+    relaunched = ports[3:]
+    assert set(relaunched) <= {str(first), str(first + 2)}, out + err
+    assert err.count("; relaunching in ") == len(relaunched), out + err
     assert not any(_alive(pid) for pid in sdk.pids())
     checks = [
         line["argv"]
