@@ -189,12 +189,13 @@ def _failures(played: list[Trajectory]) -> list[Trajectory]:
     ]
 
 
-def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory]) -> None:
+@pytest.mark.parametrize("mode", ["positive", "binary"])
+def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory], mode: str) -> None:
     # failed episodes of valid actions: on-policy, every advantage is −V(s_t) < 0, so with positive
-    # advantages no step has a weight, and the actor must not move: not even by the entropy bonus, which is
-    # taken over the trained steps only
+    # (or binary) advantages no step has a weight, and the actor must not move: not even by the entropy
+    # bonus, which is taken over the trained steps only
     failures = _failures(played)
-    learner = _filled("a-ride", failures, advantages="positive", entropy_coef=0.05)
+    learner = _filled("a-ride", failures, advantages=mode, entropy_coef=0.05)
     start = _adapter(learner)
     report = learner.update()
     assert report is not None
@@ -203,7 +204,7 @@ def test_positive_a_ride_trains_only_the_steps_it_weighs(played: list[Trajectory
     assert all(torch.equal(v, start[k]) for k, v in _adapter(learner).items())
 
     # with a success (and invalid answers, which the penalty weighs) some steps train, not all of them
-    mixed = _filled("a-ride", [*failures, played[-1]], advantages="positive")
+    mixed = _filled("a-ride", [*failures, played[-1]], advantages=mode)
     report = mixed.update()
     assert report is not None
     assert 0 < report.trained_steps < report.steps

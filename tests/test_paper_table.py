@@ -163,6 +163,15 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
                 "a_ride.rho_floor": 1.0,
             },
         ),
+        (
+            "a-ride-filtered-binary-no-rho",
+            {
+                "a_ride.advantages": "binary",
+                "a_ride.trajectory_filter": "advantage",
+                "a_ride.trajectory_top": 0.25,
+                "a_ride.rho_floor": 1.0,
+            },
+        ),
     ],
 )
 def test_each_a_ride_variant_runs_a_ride_with_its_own_changes(

@@ -125,6 +125,8 @@ def test_actor_advantages_keep_the_positive_part_scaled_to_mean_one() -> None:
     # every episode failed and the critic saw it coming: nothing is raised
     assert torch.equal(actor_advantages(torch.full((3,), -0.3), torch.ones(3), "positive"), torch.zeros(3))
     assert torch.equal(actor_advantages(advantages, weights, "signed"), advantages)
+    # binary: the same steps kept, each weighed 1 whatever its advantage or sample weight
+    assert torch.equal(actor_advantages(advantages, weights, "binary"), torch.tensor([0.0, 1.0, 1.0, 0.0]))
     assert torch.equal(actor_advantages(advantages, weights, "normalised"), normalise(advantages, weights))
     with pytest.raises(ValueError, match="advantages mode"):
         actor_advantages(advantages, weights, "clipped")

@@ -115,6 +115,9 @@ def actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str)
       positive advantage is all zeros). Only actions better than the critic expected are raised, each
       in proportion to how much better, and on average as strongly as an imitation loss raises its own
       (so that the entropy bonus and the invalid-output penalty keep their weight beside it);
+    - ``binary``: 1 where A_t > 0, else 0: the steps ``positive`` keeps, each raised as an imitation loss
+      raises its own whatever its size (the paper's released code binarises its clamped advantages so;
+      DigiRL's actor weighs each step it keeps 1);
     - ``normalised`` and ``decision``: ``normalise(A, weights)``, so that a batch pushes up as much as it
       pushes down whatever the critic's bias (A-RIDE puts the ``decision`` ones on the decision tokens
       only, and their positive part on the format);
@@ -124,8 +127,10 @@ def actor_advantages(advantages: torch.Tensor, weights: torch.Tensor, mode: str)
         return advantages
     if mode in ("normalised", "decision"):
         return normalise(advantages, weights)
+    if mode == "binary":
+        return (advantages > 0).to(advantages.dtype)
     if mode != "positive":
-        raise ValueError(f"advantages mode {mode!r} is not decision, positive, normalised or signed")
+        raise ValueError(f"advantages mode {mode!r} is not decision, positive, binary, normalised or signed")
     positive = advantages.clamp(min=0.0)
     kept = positive > 0
     if not bool(kept.any()):

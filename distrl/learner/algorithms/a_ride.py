@@ -23,6 +23,8 @@ settings are ``[learner.a_ride]`` (``ARideSettings``).
   do not parse).
 - ``positive``: max(A_t, 0) on the whole answer, scaled to mean 1 over the steps it keeps: only
   successes teach (the paper's released code clamps A the same way).
+- ``binary``: 1 where A_t > 0 on the whole answer, 0 elsewhere: the steps ``positive`` keeps, each
+  weighed 1 as imitation weighs it (the paper's released code binarises its clamped A so).
 - ``normalised`` and ``signed`` on the whole answer, as ``retrace.actor_advantages`` says.
 
 The invalid-answer penalty is an advantage of −κ on answers that did not parse (every token of such an
@@ -87,7 +89,7 @@ class ARideSettings:
     seeds (README, "A-RIDE against DigiRL in the fleet")."""
     invalid_penalty: float = num_field(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
-    advantages: Literal["decision", "positive", "normalised", "signed"] = "decision"
+    advantages: Literal["decision", "positive", "binary", "normalised", "signed"] = "decision"
     """which advantages weigh −log π in the actor loss.
 
     - ``decision`` (default): A_t signed, scaled to weighted mean magnitude 1 over the batch, on the
@@ -96,6 +98,9 @@ class ARideSettings:
     - ``positive``: max(A_t, 0) on the whole answer, so the actor raises only the actions that did better
       than the step critic expected; scaled to mean 1 over the steps it keeps. The paper's released code
       clamps A the same way (then binarises it, losing the size). Only successes teach.
+    - ``binary``: 1 where A_t > 0, else 0, on the whole answer: the steps ``positive`` keeps, each weighed
+      1 whatever its size, as the paper's released code binarises them and DigiRL's actor weighs each
+      step it keeps.
     - ``normalised``: A_t shifted and scaled to weighted mean 0 and deviation 1 over the batch, on the
       whole answer.
     - ``signed``: A_t as it is on the whole answer, Eq. 1 as written.
