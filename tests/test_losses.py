@@ -113,7 +113,7 @@ def test_positive_advantages_keep_the_better_steps_at_weighted_mean_one() -> Non
     normalised = actor_advantages(advantages, weights, "normalised")
     assert float((weights * normalised).sum()) == pytest.approx(0.0, abs=1e-5)
     torch.testing.assert_close(actor_advantages(_t(-1.0, 0.0), _t(1.0, 1.0), "positive"), _t(0.0, 0.0))
-    with pytest.raises(ValueError, match="not decision, positive, normalised or signed"):
+    with pytest.raises(ValueError, match="not decision, positive, binary, normalised or signed"):
         actor_advantages(advantages, weights, "clipped")
 
 
