@@ -77,6 +77,7 @@ A_RIDE_VARIANTS = {
         ("learner.a_ride", "advantage_lambda"): "0.0",
     },
     "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
+    "a-ride-binary": {("learner.a_ride", "advantages"): '"binary"'},
     "a-ride-filtered": _FILTERED,
     "a-ride-no-rho": {("learner.a_ride", "rho_floor"): "1.0"},
     "a-ride-filtered-no-rho": {**_FILTERED, ("learner.a_ride", "rho_floor"): "1.0"},
@@ -87,12 +88,12 @@ A_RIDE_VARIANTS = {
     },
 }
 """A-RIDE's variants, rows of their own: without one part (the paper's ablations, and without learning
-from failures, as the paper's code clamps its advantages), with its actor on the trajectories DigiRL's
-would learn from (positive advantages on the quarter of each batch highest in r − V_traj, as the paper's
-code filters its buffer), or with ρ out of its actor's weights (each step weighs its advantage alone, as
-DigiRL's weighs each step 1), alone or with the filter, and the filtered actor without ρ weighing each
-step it keeps 1 whatever its advantage (``binary``, as DigiRL's imitation does): the inventory lines
-each changes."""
+from failures, as the paper's code clamps its advantages, or weighing each step it keeps 1 as the
+paper's code binarises them), with its actor on the trajectories DigiRL's would learn from (positive
+advantages on the quarter of each batch highest in r − V_traj, as the paper's code filters its buffer),
+or with ρ out of its actor's weights (each step weighs its advantage alone, as DigiRL's weighs each
+step 1), alone or with the filter, and the filtered actor without ρ weighing each step it keeps 1
+whatever its advantage (``binary``, as DigiRL's imitation does): the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))
