@@ -75,3 +75,32 @@ def test_every_public_name_is_listed_and_every_error_is_public() -> None:
     assert {"LearnerError", "JudgeError", "TaskFileError"} <= public_errors
     assert not hasattr(errors, "TooManyRestarts")  # nothing raised it
     assert not {"TooManyRestarts", "CollectionStats", "PolicyVersion"} & set(distrl.__all__)
+
+
+def test_the_ci_constraints_pin_every_dependency_within_its_bounds() -> None:
+    """``tools/constraints.txt`` (``tools/lock``; CI installs through it): every dependency
+    ``pyproject.toml`` declares, with every extra, has a pin there that its bounds allow. A dependency
+    added or a bound raised without ``tools/lock`` fails here, not in CI's install."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins: dict[str, str] = {}
+    for line in (ROOT / "tools" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not a pin (name==version)"
+            pins[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = project["dependencies"] + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
+    assert len(declared) > 10
+    for text in declared:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        if name == "distrl":  # an extra naming others
+            continue
+        assert name in pins, f"{requirement.name} is not pinned: run tools/lock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
+            f"constraints.txt pins {requirement.name}=={pins[name]}, outside {text!r}: run tools/lock"
+        )
