@@ -98,8 +98,6 @@ def test_the_ci_constraints_pin_every_dependency_within_its_bounds() -> None:
     for text in declared:
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
-        if name == "distrl":  # an extra naming others
-            continue
         assert name in pins, f"{requirement.name} is not pinned: run tools/lock"
         assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"constraints.txt pins {requirement.name}=={pins[name]}, outside {text!r}: run tools/lock"
