@@ -8,6 +8,8 @@ import dataclasses
 import io
 import json
 import math
+import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from distrl.policy import (
     resolve_dtype,
 )
 from distrl.policy.engine import CACHE_STEP, CompiledEngine, EagerEngine, make_engine
-from distrl.policy.loading import other_base
+from distrl.policy.loading import attach_adapter, other_base
 from distrl.policy.sampling import KeyedRows
 from distrl.policy.tiny import PRETRAINED_WEIGHTS, TinySpec, export_pretrained
 from distrl.records import Action, ActionType, InvalidAction, Observation
@@ -930,3 +932,32 @@ def test_save_model_refuses_what_it_cannot_do_before_building_anything(
         assert capsys.readouterr().err.splitlines() == [f"distrl: error: {problem}"]
     assert Path("m").read_text() == "keep"
     assert not Path("new").exists()
+
+
+def test_adapters_attached_side_by_side_leave_the_warning_filters_as_they_were() -> None:
+    """The learner and a worker attach their adapters in threads at once; peft's deprecation warnings stay
+    hidden in both, and the process's warning filters come out as they went in."""
+    bases = [build_tiny(seed)[0] for seed in range(8)]
+    before = list(warnings.filters)
+    start = threading.Barrier(len(bases))
+    errors: list[BaseException] = []
+
+    def attach(base: Any) -> None:
+        start.wait()
+        try:
+            attach_adapter(base, PolicySettings())
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=attach, args=(base,)) for base in bases]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        inside = list(warnings.filters)
+    assert not errors
+    assert warnings.filters == before
+    assert inside[0][0] == "always"  # nobody's list was put back over this block's
+    assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]

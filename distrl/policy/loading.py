@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -288,11 +289,17 @@ def _incomplete(model: peft.PeftModel, stored: Iterable[str]) -> str:
     return ""
 
 
+_QUIET = threading.Lock()
+"""``warnings.catch_warnings`` swaps the process's one list of filters: two threads inside it at once
+(the learner's and a worker's load run side by side) put back each other's lists, so a warning slips out
+or a filter stays behind. One at a time, they do not."""
+
+
 @contextlib.contextmanager
 def _peft_quietly() -> Iterator[None]:
     """peft reads ``is_gradient_checkpointing``, which transformers 5 deprecates with a FutureWarning; and
     it warns of an adapter file's missing keys, which ``_incomplete`` turns into a refusal."""
-    with warnings.catch_warnings():
+    with _QUIET, warnings.catch_warnings():
         warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
         warnings.filterwarnings("ignore", "Found missing adapter keys", UserWarning)
         yield
