@@ -47,21 +47,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import anyio
-from plotting import saved_figure
+import paper_rows
+from paper_rows import CELLS, Record
 
 from distrl.config import PRETRAINED, PolicySettings, cannot_create, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
 from distrl.learner.algorithms import check, names, resolve
-from distrl.local.evaluation import Evaluation, mean_and_error
+from distrl.local.evaluation import Evaluation
 from distrl.local.play import evaluate
 from distrl.policy import Policy
 
-Record = dict[str, Any]
-"""A row as ``rows.jsonl`` holds it (JSON)."""
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "benchmarks" / "figures"
 EXAMPLE = ROOT / "distrl" / "hosts.example.toml"
@@ -96,8 +95,6 @@ step 1), alone or with the filter, and the filtered actor without ρ weighing ea
 whatever its advantage (``binary``, as DigiRL's imitation does): the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
-CELLS = (("test", 1.0), ("test", 0.0), ("train", 1.0), ("train", 0.0))
-"""The table's columns: the paper's metric (test at temperature 1) first."""
 PAPER = {
     "source": "DistRL (arXiv 2410.14803) Table 1, AitW General test, 128 tasks, mean ± std of 3 runs, T = 1",
     "AutoUI start": 40.6,
@@ -246,146 +243,6 @@ def _set_aside(run: Path, row: Row) -> None:
     )
 
 
-def _rates(record: Record, cell: str) -> dict[str, float]:
-    return {task: float(success) for task, success in record["cells"][cell]}
-
-
-def _table(rows: list[Record], target_points: float) -> Record:
-    """Per start and variant: each cell's mean over seeds (± standard error over seeds, or over tasks for
-    one seed), the gain over the start paired by task, episodes and updates, and the time to the target."""
-    table: Record = {}
-    for start in sorted({str(r["start"]) for r in rows}):
-        starts = [r for r in rows if r["start"] == start and r["variant"] == "start"]
-        groups: dict[str, list[Record]] = {}
-        for record in rows:
-            if record["start"] == start:
-                name = str(record["variant"]) + ("" if record["mode"] == "async" else f" ({record['mode']})")
-                groups.setdefault(name, []).append(record)
-        start_curve = float(starts[0]["curve"][0][2]) if starts and starts[0]["curve"] else None
-        for name, records in groups.items():
-            entry: Record = {"seeds": sorted(int(r["seed"]) for r in records)}
-            for cell in (f"{split}@{temperature:g}" for split, temperature in CELLS):
-                entry[cell] = _cell(records, starts if name != "start" else [], cell)
-            if name != "start":
-                entry["episodes"] = [r["episodes"] for r in records]
-                entry["updates"] = [r["updates"] for r in records]
-                if start_curve is not None:
-                    goal = start_curve + target_points / 100
-                    entry["time_to_target_s"] = [
-                        next((p[0] for p in r["curve"] if p[2] >= goal), None) for r in records
-                    ]
-            table[f"{start} / {name}"] = entry
-    return table
-
-
-def _cell(records: list[Record], starts: list[Record], cell: str) -> dict[str, float]:
-    per_seed = [_rates(r, cell) for r in records]
-    means = [sum(rates.values()) / len(rates) for rates in per_seed]
-    if len(means) > 1:
-        mean, error = mean_and_error(means)
-    else:
-        mean, error = means[0], math.sqrt(means[0] * (1 - means[0]) / len(per_seed[0]))
-    out = {"success": round(100 * mean, 1), "error": round(100 * error, 1)}
-    if starts:
-        before = _rates(starts[0], cell)
-        gains = [sum(rates[t] - before[t] for t in rates) / len(rates) for rates in per_seed]
-        if len(gains) > 1:
-            gain, gain_error = mean_and_error(gains)
-        else:  # one seed: paired by task
-            gain, gain_error = mean_and_error([per_seed[0][t] - before[t] for t in per_seed[0]])
-        out |= {"gain": round(100 * gain, 1), "gain_error": round(100 * gain_error, 1)}
-    return out
-
-
-def _goals(table: Record, rows: list[Record], starts: list[str]) -> Record:
-    """The issue's goals, from the table: the best gain from each start (beyond 2 standard errors?), A-RIDE
-    against DigiRL paired by seed, the ablations' order and the time to target, async against sync."""
-    goals: Record = {}
-    for start in starts:
-        trained = {
-            k: v for k, v in table.items() if k.startswith(f"{start} / ") and not k.endswith("/ start")
-        }
-        for cell in ("test@1", "train@1"):
-            best = max(trained, key=lambda k: trained[k][cell]["gain"], default=None)
-            if best is not None:
-                found = trained[best][cell]
-                goals[f"{start}: best gain, {cell}"] = {
-                    "row": best,
-                    "gain": found["gain"],
-                    "beyond_2_errors": found["gain"] > 2 * found["gain_error"] > 0,
-                }
-        rates = {
-            (str(r["variant"]), str(r["mode"]), int(r["seed"])): _rates(r, "test@1")
-            for r in rows
-            if r["start"] == start
-        }
-        for other in ("digirl", *A_RIDE_VARIANTS):
-            seeds = sorted(
-                s for v, m, s in rates if (v, m) == (other, "async") and ("a-ride", "async", s) in rates
-            )
-            if not seeds:
-                continue
-            pairs = [(rates["a-ride", "async", s], rates[other, "async", s]) for s in seeds]
-            if len(seeds) == 1:  # one seed: paired by task, as the table's cells of one seed are
-                mine, theirs = pairs[0]
-                diff, error = mean_and_error([mine[task] - theirs[task] for task in mine if task in theirs])
-            else:
-                diff, error = mean_and_error(
-                    [sum(a.values()) / len(a) - sum(b.values()) / len(b) for a, b in pairs]
-                )
-            goals[f"{start}: a-ride minus {other}, test@1"] = {
-                "points": round(100 * diff, 1),
-                "error": round(100 * error, 1),
-                "error_over": "tasks" if len(seeds) == 1 else "seeds",
-                "seeds": seeds,
-                "ahead_beyond_error": diff > error > 0,
-            }
-        async_row, sync_row = table.get(f"{start} / a-ride"), table.get(f"{start} / a-ride (sync)")
-        if isinstance(async_row, dict) and isinstance(sync_row, dict) and "time_to_target_s" in async_row:
-            goals[f"{start}: time to target, a-ride async vs sync (s per seed)"] = {
-                "async": async_row["time_to_target_s"],
-                "sync": sync_row["time_to_target_s"],
-            }
-    return goals
-
-
-def _plot(rows: list[Record], path: Path) -> None:
-    with saved_figure(path, size=(8, 4.5)) as axis:
-        for start in sorted({str(r["start"]) for r in rows}):
-            origin = []  # every curve begins at its start's point, at no time
-            for record in rows:
-                if record["start"] == start and record["variant"] == "start" and record["curve"]:
-                    origin = record["curve"][:1]
-                    axis.axhline(
-                        100 * record["curve"][0][2], linestyle="--", color="grey", label=f"{start} (start)"
-                    )
-            variants = sorted(
-                {(str(r["variant"]), str(r["mode"])) for r in rows if r["start"] == start}
-                - {("start", "async")}
-            )
-            for variant, mode in variants:
-                curves = [
-                    origin + r["curve"]
-                    for r in rows
-                    if (r["start"], r["variant"], r["mode"]) == (start, variant, mode) and r["curve"]
-                ]
-                if not curves:
-                    continue
-                length = min(len(c) for c in curves)
-                xs = [sum(c[i][0] for c in curves) / len(curves) / 60 for i in range(length)]
-                ys = [[100 * c[i][2] for c in curves] for i in range(length)]
-                mean = [sum(y) / len(y) for y in ys]
-                low, high = [min(y) for y in ys], [max(y) for y in ys]
-                label = f"{start}: {variant}" + ("" if mode == "async" else f" ({mode})")
-                (line,) = axis.plot(xs, mean, marker="o", label=label)
-                if len(curves) > 1:
-                    axis.fill_between(xs, low, high, alpha=0.2, color=line.get_color())
-        axis.set_xlabel("wall time (minutes, this machine)")
-        axis.set_ylabel("success on test tasks at T = 1 (%)")
-        axis.set_title("Each algorithm from its start, in the fleet (band: min-max over seeds)")
-        axis.legend(fontsize=7)
-
-
 def _plan(args: argparse.Namespace) -> list[Row]:
     rows = []
     for start in args.starts:
@@ -456,6 +313,11 @@ def _arguments() -> argparse.Namespace:
         "--quick", action="store_true", help="a-ride and grpo, one seed, 1 minute, 8 phones, 16 tasks a split"
     )
     parser.add_argument("--figure", type=Path, default=FIGURES / "paper-table.png")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        help="also write the table here in Markdown: each row's gain over its start, as the docs show it",
+    )
     args = parser.parse_args()
     if args.quick:
         args.algorithms, args.sync, args.minutes, args.seeds = "a-ride,grpo", "", 1.0, "0"
@@ -612,15 +474,21 @@ def main() -> None:
             out.flush()
             os.fsync(out.fileno())
         done[row.key] = record
-    rows = [done[row.key] for row in plan]
-    table = _table(rows, args.target)
-    _plot(rows, args.figure)
+    order = {name: place for place, name in enumerate(["start", *args.algorithms, *args.sync])}
+    rows = sorted(  # measured seed by seed; shown row by row, in the order asked
+        (done[row.key] for row in plan),
+        key=lambda r: (args.starts.index(r["start"]), r["mode"] != "async", order[r["variant"]], r["seed"]),
+    )
+    cells = paper_rows.table(rows, args.target)
+    paper_rows.plot(rows, args.figure)
+    if args.markdown:
+        args.markdown.write_text(paper_rows.markdown(cells, args.minutes))
     result = {
         "benchmark": "paper_table",
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}",
         "settings": settings | {"seeds": args.seeds, "target_points": args.target},
-        "table": table,
-        "goals": _goals(table, rows, args.starts),
+        "table": cells,
+        "goals": paper_rows.goals(cells, rows, args.starts),
         "paper": PAPER,
         "rows_file": str(rows_file),
         "figure": str(args.figure),

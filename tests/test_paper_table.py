@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -47,7 +49,7 @@ def program() -> Iterator[ModuleType]:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["paper_table"] = module  # where its dataclasses find their module
-    sys.path.insert(0, str(PROGRAM.parent))  # it imports its neighbour, plotting
+    sys.path.insert(0, str(PROGRAM.parent))  # it imports its neighbours, paper_rows and plotting
     try:
         spec.loader.exec_module(module)
     finally:
@@ -250,7 +252,9 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     (tmp_path / "f.png").unlink()
 
     asked = ["--algorithms", "digirl,ppo", "--sync", "", "--seeds", "0,1", "--out", "t", "--figure", "f.png"]
-    status, out, err = here(*asked, "--table-only")  # ``here`` fails the test if a row is measured
+    status, out, err = here(
+        *asked, "--table-only", "--markdown", "t.md"
+    )  # ``here`` fails if a row is measured
     assert status == 0, err
     assert (
         "not measured, left out: tiny-weak/ppo/async/s0, tiny-weak/digirl/async/s1, tiny-weak/ppo/async/s1"
@@ -267,6 +271,17 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     }
     assert (tmp_path / "f.png").stat().st_size > 0
     assert (tmp_path / "t" / "rows.jsonl").read_text() == rows  # nothing written
+    lines = (tmp_path / "t.md").read_text().splitlines()
+    assert lines[0].startswith(
+        "| from `tiny-weak`, 30 min a run | seeds | test, T = 1 (the paper's metric) |"
+    )
+    assert (
+        lines[2]
+        == "| `tiny-weak` itself, success | | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | |"
+    )
+    # one seed: its gain paired by task (+1, +1, 0, 0), within two of the tasks' errors, so not bold
+    assert lines[3] == "| `digirl` | 0 (± over tasks) | " + "+50.0 ± 28.9 | " * 4 + "2 |"
+    assert len(lines) == 4
 
     status, err = here(*asked[:-4], "--out", "u", "--table-only")[::2]
     assert status == 2
@@ -461,3 +476,31 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(
     assert filtered["updates"] == [trained["updates"]]
     assert figure.stat().st_size > 0
     assert (out / "rows.jsonl").read_text().splitlines() == lines  # nothing measured twice
+
+
+def test_the_markdown_table_bolds_a_gain_beyond_two_errors_and_signs_a_loss(program: ModuleType) -> None:
+    rows = sys.modules["paper_rows"]  # paper_table's neighbour, imported with it
+    assert rows._gain({"gain": 5.0, "gain_error": 2.4}) == "**+5.0 ± 2.4**"
+    assert rows._gain({"gain": 5.0, "gain_error": 2.5}) == "+5.0 ± 2.5"
+    assert rows._gain({"gain": -4.2, "gain_error": 1.7}) == "**−4.2 ± 1.7**"
+    assert rows._gain({"gain": -0.0, "gain_error": 0.0}) == "+0.0 ± 0.0"
+
+
+def test_the_docs_table_is_what_their_command_writes_from_the_kept_rows(tmp_path: Path) -> None:
+    """docs/results/paper-table.md includes a Markdown table: its own ``--table-only`` command writes it,
+    byte for byte, from the rows kept in the repository."""
+    page = (ROOT / "docs" / "results" / "paper-table.md").read_text()
+    kept = "docs/results/data/paper-table-tiny-weak/table.txt"
+    assert f'--8<-- "{kept.removeprefix("docs/")}"' in page
+    command = next(
+        block
+        for block in re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL)
+        if f"--markdown {kept}" in block
+    )
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:2] == ["python", "benchmarks/paper_table.py"]
+    words[words.index("--markdown") + 1] = str(tmp_path / "table.txt")
+    words[words.index("--figure") + 1] = str(tmp_path / "figure.png")
+    done = _table(*words[2:], cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "table.txt").read_text() == (ROOT / kept).read_text()
