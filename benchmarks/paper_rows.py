@@ -26,7 +26,7 @@ def table(rows: list[Record], target_points: float) -> Record:
     """Per start and variant: each cell's mean over seeds (± standard error over seeds, or over tasks for
     one seed), the gain over the start paired by task, episodes and updates, and the time to the target."""
     out: Record = {}
-    for start in sorted({str(r["start"]) for r in rows}):
+    for start in dict.fromkeys(str(r["start"]) for r in rows):
         starts = [r for r in rows if r["start"] == start and r["variant"] == "start"]
         groups: dict[str, list[Record]] = {}
         for record in rows:
@@ -125,7 +125,8 @@ def goals(cells: Record, rows: list[Record], starts: list[str]) -> Record:
 
 def markdown(cells: Record, minutes: float) -> str:
     """The table as the documentation shows it: per start, its own success, then each row's gain over it
-    in points (bold beyond two errors), its seeds and updates."""
+    in points (bold beyond two errors; the row's success where the start's own row is not measured), its
+    seeds and updates."""
     lines = []
     for start in dict.fromkeys(key.split(" / ")[0] for key in cells):
         if lines:
@@ -139,7 +140,7 @@ def markdown(cells: Record, minutes: float) -> str:
             entry = cells[f"{start} / {name}"]
             values = [entry[f"{split}@{temperature:g}"] for split, temperature in CELLS]
             if name == "start":
-                shown = [f"{v['success']:.1f} ± {v['error']:.1f}%" for v in values]
+                shown = [_success(v) + "%" for v in values]
                 lines.append(f"| `{start}` itself, success | | " + " | ".join(shown) + " | |")
                 continue
             seeds = ", ".join(map(str, entry["seeds"])) + (
@@ -150,7 +151,38 @@ def markdown(cells: Record, minutes: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def runs_markdown(rows: list[Record], minutes: float) -> str:
+    """Each run on a line of its own: per cell its success in % ± the tasks' error and, in brackets, its
+    gain over its start paired by task (bold beyond two errors), then its episodes and updates."""
+    lines = [
+        f"| run, {minutes:g} min | " + " | ".join(HEADINGS) + " | episodes | updates |",
+        "|---|" + "---|" * len(HEADINGS) + "---|---|",
+    ]
+    for record in rows:
+        start = str(record["start"])
+        if record["variant"] == "start":
+            shown = [_success(_cell([record], [], f"{s}@{t:g}")) for s, t in CELLS]
+            lines.append(f"| `{start}` (start) | " + " | ".join(shown) + " | | |")
+            continue
+        starts = [r for r in rows if r["start"] == start and r["variant"] == "start"]
+        values = [_cell([record], starts, f"{s}@{t:g}") for s, t in CELLS]
+        shown = [_success(v) + (f" ({_gain(v)})" if "gain" in v else "") for v in values]
+        mode = "" if record["mode"] == "async" else f" in {record['mode']} rounds"
+        lines.append(
+            f"| `{record['variant']}`{mode} from `{start}`, seed {record['seed']} | "
+            + " | ".join(shown)
+            + f" | {record['episodes']:,} | {record['updates']:,} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _success(value: dict[str, float]) -> str:
+    return f"{value['success']:.1f} ± {value['error']:.1f}"
+
+
 def _gain(value: dict[str, float]) -> str:
+    if "gain" not in value:  # no row of the start itself to pair with: its success
+        return _success(value) + "%"
     gain, error = value["gain"], value["gain_error"]
     shown = f"{'+' if gain >= 0 else '−'}{abs(gain):.1f} ± {error:.1f}"
     return f"**{shown}**" if abs(gain) > 2 * error else shown

@@ -21,17 +21,19 @@ every ``--minutes``/6 is played on a fixed sample of ``--curve-episodes`` test t
 the curve of success over wall time, and the time each run first reaches its start + 15 points
 (``--target``).
 
-Every row measured is appended to ``OUT/rows.jsonl`` as it ends, so a table cut short (a crash, Ctrl-C)
-keeps them; ``--resume`` goes on from them and says which it takes as measured; ``--table-only`` measures
-nothing and gives the table of the rows there (the measured rows kept in the repository:
-``--out docs/results/data/paper-table-tiny-weak --table-only``). Prints one JSON line
-(the rows, the table: each cell the mean over seeds with its standard error over seeds, or over tasks for
-one seed, and the gain over the start; the paper's own figures beside; the goals) and writes
-``benchmarks/figures/paper-table.png``: test success at temperature 1 over wall time, a band over seeds
-per algorithm, the start dashed. Bounded: per row ``--minutes`` and its evaluations (about 9 minutes on
-2 cores for the full splits); the default table (1 start × 11 rows × 3 seeds × 30 minutes) takes about
-20 hours. ``--quick`` is one seed of ``a-ride`` and ``grpo`` for 1 minute on 8 phones, 16 tasks a split
-(about 6 minutes). Run: ``python benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
+Every row measured is appended to ``OUT/rows.jsonl`` as it ends, so a table cut short (a crash, Ctrl-C) keeps
+them; ``--resume`` goes on from them and says which it takes as measured; ``--table-only`` measures nothing
+and gives the table of the rows there (the measured rows kept in the repository: the command in
+docs/results/paper-table.md). Prints one JSON line (the settings, the table: each cell the mean over seeds
+with its standard error over seeds, or over tasks for one seed, and the gain over the start; the paper's own
+figures beside; the goals) and writes ``benchmarks/figures/paper-table.png`` (``--figure``): test success at
+temperature 1 over wall time, a band over seeds per algorithm, the start dashed; ``--markdown PATH`` also
+writes the table in Markdown, as the docs include it, and ``--markdown-runs PATH`` each run's line. The table,
+figure and Markdown are drawn by ``paper_rows.py``. Bounded: per row ``--minutes`` and its evaluations (about
+6 minutes on 2 cores for the full splits); the default table (1 start × 15 rows: 14 algorithms and variants,
+and A-RIDE in sync rounds × 3 seeds × 30 minutes) takes about 27 hours. ``--quick`` is one seed of ``a-ride``
+and ``grpo`` for 1 minute on 8 phones, 16 tasks a split (about 6 minutes). Run: ``python
+benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
 """
 
 from __future__ import annotations
@@ -318,6 +320,11 @@ def _arguments() -> argparse.Namespace:
         type=Path,
         help="also write the table here in Markdown: each row's gain over its start, as the docs show it",
     )
+    parser.add_argument(
+        "--markdown-runs",
+        type=Path,
+        help="also write each run here in Markdown, a line each: its success and gain, episodes, updates",
+    )
     args = parser.parse_args()
     if args.quick:
         args.algorithms, args.sync, args.minutes, args.seeds = "a-ride,grpo", "", 1.0, "0"
@@ -474,15 +481,23 @@ def main() -> None:
             out.flush()
             os.fsync(out.fileno())
         done[row.key] = record
-    order = {name: place for place, name in enumerate(["start", *args.algorithms, *args.sync])}
+    order = {("async", name): place for place, name in enumerate(["start", *args.algorithms])}
+    order |= {("sync", name): place for place, name in enumerate(args.sync)}
     rows = sorted(  # measured seed by seed; shown row by row, in the order asked
         (done[row.key] for row in plan),
-        key=lambda r: (args.starts.index(r["start"]), r["mode"] != "async", order[r["variant"]], r["seed"]),
+        key=lambda r: (
+            args.starts.index(r["start"]),
+            r["mode"] != "async",
+            order[r["mode"], r["variant"]],
+            r["seed"],
+        ),
     )
     cells = paper_rows.table(rows, args.target)
     paper_rows.plot(rows, args.figure)
     if args.markdown:
         args.markdown.write_text(paper_rows.markdown(cells, args.minutes))
+    if args.markdown_runs:
+        args.markdown_runs.write_text(paper_rows.runs_markdown(rows, args.minutes))
     result = {
         "benchmark": "paper_table",
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}",

@@ -227,9 +227,9 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
             [
                 str(PROGRAM),
                 "--algorithms",
-                "digirl,a-ride",
+                "a-ride,digirl",
                 "--sync",
-                "",
+                "a-ride",
                 "--seeds",
                 "0",
                 "--out",
@@ -239,7 +239,15 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
             ],
         )
         program.main()
-    goals = json.loads(capsys.readouterr().out)["goals"]
+    printed = json.loads(capsys.readouterr().out)
+    # measured seed by seed, shown in the order asked: a-ride first, though also asked in sync rounds
+    assert list(printed["table"]) == [
+        "tiny-weak / start",
+        "tiny-weak / a-ride",
+        "tiny-weak / digirl",
+        "tiny-weak / a-ride (sync)",
+    ]
+    goals = printed["goals"]
     # one seed of each: a-ride − digirl paired by task (0, 0, −1, 0), its error over the tasks
     assert goals["tiny-weak: a-ride minus digirl, test@1"] == {
         "points": -25.0,
@@ -252,9 +260,8 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     (tmp_path / "f.png").unlink()
 
     asked = ["--algorithms", "digirl,ppo", "--sync", "", "--seeds", "0,1", "--out", "t", "--figure", "f.png"]
-    status, out, err = here(
-        *asked, "--table-only", "--markdown", "t.md"
-    )  # ``here`` fails if a row is measured
+    # ``here`` fails the test if a row is measured
+    status, out, err = here(*asked, "--table-only", "--markdown", "t.md", "--markdown-runs", "r.md")
     assert status == 0, err
     assert (
         "not measured, left out: tiny-weak/ppo/async/s0, tiny-weak/digirl/async/s1, tiny-weak/ppo/async/s1"
@@ -281,6 +288,11 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     )
     # one seed: its gain paired by task (+1, +1, 0, 0), within two of the tasks' errors, so not bold
     assert lines[3] == "| `digirl` | 0 (± over tasks) | " + "+50.0 ± 28.9 | " * 4 + "2 |"
+    assert len(lines) == 4
+    lines = (tmp_path / "r.md").read_text().splitlines()
+    assert lines[2] == "| `tiny-weak` (start) | " + "25.0 ± 21.7 | " * 4 + "| |"
+    run = "| `digirl` from `tiny-weak`, seed 0 | "
+    assert lines[3] == run + "75.0 ± 21.7 (+50.0 ± 28.9) | " * 4 + "10 | 2 |"
     assert len(lines) == 4
 
     status, err = here(*asked[:-4], "--out", "u", "--table-only")[::2]
@@ -486,21 +498,27 @@ def test_the_markdown_table_bolds_a_gain_beyond_two_errors_and_signs_a_loss(prog
     assert rows._gain({"gain": -0.0, "gain_error": 0.0}) == "+0.0 ± 0.0"
 
 
-def test_the_docs_table_is_what_their_command_writes_from_the_kept_rows(tmp_path: Path) -> None:
-    """docs/results/paper-table.md includes a Markdown table: its own ``--table-only`` command writes it,
-    byte for byte, from the rows kept in the repository."""
+def test_the_docs_tables_are_what_their_command_writes_from_the_kept_rows(tmp_path: Path) -> None:
+    """docs/results/paper-table.md includes two Markdown tables: its own ``--table-only`` command writes
+    both, byte for byte, from the rows kept in the repository."""
     page = (ROOT / "docs" / "results" / "paper-table.md").read_text()
-    kept = "docs/results/data/paper-table-tiny-weak/table.txt"
-    assert f'--8<-- "{kept.removeprefix("docs/")}"' in page
+    kept = {
+        "--markdown": "docs/results/data/paper-table-tiny-weak/table.txt",
+        "--markdown-runs": "docs/results/data/paper-table-tiny-weak/runs.txt",
+    }
     command = next(
         block
         for block in re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL)
-        if f"--markdown {kept}" in block
+        if f"--markdown {kept['--markdown']}" in block
     )
     words = shlex.split(command.replace("\\\n", " "))
     assert words[:2] == ["python", "benchmarks/paper_table.py"]
-    words[words.index("--markdown") + 1] = str(tmp_path / "table.txt")
+    for flag, path in kept.items():
+        assert f'--8<-- "{path.removeprefix("docs/")}"' in page
+        assert words[words.index(flag) + 1] == path
+        words[words.index(flag) + 1] = str(tmp_path / Path(path).name)
     words[words.index("--figure") + 1] = str(tmp_path / "figure.png")
     done = _table(*words[2:], cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "table.txt").read_text() == (ROOT / kept).read_text()
+    for path in kept.values():
+        assert (tmp_path / Path(path).name).read_text() == (ROOT / path).read_text(), path

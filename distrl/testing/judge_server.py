@@ -63,10 +63,21 @@ class JudgeServer:
     requests: int = 0
     bytes_sent: int = 0
     """Bytes of ``drip`` and ``flood`` answers written before the client hung up."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def respond(self, body: dict[str, Any], authorization: str) -> tuple[int, dict[str, str], bytes]:
-        self.requests += 1
-        step = self.script.popleft() if self.script else ""
+    def take_step(self) -> str:
+        """Count one request and take what it gets from ``script`` ('' for a verdict): one request's
+        thread at a time, so two requests at once never both take, or both miss, a step."""
+        with self._lock:
+            self.requests += 1
+            return self.script.popleft() if self.script else ""
+
+    def respond(
+        self, body: dict[str, Any], authorization: str, step: str | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """The answer to one request whose step is ``step`` (None: counted and taken here)."""
+        if step is None:
+            step = self.take_step()
         if step == "timeout":
             time.sleep(self.hang_s)
         elif self.delay_s:
@@ -142,18 +153,15 @@ def serve_judge(oracle: Oracle) -> Iterator[JudgeServer]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
             server = holder[0]
-            if server.script and server.script[0] == "drop":
-                server.script.popleft()
-                server.requests += 1
+            step = server.take_step()
+            if step == "drop":
                 self.close_connection = True
                 self.connection.close()
                 return
-            if server.script and server.script[0] == "flood":
-                server.script.popleft()
-                server.requests += 1
+            if step == "flood":
                 self._flood(server)
                 return
-            status, headers, payload = server.respond(body, self.headers.get("Authorization", ""))
+            status, headers, payload = server.respond(body, self.headers.get("Authorization", ""), step)
             if headers.pop("X-Step", "") == "drip":
                 self._drip(server, payload)
                 return
