@@ -127,7 +127,7 @@ def markdown(cells: Record, minutes: float) -> str:
     """The table as the documentation shows it: per start, its own success, then each row's gain over it
     in points (bold beyond two errors; the row's success where the start's own row is not measured), its
     seeds and updates."""
-    lines = []
+    lines: list[str] = []
     for start in dict.fromkeys(key.split(" / ")[0] for key in cells):
         if lines:
             lines.append("")
