@@ -73,11 +73,9 @@ class JudgeServer:
             return self.script.popleft() if self.script else ""
 
     def respond(
-        self, body: dict[str, Any], authorization: str, step: str | None = None
+        self, body: dict[str, Any], authorization: str, step: str
     ) -> tuple[int, dict[str, str], bytes]:
-        """The answer to one request whose step is ``step`` (None: counted and taken here)."""
-        if step is None:
-            step = self.take_step()
+        """The answer to one request whose step (``take_step``) is ``step``."""
         if step == "timeout":
             time.sleep(self.hang_s)
         elif self.delay_s:
