@@ -365,6 +365,13 @@ def _arguments() -> argparse.Namespace:
         parser.error(f"--target must be a finite number of points above 0, not {args.target:g}")
     if problem := cannot_create(args.out):
         parser.error(f"--out: {problem}")
+    for option, path in (
+        ("--figure", args.figure),
+        ("--markdown", args.markdown),
+        ("--markdown-runs", args.markdown_runs),
+    ):
+        if path is not None and (problem := _cannot_write(path)):  # found now, not after hours of rows
+            parser.error(f"{option}: {problem}")
     checked = set()
     for row in _plan(args):  # each kind of row's settings as its run reads them, before any row is measured
         if row.variant != "start" and (row.variant, row.mode) not in checked:
@@ -376,6 +383,15 @@ def _arguments() -> argparse.Namespace:
             except ConfigError as exc:
                 parser.error(str(exc) if row.key in str(exc) else f"{row.key}: {exc}")
     return args
+
+
+def _cannot_write(path: Path) -> str:
+    """Why the file ``path`` could not be written once the rows are measured, in words; "" when it could."""
+    if path.is_dir():
+        return f"{path} is a folder, not a file"
+    if problem := cannot_create(path.parent):
+        return f"{path}: {problem}"
+    return f"{path} is not writable" if path.exists() and not os.access(path, os.W_OK) else ""
 
 
 def _refuse(message: str) -> NoReturn:

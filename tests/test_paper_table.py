@@ -334,6 +334,27 @@ def test_an_out_that_is_or_lies_under_a_file_ends_in_one_line(
     assert (tmp_path / "file").read_text() == "kept"
 
 
+@pytest.mark.parametrize("option", ["--figure", "--markdown", "--markdown-runs"])
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("file/t.md", "file/t.md: cannot create file: file is a file, not a folder"),
+        ("folder", "folder is a folder, not a file"),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_ends_in_one_line_before_any_row(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path, option: str, path: str, said: str
+) -> None:
+    """Found before the first row, not after hours of them."""
+    (tmp_path / "file").write_text("kept")
+    (tmp_path / "folder").mkdir()
+    status, err = refused(*SMALL, "--out", "table", option, path)
+    assert status == 2
+    assert err.strip().splitlines()[-1].endswith(f"{option}: {said}")
+    assert not (tmp_path / "table").exists()
+    assert (tmp_path / "file").read_text() == "kept"
+
+
 def _rows_file(folder: Path, *lines: str) -> Path:
     """``folder/rows.jsonl`` for ``SMALL``'s settings, then ``lines``."""
     settings = {"minutes": 0.3, "devices": 4, "time_scale": 0.05, "eval_episodes": 2, "curve_episodes": 0}
