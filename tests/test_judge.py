@@ -150,6 +150,29 @@ async def test_timeout_s_is_one_deadline_for_the_whole_answer(server: JudgeServe
     assert 0 < server.bytes_sent < 2 * 60
 
 
+async def test_an_answer_closed_past_timeout_s_is_late_and_asked_again(
+    server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline is read again once the answer is closed: a loop held while the first answer was closed
+    (where httpcore shields its close from cancellation, so none is delivered) makes it late, and the
+    verdict comes from the second."""
+    import httpx
+
+    close = httpx.Response.aclose
+    held: list[float] = []
+
+    async def close_then_hold(response: httpx.Response) -> None:
+        await close(response)
+        if not held:
+            held.append(0.8)
+            time.sleep(held[0])  # noqa: ASYNC251 -- the loop held on purpose: no checkpoint till the answer is read
+
+    monkeypatch.setattr(httpx.Response, "aclose", close_then_hold)
+    async with _judge(server, timeout_s=0.5, max_retries=1) as judge:
+        verdict = await judge.verdict(_trajectory("a", final="won"))
+    assert (verdict.success, server.requests, judge.stats.retries) == (True, 2, 1)
+
+
 @pytest.mark.parametrize("step", ["huge", "flood"])
 async def test_an_answer_over_max_response_bytes_is_dropped_unread(server: JudgeServer, step: str) -> None:
     """A 200 with a verdict in 8 MB (declared), or a chunked answer without end: the judge stops at its
