@@ -79,6 +79,7 @@ A_RIDE_VARIANTS = {
     },
     "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
     "a-ride-binary": {("learner.a_ride", "advantages"): '"binary"'},
+    "a-ride-binary-kl-0.1": {("learner.a_ride", "advantages"): '"binary"', ("learner", "kl_coef"): "0.1"},
     "a-ride-filtered": _FILTERED,
     "a-ride-no-rho": {("learner.a_ride", "rho_floor"): "1.0"},
     "a-ride-filtered-no-rho": {**_FILTERED, ("learner.a_ride", "rho_floor"): "1.0"},
@@ -94,7 +95,9 @@ paper's code binarises them), with its actor on the trajectories DigiRL's would 
 advantages on the quarter of each batch highest in r − V_traj, as the paper's code filters its buffer),
 or with ρ out of its actor's weights (each step weighs its advantage alone, as DigiRL's weighs each
 step 1), alone or with the filter, and the filtered actor without ρ weighing each step it keeps 1
-whatever its advantage (``binary``, as DigiRL's imitation does): the inventory lines each changes."""
+whatever its advantage (``binary``, as DigiRL's imitation does); and binary weights under an anchor
+to the start ten times weaker (``kl_coef = 0.1``: at 1, a step's log-likelihood weighed 1 against its KL
+to π_ref cannot lift a 30% action past about 66%): the inventory lines each changes."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 PAPER = {

@@ -148,6 +148,7 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
         ("no-retrace", {"a_ride.retrace_lambda": 0.0, "a_ride.advantage_lambda": 0.0}),
         ("a-ride-positive", {"a_ride.advantages": "positive"}),
         ("a-ride-binary", {"a_ride.advantages": "binary"}),
+        ("a-ride-binary-kl-0.1", {"a_ride.advantages": "binary", "kl_coef": 0.1}),
         (
             "a-ride-filtered",
             {
