@@ -30,8 +30,8 @@ figures beside; the goals) and writes ``benchmarks/figures/paper-table.png`` (``
 temperature 1 over wall time, a band over seeds per algorithm, the start dashed; ``--markdown PATH`` also
 writes the table in Markdown, as the docs include it, and ``--markdown-runs PATH`` each run's line. The table,
 figure and Markdown are drawn by ``paper_rows.py``. Bounded: per row ``--minutes`` and its evaluations (about
-6 minutes on 2 cores for the full splits); the default table (1 start × 15 rows: 14 algorithms and variants,
-and A-RIDE in sync rounds × 3 seeds × 30 minutes) takes about 27 hours. ``--quick`` is one seed of ``a-ride``
+6 minutes on 2 cores for the full splits); the default table (1 start × 16 rows: 15 algorithms and variants,
+and A-RIDE in sync rounds × 3 seeds × 30 minutes) takes about 29 hours. ``--quick`` is one seed of ``a-ride``
 and ``grpo`` for 1 minute on 8 phones, 16 tasks a split (about 6 minutes). Run: ``python
 benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
 """
