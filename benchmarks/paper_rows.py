@@ -188,7 +188,20 @@ def _gain(value: dict[str, float]) -> str:
     return f"**{shown}**" if abs(gain) > 2 * error else shown
 
 
+def styles(count: int) -> list[tuple[Any, str]]:
+    """``count`` (colour, line style) pairs, no two alike: twenty colours, then again in dashes and dots (the
+    default cycle's ten gave the table's eleventh curve its first's colour)."""
+    import matplotlib
+
+    palette = matplotlib.colormaps["tab20"].colors
+    return [(palette[n % len(palette)], ("-", "--", ":")[n // len(palette) % 3]) for n in range(count)]
+
+
 def plot(rows: list[Record], path: Path) -> None:
+    drawn = sorted(
+        {(str(r["start"]), str(r["variant"]), str(r["mode"])) for r in rows if r["variant"] != "start"}
+    )
+    style = dict(zip(drawn, styles(len(drawn)), strict=True))
     with saved_figure(path, size=(8, 4.5)) as axis:
         for start in sorted({str(r["start"]) for r in rows}):
             origin = []  # every curve begins at its start's point, at no time
@@ -216,9 +229,10 @@ def plot(rows: list[Record], path: Path) -> None:
                 mean = [sum(y) / len(y) for y in ys]
                 low, high = [min(y) for y in ys], [max(y) for y in ys]
                 label = f"{start}: {variant}" + ("" if mode == "async" else f" ({mode})")
-                (line,) = axis.plot(xs, mean, marker="o", label=label)
+                color, linestyle = style[start, variant, mode]
+                axis.plot(xs, mean, marker="o", label=label, color=color, linestyle=linestyle)
                 if len(curves) > 1:
-                    axis.fill_between(xs, low, high, alpha=0.2, color=line.get_color())
+                    axis.fill_between(xs, low, high, alpha=0.2, color=color)
         axis.set_xlabel("wall time (minutes, this machine)")
         axis.set_ylabel("success on test tasks at T = 1 (%)")
         axis.set_title("Each algorithm from its start, in the fleet (band: min-max over seeds)")

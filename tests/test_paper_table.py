@@ -512,6 +512,13 @@ def test_a_crash_keeps_the_rows_measured_and_resume_goes_on_from_them(
     assert (out / "rows.jsonl").read_text().splitlines() == lines  # nothing measured twice
 
 
+def test_each_curve_of_the_figure_has_a_style_of_its_own(program: ModuleType) -> None:
+    """The docs' figure draws 11 curves (the default colour cycle has 10); a whole table, 16 a start."""
+    styles = sys.modules["paper_rows"].styles(48)
+    assert len(set(styles)) == 48
+    assert len({colour for colour, _ in styles[:20]}) == 20
+
+
 def test_the_markdown_table_bolds_a_gain_beyond_two_errors_and_signs_a_loss(program: ModuleType) -> None:
     rows = sys.modules["paper_rows"]  # paper_table's neighbour, imported with it
     assert rows._gain({"gain": 5.0, "gain_error": 2.4}) == "**+5.0 ± 2.4**"
