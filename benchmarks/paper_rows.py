@@ -193,7 +193,9 @@ def styles(count: int) -> list[tuple[Any, str]]:
     default cycle's ten gave the table's eleventh curve its first's colour)."""
     import matplotlib
 
-    palette = matplotlib.colormaps["tab20"].colors
+    tab20 = matplotlib.colormaps["tab20"]
+    pairs = [tab20(i) for i in range(20)]  # each colour dark, then light
+    palette = [*pairs[::2], *pairs[1::2]]
     return [(palette[n % len(palette)], ("-", "--", ":")[n // len(palette) % 3]) for n in range(count)]
 
 

@@ -366,6 +366,9 @@ def _arguments() -> argparse.Namespace:
         parser.error(f"--time-scale must be a finite number at least 0, not {args.time_scale:g}")
     if not (args.target > 0 and math.isfinite(args.target)):
         parser.error(f"--target must be a finite number of points above 0, not {args.target:g}")
+    args.out, args.figure = args.out.expanduser(), args.figure.expanduser()
+    args.markdown = args.markdown and args.markdown.expanduser()
+    args.markdown_runs = args.markdown_runs and args.markdown_runs.expanduser()
     if problem := cannot_create(args.out):
         parser.error(f"--out: {problem}")
     for option, path in (
@@ -513,10 +516,13 @@ def main() -> None:
     )
     cells = paper_rows.table(rows, args.target)
     paper_rows.plot(rows, args.figure)
-    if args.markdown:
-        args.markdown.write_text(paper_rows.markdown(cells, args.minutes))
-    if args.markdown_runs:
-        args.markdown_runs.write_text(paper_rows.runs_markdown(rows, args.minutes))
+    for path, text in (
+        (args.markdown, paper_rows.markdown(cells, args.minutes)),
+        (args.markdown_runs, paper_rows.runs_markdown(rows, args.minutes)),
+    ):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
     result = {
         "benchmark": "paper_table",
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}",

@@ -164,11 +164,11 @@ async def test_an_answer_closed_past_timeout_s_is_late_and_asked_again(
     async def close_then_hold(response: httpx.Response) -> None:
         await close(response)
         if not held:
-            held.append(0.8)
+            held.append(2.0)
             time.sleep(held[0])  # noqa: ASYNC251 -- the loop held on purpose: no checkpoint till the answer is read
 
     monkeypatch.setattr(httpx.Response, "aclose", close_then_hold)
-    async with _judge(server, timeout_s=0.5, max_retries=1) as judge:
+    async with _judge(server, timeout_s=1.5, max_retries=1) as judge:  # the second try, well within it
         verdict = await judge.verdict(_trajectory("a", final="won"))
     assert (verdict.success, server.requests, judge.stats.retries) == (True, 2, 1)
 

@@ -262,7 +262,7 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
 
     asked = ["--algorithms", "digirl,ppo", "--sync", "", "--seeds", "0,1", "--out", "t", "--figure", "f.png"]
     # ``here`` fails the test if a row is measured
-    status, out, err = here(*asked, "--table-only", "--markdown", "t.md", "--markdown-runs", "r.md")
+    status, out, err = here(*asked, "--table-only", "--markdown", "t.md", "--markdown-runs", "new/r.md")
     assert status == 0, err
     assert (
         "not measured, left out: tiny-weak/ppo/async/s0, tiny-weak/digirl/async/s1, tiny-weak/ppo/async/s1"
@@ -290,7 +290,7 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     # one seed: its gain paired by task (+1, +1, 0, 0), within two of the tasks' errors, so not bold
     assert lines[3] == "| `digirl` | 0 (± over tasks) | " + "+50.0 ± 28.9 | " * 4 + "2 |"
     assert len(lines) == 4
-    lines = (tmp_path / "r.md").read_text().splitlines()
+    lines = (tmp_path / "new" / "r.md").read_text().splitlines()  # its folder made
     assert lines[2] == "| `tiny-weak` (start) | " + "25.0 ± 21.7 | " * 4 + "| |"
     run = "| `digirl` from `tiny-weak`, seed 0 | "
     assert lines[3] == run + "75.0 ± 21.7 (+50.0 ± 28.9) | " * 4 + "10 | 2 |"

@@ -47,8 +47,9 @@ class LearnerSettings:
     drifting away from its start while training at temperature 1 (README, "Benchmarks": without it
     greedy train success fell 10 points in 80 updates; with 1 it held). ``decision`` advantages need it:
     with an anchor about 500 times weaker they unlearned the start (greedy train success 43% → 15%). It
-    also bounds success when sampling: from ``tiny-weak``, binary advantages at 0.1 gained 7.5 points more
-    at temperature 1 on train than at 1, and 9.6 fewer greedily (docs: the paper's table)."""
+    also bounds success when sampling: from ``tiny-weak``, binary advantages with ``kl_coef = 0.1`` gained
+    7.5 points more on train at temperature 1 than with 1, and 9.6 fewer on train greedily (docs: the
+    paper's table)."""
     priority_alpha: float = num_field(0.5, ge=0)
     """Sampling ∝ priority^α (0 is uniform)."""
     priority_beta: float = num_field(0.4, ge=0, le=1)

@@ -284,8 +284,8 @@ class Judge:
     async def _post(self, body: dict[str, Any]) -> _Answer:
         """One request and its whole answer, within ``timeout_s`` all told (``TimeoutError`` past it) and
         ``max_response_bytes`` (``_TooLarge`` past it: the rest is never read). The deadline is read again
-        once the answer is closed: a cancellation that came while httpcore closed it under a shield (a
-        loaded loop) is not delivered, and an answer late that way is late all the same."""
+        once the answer is in: a cancellation that came while httpcore closed it under a shield (a loaded
+        loop) is not delivered, and an answer whose last byte was read late is late all the same."""
         deadline = anyio.current_time() + self.timeout_s
         with anyio.fail_after(self.timeout_s):
             async with self._client.stream("POST", self._url, json=body) as response:
@@ -298,8 +298,9 @@ class Judge:
                     content += chunk
                     if len(content) > self.max_response_bytes:
                         raise _TooLarge(f"more than {self.max_response_bytes} bytes came", status)
+                read_at = anyio.current_time()  # the whole answer read; closing it is not the judge's time
                 answer = _Answer(status, response.headers.get("retry-after", ""), bytes(content))
-        if anyio.current_time() > deadline:
+        if read_at > deadline:
             raise TimeoutError
         return answer
 
