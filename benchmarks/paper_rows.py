@@ -213,11 +213,9 @@ def plot(rows: list[Record], path: Path) -> None:
                     axis.axhline(
                         100 * record["curve"][0][2], linestyle="--", color="grey", label=f"{start} (start)"
                     )
-            variants = sorted(
-                {(str(r["variant"]), str(r["mode"])) for r in rows if r["start"] == start}
-                - {("start", "async")}
-            )
-            for variant, mode in variants:
+            for (of, variant, mode), (color, linestyle) in style.items():  # in drawn's order
+                if of != start:
+                    continue
                 curves = [
                     origin + r["curve"]
                     for r in rows
@@ -231,7 +229,6 @@ def plot(rows: list[Record], path: Path) -> None:
                 mean = [sum(y) / len(y) for y in ys]
                 low, high = [min(y) for y in ys], [max(y) for y in ys]
                 label = f"{start}: {variant}" + ("" if mode == "async" else f" ({mode})")
-                color, linestyle = style[start, variant, mode]
                 axis.plot(xs, mean, marker="o", label=label, color=color, linestyle=linestyle)
                 if len(curves) > 1:
                     axis.fill_between(xs, low, high, alpha=0.2, color=color)
