@@ -393,11 +393,11 @@ def _arguments() -> argparse.Namespace:
 
 def _cannot_write(path: Path) -> str:
     """Why the file ``path`` could not be written once the rows are measured, in words; "" when it could."""
-    if path.is_dir():
+    if os.path.isdir(path):
         return f"{path} is a folder, not a file"
     if problem := cannot_create(path.parent):
         return f"{path}: {problem}"
-    return f"{path} is not writable" if path.exists() and not os.access(path, os.W_OK) else ""
+    return f"{path} is not writable" if os.path.exists(path) and not os.access(path, os.W_OK) else ""
 
 
 def _refuse(message: str) -> NoReturn:

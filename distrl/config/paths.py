@@ -14,7 +14,7 @@ def not_a_folder(folder: str | Path) -> str:
     "" when nothing does."""
     for path in (Path(folder), *Path(folder).parents):
         if os.path.lexists(path):
-            if path.is_dir():
+            if os.path.isdir(path):  # not Path.is_dir: under a folder that cannot be entered it raises
                 return ""
             what = "a link to nothing" if path.is_symlink() and not path.exists() else "a file"
             return f"{path} is {what}, not a folder"
@@ -23,12 +23,16 @@ def not_a_folder(folder: str | Path) -> str:
 
 def cannot_create(folder: str | Path) -> str:
     """Why ``folder`` could not be written into (made first, with its missing parents, where it does not
-    exist), in words: ``not_a_folder``'s answer, or the nearest folder that exists is not writable; ""
-    when it could be."""
+    exist), in words: ``not_a_folder``'s answer, or the nearest folder that exists is not writable or cannot
+    be entered; "" when it could be."""
     target = Path(folder).expanduser()
     if problem := not_a_folder(target):
         return f"cannot create {target}: {problem}"
-    nearest = next((path for path in (target, *target.parents) if path.is_dir()), None)
-    if nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
+    nearest = next((path for path in (target, *target.parents) if os.path.isdir(path)), None)
+    if nearest is None:
+        return ""
+    if not os.access(nearest, os.X_OK):
+        return f"cannot create {target}: the folder {nearest} cannot be entered"
+    if not os.access(nearest, os.W_OK):
         return f"cannot create {target}: the folder {nearest} is not writable"
     return ""
