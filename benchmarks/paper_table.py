@@ -371,13 +371,18 @@ def _arguments() -> argparse.Namespace:
     args.markdown_runs = args.markdown_runs and args.markdown_runs.expanduser()
     if problem := cannot_create(args.out):
         parser.error(f"--out: {problem}")
+    taken = {(args.out / "rows.jsonl").resolve(): "--out's rows.jsonl"}
     for option, path in (
         ("--figure", args.figure),
         ("--markdown", args.markdown),
         ("--markdown-runs", args.markdown_runs),
     ):
-        if path is not None and (problem := _cannot_write(path)):  # found now, not after hours of rows
+        if path is None:
+            continue
+        if problem := _cannot_write(path):  # found now, not after hours of rows
             parser.error(f"{option}: {problem}")
+        if (other := taken.setdefault(path.resolve(), option)) != option:
+            parser.error(f"{option} names the same file as {other}: {path}; one would write over the other")
     checked = set()
     for row in _plan(args):  # each kind of row's settings as its run reads them, before any row is measured
         if row.variant != "start" and (row.variant, row.mode) not in checked:

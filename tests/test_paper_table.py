@@ -356,6 +356,28 @@ def test_an_output_file_that_cannot_be_written_ends_in_one_line_before_any_row(
     assert (tmp_path / "file").read_text() == "kept"
 
 
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            ["--markdown", "t.md", "--markdown-runs", "./t.md"],
+            "--markdown-runs names the same file as --markdown",
+        ),
+        (["--figure", "table/rows.jsonl"], "--figure names the same file as --out's rows.jsonl"),
+    ],
+)
+def test_two_outputs_on_one_file_end_in_one_line_and_the_rows_are_kept(
+    refused: Callable[..., tuple[object, str]], tmp_path: Path, options: list[str], said: str
+) -> None:
+    """A figure written over the rows would lose every row measured; one table over the other, a table."""
+    rows = _rows_file(tmp_path / "table", json.dumps(START | {"cells": {}, "curve": []}) + "\n")
+    before = rows.read_text()
+    status, err = refused(*SMALL, "--out", "table", "--resume", *options)
+    assert status == 2
+    assert said in err.strip().splitlines()[-1]
+    assert rows.read_text() == before
+
+
 def _rows_file(folder: Path, *lines: str) -> Path:
     """``folder/rows.jsonl`` for ``SMALL``'s settings, then ``lines``."""
     settings = {"minutes": 0.3, "devices": 4, "time_scale": 0.05, "eval_episodes": 2, "curve_episodes": 0}
