@@ -550,26 +550,27 @@ def test_the_markdown_table_bolds_a_gain_beyond_two_errors_and_signs_a_loss(prog
 
 
 def test_the_docs_tables_are_what_their_command_writes_from_the_kept_rows(tmp_path: Path) -> None:
-    """docs/results/paper-table.md includes two Markdown tables: its own ``--table-only`` command writes
-    both, byte for byte, from the rows kept in the repository."""
+    """docs/results/paper-table.md includes Markdown tables, two a kept folder of rows: each folder's own
+    ``--table-only`` command on the page writes both, byte for byte, from the rows kept in the repository."""
     page = (ROOT / "docs" / "results" / "paper-table.md").read_text()
-    kept = {
-        "--markdown": "docs/results/data/paper-table-tiny-weak/table.txt",
-        "--markdown-runs": "docs/results/data/paper-table-tiny-weak/runs.txt",
-    }
-    command = next(
+    commands = [
         block
         for block in re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL)
-        if f"--markdown {kept['--markdown']}" in block
-    )
-    words = shlex.split(command.replace("\\\n", " "))
-    assert words[:2] == ["python", "benchmarks/paper_table.py"]
-    for flag, path in kept.items():
-        assert f'--8<-- "{path.removeprefix("docs/")}"' in page
-        assert words[words.index(flag) + 1] == path
-        words[words.index(flag) + 1] = str(tmp_path / Path(path).name)
-    words[words.index("--figure") + 1] = str(tmp_path / "figure.png")
-    done = _table(*words[2:], cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    for path in kept.values():
-        assert (tmp_path / Path(path).name).read_text() == (ROOT / path).read_text(), path
+        if "--table-only" in block and "--markdown docs/results/data/" in block
+    ]
+    included = re.findall(r'--8<-- "(results/data/[^"]+)"', page)
+    assert commands
+    assert len(included) == 2 * len(commands)  # each table on the page is one a command writes
+    for number, command in enumerate(commands):
+        words = shlex.split(command.replace("\\\n", " "))
+        assert words[:2] == ["python", "benchmarks/paper_table.py"]
+        written = tmp_path / str(number)
+        kept = {flag: words[words.index(flag) + 1] for flag in ("--markdown", "--markdown-runs")}
+        for flag, path in kept.items():
+            assert path.removeprefix("docs/") in included, f"{path} is not on the page"
+            words[words.index(flag) + 1] = str(written / Path(path).name)
+        words[words.index("--figure") + 1] = str(written / "figure.png")
+        done = _table(*words[2:], cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        for path in kept.values():
+            assert (written / Path(path).name).read_text() == (ROOT / path).read_text(), path
