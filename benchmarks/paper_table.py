@@ -400,9 +400,10 @@ def _cannot_write(path: Path) -> str:
     """Why the file ``path`` could not be written once the rows are measured, in words; "" when it could."""
     if os.path.isdir(path):
         return f"{path} is a folder, not a file"
-    if problem := cannot_create(path.parent):
-        return f"{path}: {problem}"
-    return f"{path} is not writable" if os.path.exists(path) and not os.access(path, os.W_OK) else ""
+    if os.path.exists(path):  # written over in place: its folder's own bits do not matter
+        return "" if os.access(path, os.W_OK) else f"{path} is not writable"
+    problem = cannot_create(path.parent)
+    return problem and f"{path}: {problem}"
 
 
 def _refuse(message: str) -> NoReturn:

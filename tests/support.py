@@ -1,12 +1,21 @@
-"""Helpers the test modules share: processes that should be gone, and taps on a simulated phone."""
+"""Helpers the test modules share: processes that should be gone, taps on a simulated phone, and folders
+whose permission bits bind."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
 
 if TYPE_CHECKING:
     from distrl.records import Task
@@ -90,3 +99,33 @@ def short_train_tasks(count: int, steps: int = 5) -> list[Task]:
     from distrl.sim.suites import tasks
 
     return [dataclasses.replace(task, max_steps=steps) for task in tasks("general", "train")[:count]]
+
+
+@contextlib.contextmanager
+def bound_folders(**modes: int) -> Iterator[tuple[Path, Callable[..., subprocess.CompletedProcess[str]]]]:
+    """A fresh folder under /tmp holding one folder a ``modes`` entry (its name, its permission bits), and
+    a runner of Python code (``-c``, its arguments after) from the repository root as a user those bits
+    bind: root passes them all, so as root the code runs as ``nobody`` (65534) through ``setpriv``.
+    Skips the test where no such user can run this checkout's Python; removes the folders after."""
+    as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    if as_user and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: no user the permission bits bind")
+    repo = Path(__file__).resolve().parent.parent
+
+    def run(code: str, *arguments: object) -> subprocess.CompletedProcess[str]:
+        argv = [*as_user, sys.executable, "-c", code, *map(str, arguments)]
+        return subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=120)
+
+    if as_user and run("import distrl").returncode != 0:
+        pytest.skip("nobody cannot read this checkout or its Python (a private home folder)")
+    base = Path(tempfile.mkdtemp(prefix="distrl-bits-", dir="/tmp"))
+    try:
+        base.chmod(0o777)
+        for name, mode in modes.items():
+            (base / name).mkdir()
+            (base / name).chmod(mode)  # not mkdir's mode: the umask would take from it
+        yield base, run
+    finally:
+        for name in modes:
+            (base / name).chmod(0o700)
+        shutil.rmtree(base)

@@ -5,15 +5,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 
 import pytest
+from support import bound_folders
 
 from distrl.config import (
     Devices,
@@ -478,32 +475,13 @@ def test_the_screen_format_is_the_workers_own_and_travels_to_it() -> None:
 
 
 def test_a_folder_that_cannot_be_entered_or_written_is_named_not_raised() -> None:
-    """As a user the permission bits bind (root passes them all, so as root the check runs as ``nobody``)."""
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: no user the permission bits bind")
-    base = Path(tempfile.mkdtemp(prefix="distrl-paths-", dir="/tmp"))
-    try:
-        base.chmod(0o777)
-        for name, mode in (("locked", 0o000), ("ro", 0o555), ("open", 0o777)):
-            (base / name).mkdir()
-            (base / name).chmod(mode)  # not mkdir's mode: the umask would take from it
+    with bound_folders(locked=0o000, ro=0o555, open=0o777) as (base, run):
         targets = [base / "locked" / "a" / "b", base / "ro" / "a", base / "open" / "a" / "b"]
-        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
         code = "import sys; from distrl.config import cannot_create as c; print([c(t) for t in sys.argv[1:]])"
-
-        def run(*argv: str) -> subprocess.CompletedProcess[str]:
-            repo = Path(__file__).resolve().parent.parent
-            return subprocess.run([*as_user, *argv], cwd=repo, capture_output=True, text=True, timeout=60)
-
-        if as_user and run(sys.executable, "-c", "import distrl").returncode != 0:
-            pytest.skip("nobody cannot read this checkout or its Python (a private home folder)")
-        done = run(sys.executable, "-c", code, *map(str, targets))
+        done = run(code, *targets)
         assert done.returncode == 0, done.stderr  # a PermissionError from Path.is_dir was the bug
         assert ast.literal_eval(done.stdout) == [
             f"cannot create {targets[0]}: the folder {base}/locked cannot be entered",
             f"cannot create {targets[1]}: the folder {base}/ro is not writable",
             "",
         ]
-    finally:
-        (base / "locked").chmod(0o700)
-        shutil.rmtree(base)

@@ -4,6 +4,7 @@ it measured, and ``--resume`` goes on from them without measuring any again."""
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support import bound_folders
 
 from distrl.config import parse_inventory
 from distrl.errors import DistrlError
@@ -354,6 +356,27 @@ def test_an_output_file_that_cannot_be_written_ends_in_one_line_before_any_row(
     assert err.strip().splitlines()[-1].endswith(f"{option}: {said}")
     assert not (tmp_path / "table").exists()
     assert (tmp_path / "file").read_text() == "kept"
+
+
+def test_an_output_files_permission_bits_are_read_as_writing_it_would_meet_them() -> None:
+    """A file there is written over in place: its own bits count, not its folder's; a new one needs a
+    folder it can be made in."""
+    with bound_folders(ro=0o555, locked=0o000) as (base, run):
+        for name, mode in (("kept.md", 0o666), ("sealed.md", 0o444)):
+            (base / "ro" / name).write_text("kept")
+            (base / "ro" / name).chmod(mode)
+        paths = [base / "ro" / "kept.md", base / "ro" / "sealed.md", base / "ro" / "new.md"]
+        paths.append(base / "locked" / "new.md")
+        code = "import sys, pathlib; sys.path.insert(0, 'benchmarks'); import paper_table as p; "
+        code += "print([p._cannot_write(pathlib.Path(a)) for a in sys.argv[1:]])"
+        done = run(code, *paths)
+        assert done.returncode == 0, done.stderr
+        assert ast.literal_eval(done.stdout) == [
+            "",
+            f"{paths[1]} is not writable",
+            f"{paths[2]}: cannot create {base}/ro: the folder {base}/ro is not writable",
+            f"{paths[3]}: cannot create {base}/locked: the folder {base}/locked cannot be entered",
+        ]
 
 
 @pytest.mark.parametrize(
