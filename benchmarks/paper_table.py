@@ -30,8 +30,8 @@ figures beside; the goals) and writes ``benchmarks/figures/paper-table.png`` (``
 temperature 1 over wall time, a band over seeds per algorithm, the start dashed; ``--markdown PATH`` also
 writes the table in Markdown, as the docs include it, and ``--markdown-runs PATH`` each run's line. The table,
 figure and Markdown are drawn by ``paper_rows.py``. Bounded: per row ``--minutes`` and its evaluations (about
-6 minutes on 2 cores for the full splits); the default table (1 start × 16 rows: 15 algorithms and variants,
-and A-RIDE in sync rounds × 3 seeds × 30 minutes) takes about 29 hours. ``--quick`` is one seed of ``a-ride``
+6 minutes on 2 cores for the full splits); the default table (1 start × 17 rows: 16 algorithms and variants,
+and A-RIDE in sync rounds × 3 seeds × 30 minutes) takes about 31 hours. ``--quick`` is one seed of ``a-ride``
 and ``grpo`` for 1 minute on 8 phones, 16 tasks a split (about 6 minutes). Run: ``python
 benchmarks/paper_table.py --algorithms a-ride,digirl --seeds 0,1,2``.
 """
@@ -71,33 +71,37 @@ _FILTERED = {
     ("learner.a_ride", "trajectory_filter"): '"advantage"',
     ("learner.a_ride", "trajectory_top"): "0.25",
 }
-A_RIDE_VARIANTS = {
-    "no-dper": {("learner", "priority_alpha"): "0.0"},
-    "no-retrace": {
-        ("learner.a_ride", "retrace_lambda"): "0.0",
-        ("learner.a_ride", "advantage_lambda"): "0.0",
-    },
-    "a-ride-positive": {("learner.a_ride", "advantages"): '"positive"'},
-    "a-ride-binary": {("learner.a_ride", "advantages"): '"binary"'},
-    "a-ride-binary-kl-0.1": {("learner.a_ride", "advantages"): '"binary"', ("learner", "kl_coef"): "0.1"},
-    "a-ride-filtered": _FILTERED,
-    "a-ride-no-rho": {("learner.a_ride", "rho_floor"): "1.0"},
-    "a-ride-filtered-no-rho": {**_FILTERED, ("learner.a_ride", "rho_floor"): "1.0"},
-    "a-ride-filtered-binary-no-rho": {
-        **_FILTERED,
-        ("learner.a_ride", "advantages"): '"binary"',
-        ("learner.a_ride", "rho_floor"): "1.0",
-    },
+VARIANTS: dict[str, tuple[str, dict[tuple[str, str], str]]] = {
+    "no-dper": ("a-ride", {("learner", "priority_alpha"): "0.0"}),
+    "no-retrace": (
+        "a-ride",
+        {("learner.a_ride", "retrace_lambda"): "0.0", ("learner.a_ride", "advantage_lambda"): "0.0"},
+    ),
+    "a-ride-positive": ("a-ride", {("learner.a_ride", "advantages"): '"positive"'}),
+    "a-ride-binary": ("a-ride", {("learner.a_ride", "advantages"): '"binary"'}),
+    "a-ride-binary-kl-0.1": (
+        "a-ride",
+        {("learner.a_ride", "advantages"): '"binary"', ("learner", "kl_coef"): "0.1"},
+    ),
+    "a-ride-filtered": ("a-ride", _FILTERED),
+    "a-ride-no-rho": ("a-ride", {("learner.a_ride", "rho_floor"): "1.0"}),
+    "a-ride-filtered-no-rho": ("a-ride", {**_FILTERED, ("learner.a_ride", "rho_floor"): "1.0"}),
+    "a-ride-filtered-binary-no-rho": (
+        "a-ride",
+        {**_FILTERED, ("learner.a_ride", "advantages"): '"binary"', ("learner.a_ride", "rho_floor"): "1.0"},
+    ),
+    "digirl-kl-0.1": ("digirl", {("learner", "kl_coef"): "0.1"}),
 }
-"""A-RIDE's variants, rows of their own: without one part (the paper's ablations, and without learning
-from failures, as the paper's code clamps its advantages, or weighing each step it keeps 1 as the
-paper's code binarises them), with its actor on the trajectories DigiRL's would learn from (positive
-advantages on the quarter of each batch highest in r − V_traj, as the paper's code filters its buffer),
-or with ρ out of its actor's weights (each step weighs its advantage alone, as DigiRL's weighs each
-step 1), alone or with the filter, and the filtered actor without ρ weighing each step it keeps 1
-whatever its advantage (``binary``, as DigiRL's imitation does); and binary weights under an anchor
-to the start ten times weaker (``kl_coef = 0.1``: at 1, a step's log-likelihood weighed 1 against its KL
-to π_ref cannot lift a 30% action past about 66%): the inventory lines each changes."""
+"""Variants of an algorithm, rows of their own: each its algorithm and the inventory lines it changes.
+A-RIDE's: without one part (the paper's ablations), without learning from failures (as the paper's code
+clamps its advantages), or weighing each step it keeps 1 (as the paper's code binarises them), with its
+actor on the trajectories DigiRL's would learn from (positive advantages on the quarter of each batch
+highest in r − V_traj, as the paper's code filters its buffer), or with ρ out of its actor's weights (each
+step weighs its advantage alone, as DigiRL's weighs each step 1), alone or with the filter, and the
+filtered actor without ρ weighing each step it keeps 1 whatever its advantage (``binary``, as DigiRL's
+imitation does); binary weights under an anchor to the start ten times weaker (``kl_coef = 0.1``: at 1, a
+step's log-likelihood weighed 1 against its KL to π_ref cannot lift a 30% action past about 66%); and
+DigiRL under that weaker anchor, the like-for-like row to A-RIDE's."""
 GROUP_SIZE = 8
 """Task group size for the algorithms that train on whole groups."""
 PAPER = {
@@ -130,7 +134,7 @@ class Row:
 
     @property
     def algorithm(self) -> str:
-        return "a-ride" if self.variant in A_RIDE_VARIANTS else self.variant
+        return VARIANTS[self.variant][0] if self.variant in VARIANTS else self.variant
 
 
 def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
@@ -150,7 +154,7 @@ def _inventory_text(row: Row, folder: Path, args: argparse.Namespace) -> str:
         ("learner", "algorithm"): json.dumps(row.algorithm),
         ("hosts.devices", "sim"): str(args.devices),
         ("sim", "time_scale"): str(args.time_scale),
-        **A_RIDE_VARIANTS.get(row.variant, {}),
+        **(VARIANTS[row.variant][1] if row.variant in VARIANTS else {}),
     }
     if getattr(resolve(row.algorithm), "grouped", False) is True:
         changes |= {("tasks", "group_size"): str(GROUP_SIZE), ("learner", "batch_size"): "16"}
@@ -270,8 +274,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--algorithms",
         default="",
-        help="comma-separated algorithms and A-RIDE's variants (default: every registered one and "
-        + ", ".join(A_RIDE_VARIANTS)
+        help="comma-separated algorithms and their variants (default: every registered one and "
+        + ", ".join(VARIANTS)
         + ")",
     )
     parser.add_argument(
@@ -332,7 +336,7 @@ def _arguments() -> argparse.Namespace:
     if args.quick:
         args.algorithms, args.sync, args.minutes, args.seeds = "a-ride,grpo", "", 1.0, "0"
         args.devices, args.eval_episodes, args.curve_episodes = 8, 16, 16
-    known = [*names(), *A_RIDE_VARIANTS]
+    known = [*names(), *VARIANTS]
     args.algorithms = [a for a in args.algorithms.split(",") if a] or known
     args.sync = [a for a in args.sync.split(",") if a]
     args.starts = [s for s in args.starts.split(",") if s]

@@ -151,6 +151,7 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
         ("a-ride-positive", {"a_ride.advantages": "positive"}),
         ("a-ride-binary", {"a_ride.advantages": "binary"}),
         ("a-ride-binary-kl-0.1", {"a_ride.advantages": "binary", "kl_coef": 0.1}),
+        ("digirl-kl-0.1", {"kl_coef": 0.1}),
         (
             "a-ride-filtered",
             {
@@ -180,21 +181,22 @@ def test_an_algorithm_that_fails_to_start_is_refused_before_any_row(
         ),
     ],
 )
-def test_each_a_ride_variant_runs_a_ride_with_its_own_changes(
+def test_each_variant_runs_its_algorithm_with_its_own_changes(
     program: ModuleType, tmp_path: Path, variant: str, changed: dict[str, object]
 ) -> None:
-    """The inventory of each A-RIDE variant's row: A-RIDE, the example's settings but the variant's own."""
+    """The inventory of each variant's row: its algorithm, the example's settings but the variant's own."""
     args = argparse.Namespace(minutes=1.0, devices=4, time_scale=1.0)
+    base = "digirl" if variant.startswith("digirl") else "a-ride"
 
     def read(variant: str) -> dict[str, object]:
         row = program.Row("tiny-weak", variant, "async", 0)
         learner = parse_inventory(program._inventory_text(row, tmp_path, args), source=variant).learner
         cls, settings = configure(learner)
-        assert cls.name == "a-ride"
-        own = {f"a_ride.{k}": v for k, v in vars(settings).items()}
+        assert cls.name == base
+        own = {f"{base.replace('-', '_')}.{k}": v for k, v in vars(settings).items()}
         return {**own, **{k: v for k, v in vars(learner).items() if k != "tables"}}
 
-    ablated, plain = read(variant), read("a-ride")
+    ablated, plain = read(variant), read(base)
     assert {k: v for k, v in ablated.items() if plain[k] != v} == changed
 
 
