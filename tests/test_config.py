@@ -348,6 +348,13 @@ MALFORMED = [
     (HOST_A + 'devices = { sim = 1 }\nenv = { A = "x\\u0000y" }\n', "hosts[0].env.A", "NUL"),
     (HOST_A + "devices = { sim = 100000000 }\n", "hosts[0].devices.sim", "at most 4096"),
     ("x = " + "[" * 5000 + "]" * 5000 + "\n" + ONE_HOST, "", "nested too deeply"),
+    (
+        "[learner]\nbatch_size = 1" + "0" * 400 + "\n" + ONE_HOST,
+        "learner.batch_size",
+        "beyond TOML's (64 bits)",
+    ),
+    ("[learner]\nlr_actor = 1" + "0" * 19 + "\n" + ONE_HOST, "learner.lr_actor", "a 65-bit integer"),
+    ("[learner]\nbatch_size = 1" + "0" * 5000 + "\n" + ONE_HOST, "", "invalid TOML: Exceeds the limit"),
     ('[[hosts]]\nname = "a"\naddress = "a..b"\ndevices = { sim = 1 }\n', "hosts[0].address", "empty part"),
     ('[[hosts]]\nname = "a"\naddress = ".a"\ndevices = { sim = 1 }\n', "hosts[0].address", "empty part"),
     (
@@ -485,3 +492,59 @@ def test_a_folder_that_cannot_be_entered_or_written_is_named_not_raised() -> Non
             f"cannot create {targets[1]}: the folder {base}/ro is not writable",
             "",
         ]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _OwnSettings:
+    """Settings an algorithm of a user's might declare: a list, an optional, and a check of its own."""
+
+    xs: list[int] = dataclasses.field(default_factory=list)
+    limit: float | None = None
+    x: int = 0
+
+    def __post_init__(self) -> None:
+        if self.x < 0:
+            raise ValueError("x must be >= 0")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _SetSettings:
+    tags: set[str] = dataclasses.field(default_factory=set)
+
+
+_LateSettings = dataclasses.make_dataclass("_LateSettings", [("when", "NotImported | None", None)])
+
+
+@pytest.mark.parametrize(
+    ("cls", "table", "said"),
+    [
+        (_OwnSettings, {"x": -1}, "hosts.toml: learner.own: x must be >= 0"),
+        (_OwnSettings, {"xs": [1, "a"]}, "hosts.toml: learner.own.xs[1]: expected an integer, got a string"),
+        (_OwnSettings, {"limit": "a"}, "hosts.toml: learner.own.limit: expected a number, got a string"),
+        (
+            _SetSettings,
+            {"tags": ["a"]},
+            "learner.own.tags: is declared set[str], a type the inventory cannot set",
+        ),
+        (
+            _LateSettings,
+            {"when": 1},
+            "learner.own: _LateSettings's field types cannot be read: name 'NotImported'",
+        ),
+    ],
+)
+def test_an_algorithms_own_settings_are_read_or_refused_in_one_line(
+    cls: type, table: dict[str, object], said: str
+) -> None:
+    """A user's algorithm declares its settings as it likes: each mistake is one line naming the key."""
+    with pytest.raises(ConfigError) as refused:
+        read_section(cls, table, "learner.own", source="hosts.toml")
+    assert said in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_algorithms_own_lists_and_optionals_are_read() -> None:
+    read = read_section(_OwnSettings, {"xs": [1, 2], "limit": 3}, "learner.own", source="hosts.toml")
+    assert read == _OwnSettings(xs=[1, 2], limit=3.0)
+    assert isinstance(read.limit, float)
+    assert read_section(_OwnSettings, {}, "learner.own") == _OwnSettings()

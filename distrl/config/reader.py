@@ -15,6 +15,7 @@ import operator
 import re
 import sys
 import tomllib
+import types
 import typing
 from collections import Counter
 from collections.abc import Mapping
@@ -86,6 +87,8 @@ def parse_inventory(text: str, *, source: str = "") -> Inventory:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError.at("", f"invalid TOML: {exc}", source or None) from exc
+    except ValueError as exc:  # a number past Python's 4,300 digits, which tomllib leaves uncaught
+        raise ConfigError.at("", f"invalid TOML: {str(exc).split(':')[0]}", source or None) from None
     except RecursionError:
         raise ConfigError.at("", "invalid TOML: nested too deeply", source or None) from None
     return Reader(source or None).inventory(data)
@@ -187,6 +190,8 @@ class Reader:
             if exc.file or not self.file:
                 raise
             raise self.fail(exc.path or path, exc.problem or str(exc)) from None
+        except (ValueError, TypeError) as exc:  # an algorithm's settings checking themselves their own way
+            raise self.fail(path, str(exc) or type(exc).__name__) from None
 
     def moved(self, table: object, path: str, moved: Mapping[str, str], why: str) -> None:
         """Refuse the keys of ``table`` that ``moved`` says are elsewhere now, saying where and ``why``."""
@@ -325,7 +330,10 @@ class Reader:
         """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""
         specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name not in ("source", "tables")}
         self.reject_unknown(table, list(specs), path)
-        hints = typing.get_type_hints(cls)
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception as exc:  # a name only imported for type checking, say, in an algorithm's settings
+            raise self.fail(path, f"{cls.__qualname__}'s field types cannot be read: {exc}") from None
         values: dict[str, Any] = {}
         for key, raw in table.items():
             where = _join(path, key)
@@ -340,6 +348,11 @@ class Reader:
     def value(self, hint: Any, raw: object, path: str) -> Any:
         origin = typing.get_origin(hint)
         args = typing.get_args(hint)
+        if isinstance(raw, int) and not isinstance(raw, bool) and not -(2**63) <= raw < 2**63:
+            raise self.fail(path, f"a {raw.bit_length() + 1}-bit integer is beyond TOML's (64 bits)")
+        if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+            # Optional: TOML has no null, so a key set is the other type's (a key left out keeps None)
+            return self.value(next(a for a in args if a is not type(None)), raw, path)
         if hint is bool:
             if isinstance(raw, bool):
                 return raw
@@ -384,9 +397,21 @@ class Reader:
                     raise self.fail(where, f"{key!r} is not a valid environment variable name")
                 result[key] = self.value(args[1], item, where)
             return result
+        if origin is list:
+            if not isinstance(raw, list):
+                raise self.fail(path, f"expected an array, got {_describe(raw)}")
+            return [self.value(args[0] if args else Any, item, f"{path}[{i}]") for i, item in enumerate(raw)]
         if dataclasses.is_dataclass(hint) and isinstance(hint, type):
             return self.section(hint, raw, path)
-        raise TypeError(f"no reader for {hint!r} at {path}")  # pragma: no cover - a bug in this module
+        if hint is Any:
+            return raw
+        # an algorithm's own settings may declare any type: say which one TOML cannot set
+        declared = hint.__name__ if isinstance(hint, type) else str(hint)
+        raise self.fail(
+            path,
+            f"is declared {declared}, a type the inventory cannot set (it sets bool, int, float, str,"
+            " Literal, tuple, list, dict of str, a dataclass, and X | None)",
+        )
 
     def check_bounds(self, bounds: Mapping[str, Any], value: object, path: str) -> None:
         if isinstance(value, tuple):
