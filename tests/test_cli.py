@@ -279,6 +279,32 @@ def test_a_bad_number_argument_is_named_in_words() -> None:
     assert "positive_int" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["eval", "tiny", "--seed", "1" + "0" * 30], "argument --seed: must be a seed from 0 to 4294967295"),
+        (["pretrain", "--out", "m", "--seed", "-1"], "argument --seed: must be a seed from 0 to 4294967295"),
+        (["eval", ""], "argument MODEL: expected a path, got ''"),
+        (["pretrain", "--out", ""], "argument --out: expected a path, got ''"),
+        (["pretrain", "--out", "m", "--start", " "], "argument --start: expected a path, got ' '"),
+        (["check", ""], "argument inventory: expected a path, got ''"),
+        (["collect", "h.toml", "--episodes", "1", "--out", ""], "argument --out: expected a path, got ''"),
+        (["save-model", "tiny", ""], "argument DIR: expected a path, got ''"),
+    ],
+)
+def test_a_seed_out_of_range_or_an_empty_path_is_refused_by_the_parser(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a seed past 64 bits was torch's traceback (after pretrain had begun), and "" was the folder
+    run from: "'.' already exists", "'.' is not a model folder"."""
+    from distrl.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    assert f"error: {said}" in capsys.readouterr().err.splitlines()[-1]
+
+
 def test_a_new_run_never_mixes_with_an_earlier_one_in_its_folder(tmp_path: Path) -> None:
     from distrl.config import load_inventory
     from distrl.fleet.run import _fresh_folder

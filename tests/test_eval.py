@@ -259,6 +259,8 @@ def test_eval_refuses_plays_that_would_say_nothing_or_never_end(capsys: pytest.C
     assert said.startswith("--samples 3 with --temperature 0 would play each task's greedy answer 3 times")
     said = _refused(["eval", "tiny-bc", "--episodes", "100000000"], capsys)
     assert said.startswith("--episodes 100000000 is more than eval plays (at most 100,000;")
+    said = _refused(["eval", "tiny-bc", "--samples", "1000000000"], capsys)
+    assert said == "--samples 1000000000 is more than eval plays (at most 1,000 plays of each task)"
 
 
 def test_a_run_folder_gives_its_newest_checkpoint_without_latest_and_says_when_it_has_none(

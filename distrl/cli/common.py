@@ -123,6 +123,28 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+MOST_SEED = 2**32 - 1
+"""The largest ``--seed``: every generator a seed reaches (torch's, Python's, the sim's) takes it."""
+
+
+def seed_number(text: str) -> int:
+    value = whole_number(text)
+    if not 0 <= value <= MOST_SEED:
+        raise argparse.ArgumentTypeError(f"must be a seed from 0 to {MOST_SEED}, got {value}")
+    return value
+
+
+def path_text(text: str) -> str:
+    """A file or folder named on the command line: not an empty word (``""`` would be the folder run from)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return text
+
+
+def path_argument(text: str) -> Path:
+    return Path(path_text(text))
+
+
 def port_number(text: str) -> int:
     value = whole_number(text)
     if not 1024 <= value <= 65535:

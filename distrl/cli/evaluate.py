@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 MOST_EPISODES = 100_000
 """The most ``--episodes`` eval plays: hundreds of times a split's tasks (``--samples`` plays each again)."""
 
+MOST_SAMPLES = 1_000
+"""The most ``--samples``: pass@K is read up to pass@1,000 (each sample is a whole play of every task)."""
+
 Results = list[tuple[float, "Evaluation"]]
 """Each decoding's temperature (0: greedy) and its evaluation, on the same tasks and seeds."""
 
@@ -54,6 +57,11 @@ def eval_command(args: argparse.Namespace) -> int:
         return fail(
             f"--episodes {args.episodes} is more than eval plays (at most {MOST_EPISODES:,}; a split has"
             " a few hundred tasks, and --samples K plays each of them K times)",
+            EXIT_USAGE,
+        )
+    if args.samples > MOST_SAMPLES:
+        return fail(
+            f"--samples {args.samples} is more than eval plays (at most {MOST_SAMPLES:,} plays of each task)",
             EXIT_USAGE,
         )
     if args.temperature == 0 and args.samples > 1:

@@ -16,12 +16,14 @@ from distrl.cli.common import (
     fraction,
     non_negative_float,
     non_negative_int,
+    path_argument,
+    path_text,
     port_number,
     positive_float,
     positive_int,
     positive_seconds,
     screen_size,
-    whole_number,
+    seed_number,
 )
 from distrl.cli.evaluate import eval_command
 from distrl.cli.local import (
@@ -103,7 +105,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     sim.add_argument(
         "--size", type=screen_size, default=(1080, 2400), help="screen size WxH (default 1080x2400)"
     )
-    sim.add_argument("--seed", type=whole_number, default=0, help="phone k is seeded with SEED+k (default 0)")
+    sim.add_argument("--seed", type=seed_number, default=0, help="phone k is seeded with SEED+k (default 0)")
     sim.add_argument(
         "--time-scale",
         type=non_negative_float,
@@ -171,7 +173,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "simulated phone's expert (with a share of plausible mistakes), within a time budget, then save it "
         "as a model folder that policy.model can name. Nothing is written until training has finished.",
     )
-    pretrain.add_argument("--out", required=True, metavar="FOLDER", help="the model folder to create")
+    pretrain.add_argument(
+        "--out", type=path_text, required=True, metavar="FOLDER", help="the model folder to create"
+    )
     pretrain.add_argument(
         "--suite",
         action="append",
@@ -229,6 +233,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     pretrain.add_argument(
         "--start",
+        type=path_text,
         default=None,
         metavar="MODEL",
         help="go on training this model (tiny-bc, tiny-weak or a model folder, as policy.model names them) "
@@ -236,7 +241,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "it knows)",
     )
     pretrain.add_argument(
-        "--seed", type=whole_number, default=0, help="seed of the weights and the data (default 0)"
+        "--seed", type=seed_number, default=0, help="seed of the weights and the data (default 0)"
     )
     pretrain.set_defaults(command=pretrain_command)
 
@@ -248,7 +253,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "--out) with its goal, outcome, the judge's verdict, and its steps: each screen, where the tap "
         "went, the model's answer and the reward. Open it in a browser; nothing else is needed.",
     )
-    view.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    view.add_argument("folder", metavar="DIR", type=path_argument, help="a folder of episodes")
     view.add_argument(
         "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
     )
@@ -261,7 +266,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         description="Write DIR/metadata.jsonl, a row per step beside its screen, so that "
         'datasets.load_dataset("imagefolder", data_dir=DIR) reads the episodes as a dataset.',
     )
-    export.add_argument("folder", metavar="DIR", type=Path, help="a folder of episodes")
+    export.add_argument("folder", metavar="DIR", type=path_argument, help="a folder of episodes")
     export.add_argument(
         "--strict", action="store_true", help="fail on a malformed episode (default: skip it with a warning)"
     )
@@ -276,9 +281,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "config names tiny-bc), for transformers and peft without distrl.",
     )
     save_model.add_argument("model", choices=["tiny", "tiny-bc", "tiny-weak"], help="which built-in model")
-    save_model.add_argument("out", metavar="DIR", help="an empty or new folder")
+    save_model.add_argument("out", type=path_text, metavar="DIR", help="an empty or new folder")
     save_model.add_argument(
-        "--seed", type=whole_number, default=None, help="tiny's weights seed (default 0; tiny alone)"
+        "--seed", type=seed_number, default=None, help="tiny's weights seed (default 0; tiny alone)"
     )
     save_model.set_defaults(command=save_model_command)
 
@@ -292,7 +297,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "each task at temperature 1, seeded SEED, SEED+1, ...) and the tasks solved at least once, per "
         "template.",
     )
-    evaluate.add_argument("model", metavar="MODEL", help="a local model folder, tiny, tiny-bc or tiny-weak")
+    evaluate.add_argument(
+        "model", type=path_text, metavar="MODEL", help="a local model folder, tiny, tiny-bc or tiny-weak"
+    )
     evaluate.add_argument("--adapter", default="", type=adapter_folder, metavar="FOLDER", help=ADAPTER_HELP)
     evaluate.add_argument("--suite", default="general", help="general or web_shopping (default general)")
     evaluate.add_argument(
@@ -320,7 +327,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         help="plays of each task at temperature 1 (or --temperature above 0), for pass@1..K (default 1)",
     )
     evaluate.add_argument(
-        "--seed", type=whole_number, default=0, help="task order and sampling seed (default 0)"
+        "--seed", type=seed_number, default=0, help="task order and sampling seed (default 0)"
     )
     evaluate.add_argument(
         "--against-start",
@@ -353,7 +360,9 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "report its agreement with the sim's own success checks (accuracy, precision, recall, the confusion "
         "table), its cost per episode and how long an episode waits for its score.",
     )
-    judge_eval.add_argument("inventory", metavar="HOSTS_TOML", help="an inventory with a [judge] table")
+    judge_eval.add_argument(
+        "inventory", type=path_text, metavar="HOSTS_TOML", help="an inventory with a [judge] table"
+    )
     judge_eval.add_argument(
         "--episodes", type=positive_int, default=64, metavar="N", help="episodes to judge (default 64)"
     )
@@ -362,7 +371,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "--split", default="test", choices=["train", "test", "unseen"], help="(default test)"
     )
     judge_eval.add_argument(
-        "--seed", type=whole_number, default=0, help="task order and play seed (default 0)"
+        "--seed", type=seed_number, default=0, help="task order and play seed (default 0)"
     )
     judge_eval.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     judge_eval.set_defaults(command=judge_eval_command)

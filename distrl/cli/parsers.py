@@ -5,10 +5,16 @@ commands themselves are in ``distrl.cli.fleet`` and ``distrl.cli.local``."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from distrl import __version__
-from distrl.cli.common import ADAPTER_HELP, adapter_folder, positive_int, whole_number
+from distrl.cli.common import (
+    ADAPTER_HELP,
+    adapter_folder,
+    path_argument,
+    path_text,
+    positive_int,
+    seed_number,
+)
 from distrl.cli.fleet import (
     check_command,
     collect_command,
@@ -56,7 +62,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "stops it cleanly, with a checkpoint). Progress goes to stderr; checkpoints and TensorBoard logs to "
         "<run.output_dir>/<run.name>.",
     )
-    run.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
+    run.add_argument("inventory", type=path_text, help="the hosts file, e.g. hosts.example.toml")
     start = run.add_mutually_exclusive_group()
     start.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     start.add_argument(
@@ -71,7 +77,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         description="Start a worker on every host of the inventory, shake hands with each, time heartbeat "
         "round trips and shut the workers down: the cheapest end-to-end check of an inventory.",
     )
-    probe.add_argument("inventory", help="the hosts file, e.g. hosts.example.toml")
+    probe.add_argument("inventory", type=path_text, help="the hosts file, e.g. hosts.example.toml")
     probe.add_argument(
         "--heartbeats",
         type=positive_int,
@@ -92,7 +98,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "(torch build, index, wheelhouse) are DISTRL_* variables in its env table (docs: guides, 'Remote "
         "hosts and deploy'). Exits 1 if any host failed.",
     )
-    deploy.add_argument("inventory", help="the hosts file")
+    deploy.add_argument("inventory", type=path_text, help="the hosts file")
     deploy.add_argument(
         "--hosts", default="", metavar="NAME,...", help="only these hosts (default: every SSH host)"
     )
@@ -105,7 +111,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         help="check an inventory without running anything",
         description="Load and check the inventory, then print its hosts and devices.",
     )
-    check.add_argument("inventory", help="the hosts file")
+    check.add_argument("inventory", type=path_text, help="the hosts file")
     check.set_defaults(command=check_command)
 
     collect = commands.add_parser(
@@ -116,7 +122,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "task files or sim suite, of --split) with --policy, without training, and write them to --out in "
         "the episodes format (the trajectory as JSON, screens as JPEG; distrl.episodes).",
     )
-    collect.add_argument("inventory", metavar="HOSTS_TOML", help="the hosts file")
+    collect.add_argument("inventory", type=path_text, metavar="HOSTS_TOML", help="the hosts file")
     collect.add_argument(
         "--policy",
         default="",
@@ -133,7 +139,9 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         default="test",
         help="which split of the tasks: a sim suite has train, test and unseen (default test)",
     )
-    collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the episodes go")
+    collect.add_argument(
+        "--out", type=path_argument, required=True, metavar="DIR", help="where the episodes go"
+    )
     collect.add_argument(
         "--group-size",
         type=positive_int,
@@ -142,9 +150,7 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         help="play each task on K devices at once, its K episodes a group (pass@k data; default: the"
         " inventory's [tasks] group_size)",
     )
-    collect.add_argument(
-        "--seed", type=whole_number, default=None, help="task order seed (default: run.seed)"
-    )
+    collect.add_argument("--seed", type=seed_number, default=None, help="task order seed (default: run.seed)")
     collect.set_defaults(command=collect_command)
 
     init = commands.add_parser(
@@ -155,7 +161,12 @@ def _add_fleet_commands(commands: Commands, common: argparse.ArgumentParser) -> 
         "key with its default) to HOSTS_TOML, to edit and run.",
     )
     init.add_argument(
-        "inventory", metavar="HOSTS_TOML", nargs="?", default="hosts.toml", help="(default hosts.toml)"
+        "inventory",
+        type=path_text,
+        metavar="HOSTS_TOML",
+        nargs="?",
+        default="hosts.toml",
+        help="(default hosts.toml)",
     )
     init.add_argument("--force", action="store_true", help="overwrite HOSTS_TOML if it exists")
     init.set_defaults(command=init_command)
