@@ -743,11 +743,13 @@ def _one_sentence(error: PolicyError) -> str:
 def test_a_bad_model_or_adapter_is_one_sentence(tmp_path: Path) -> None:
     cases = [
         (PolicySettings(model=str(tmp_path / "nowhere")), "does not exist"),
+        (PolicySettings(model=str(tmp_path / "hosts.toml")), "hosts.toml' is a file, not a folder"),
         (PolicySettings(model=str(tmp_path)), "no config.json"),
         (PolicySettings(adapter=str(tmp_path / "no-adapter")), "the adapter folder"),
         (PolicySettings(adapter=str(tmp_path)), "not a PEFT adapter folder"),
         (PolicySettings(lora_targets=("no_such_module",)), "LoRA targets"),
     ]
+    (tmp_path / "hosts.toml").write_text("[run]\n")
     text_only = tmp_path / "text-only"
     Qwen2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, vocab_size=64).save_pretrained(
         text_only

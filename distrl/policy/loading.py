@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import warnings
@@ -73,8 +74,9 @@ def model_folder(model: str) -> Path:
     ``PolicyError`` (before anything is loaded: what a command checks before it starts)."""
     folder = Path(model).expanduser()
     where = repr(str(folder))
-    if not folder.is_dir():
-        raise PolicyError(f"the model folder {where} does not exist", model=model, phase="load")
+    if not os.path.isdir(folder):
+        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
+        raise PolicyError(f"the model folder {where} {what}", model=model, phase="load")
     if not (folder / "config.json").is_file():
         raise PolicyError(
             f"{where} is not a Hugging Face model folder (it has no config.json)", model=model, phase="load"
