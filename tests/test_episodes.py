@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -175,6 +176,8 @@ def test_half_written_and_foreign_folders_are_passed_over_or_named(tmp_path: Pat
     writer = EpisodeWriter(tmp_path)
     writer.write(_trajectory("1"))
     (tmp_path / "run~abc~2.partial").mkdir()  # a write cut short
+    # cut short after its episode.json, before the rename: the episode is written again under its name
+    shutil.copytree(tmp_path / "run~abc~1", tmp_path / "run~abc~1.partial")
     assert [t.id for t in read_episodes(tmp_path)] == ["run/abc/1"]
     (tmp_path / "run~abc~1" / "episode.json").write_text('{"format": "2"}')
     said = r"run~abc~1/episode\.json: format '2', not an episode format \(1 to 2\)"
@@ -343,6 +346,11 @@ def test_a_format_1_folder_is_read_converted_and_left_as_it_was(tmp_path: Path) 
 
 V1_CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     (
+        "a line nested too deeply",
+        lambda f: (f / "steps.jsonl").write_text("[" * 200_000 + "\n"),
+        r"steps\.jsonl:1: is not an episode's JSON \(nested too deeply\)",
+    ),
+    (
         "an unknown action",
         lambda f: _edit_steps(
             f / "steps.jsonl", lambda lines: lines[0].__setitem__("action", {"type": "FLY"})
@@ -438,6 +446,17 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     ),
     ("not JSON", lambda f: (f / "episode.json").write_text("{oops"), r"episode\.json: is not JSON"),
     ("not UTF-8", lambda f: (f / "episode.json").write_bytes(b"\xff\xfe{}"), r"episode\.json: is not UTF-8"),
+    (
+        "nested too deeply",
+        lambda f: (f / "episode.json").write_text("[" * 200_000),
+        r"episode\.json: is not an episode's JSON \(nested too deeply\)",
+    ),
+    ("a lone surrogate", _set("trajectory.task.goal", "\ud800"), r"episode\.json: holds a lone surrogate"),
+    (
+        "a screen's name too long to open",
+        _set("screens.0", "a" * 5000),
+        r"episode\.json: screens\[0\] names 'a{40}'\.\.\., which cannot be read \(File name too long\)",
+    ),
     (
         "no format",
         _set("format", "-"),

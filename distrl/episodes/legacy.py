@@ -44,6 +44,10 @@ def why_unreadable(exc: Exception) -> str:
         return f"cannot be read ({exc.strerror or exc})"
     if isinstance(exc, UnicodeDecodeError):
         return "is not UTF-8 text"
+    if isinstance(exc, UnicodeEncodeError):
+        return "holds a lone surrogate (\\ud800 to \\udfff unpaired): JSON, but no text"
+    if isinstance(exc, RecursionError):
+        return "is not an episode's JSON (nested too deeply)"
     return f"is not JSON ({exc})"
 
 
@@ -112,8 +116,9 @@ def _lines(steps_file: Path) -> list[Document]:
         where = f"{steps_file}:{number}"
         try:
             data = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{where}: is not JSON ({exc})") from None
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{where}: {why_unreadable(exc)}") from None
         lines.append(Document(data, "", fail=file_errors(where)))
     return lines
 

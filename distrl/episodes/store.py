@@ -212,10 +212,13 @@ class _ScreenFiles(Attachments):
 def _check_screen(name: str, folder: Path, where: str) -> None:
     """A screen is a file of the episode's own folder, named plainly (no path, no '..', no link out)."""
     plain = name and "/" not in name and "\\" not in name and name not in (".", "..") and "\0" not in name
-    if not plain or (folder / name).resolve().parent != folder.resolve():
-        raise DocumentError(where, f"names {name!r}, not a file of the episode's folder")
-    if not (folder / name).is_file():
-        raise DocumentError(where, f"names {name}, which is missing")
+    try:
+        if not plain or (folder / name).resolve().parent != folder.resolve():
+            raise DocumentError(where, f"names {name!r}, not a file of the episode's folder")
+        if not (folder / name).is_file():
+            raise DocumentError(where, f"names {name}, which is missing")
+    except OSError as exc:  # a name too long for the file system, say
+        raise DocumentError(where, f"names {name[:40]!r}..., which cannot be read ({exc.strerror})") from None
     problem = _not_jpeg(folder / name)
     if problem:
         raise DocumentError(where, f"names {name}, which {problem}")
@@ -238,9 +241,13 @@ def _not_jpeg(path: Path) -> str:
 
 
 def episode_folders(folder: str | Path) -> list[Path]:
-    """The episodes' folders in ``folder``, in the order of their ids (half-written ones skipped)."""
+    """The episodes' folders in ``folder``, in the order of their ids (half-written ones skipped: without
+    their episode.json yet, or still named ``.partial``, as a stop before ``write`` renamed it leaves one:
+    the episode, written again, is in the folder of its own name)."""
     return [
-        path for path in sorted(Path(folder).iterdir()) if path.is_dir() and (path / EPISODE_FILE).is_file()
+        path
+        for path in sorted(Path(folder).iterdir())
+        if not path.name.endswith(".partial") and path.is_dir() and (path / EPISODE_FILE).is_file()
     ]
 
 
@@ -253,7 +260,8 @@ def read_stored(path: str | Path, *, load_screens: bool = True) -> StoredEpisode
     head_file = path / EPISODE_FILE
     try:
         head = json.loads(head_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        json.dumps(head, ensure_ascii=False).encode("utf-8")  # "\\ud800" is JSON, but no text to show
+    except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(f"{head_file}: {why_unreadable(exc)}") from None
     document = Document(head, "", fail=file_errors(head_file))
     if not document.has("format"):
