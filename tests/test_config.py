@@ -38,6 +38,7 @@ from distrl.learner.algorithms import configure, names, resolve, table_name
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "hosts.example.toml"
 ONE_HOST = '[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 2 }\n'
+JUDGE = '[judge]\nbase_url = "{url}"\nmodel = "judge-model"\n'
 
 
 def test_example_loads_as_documented() -> None:
@@ -377,6 +378,10 @@ MALFORMED = [
         "two workers cannot drive one device",
     ),
     (HOST_A + 'devices = { sim = 1 }\nworkdir = "/nonexistent/distrl"\n', "hosts[0].workdir", "not a folder"),
+    (JUDGE.format(url="http://[::1/v1") + ONE_HOST, "judge.base_url", "is not a URL (Invalid IPv6 URL)"),
+    (JUDGE.format(url="http://host:99999/v1") + ONE_HOST, "judge.base_url", "Port out of range"),
+    (JUDGE.format(url="http://host:abc/v1") + ONE_HOST, "judge.base_url", "is not a URL"),
+    (JUDGE.format(url="http://:8000/v1") + ONE_HOST, "judge.base_url", "names no host"),
 ]
 
 

@@ -17,6 +17,7 @@ import sys
 import tomllib
 import types
 import typing
+import urllib.parse
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -81,6 +82,17 @@ def load_inventory(path: str | Path) -> Inventory:
     return parse_inventory(text, source=file)
 
 
+def _url_problem(url: str) -> str:
+    """What keeps ``url`` from naming an endpoint (a bracket left open, a port that is no port, no
+    host), in words; "" when nothing does."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a port out of range or not a number raises
+    except ValueError as exc:
+        return f"{url!r} is not a URL ({exc})"
+    return "" if parts.hostname else f"{url!r} names no host"
+
+
 def parse_inventory(text: str, *, source: str = "") -> Inventory:
     """Check an inventory given as TOML text; ``source`` names it in errors."""
     try:
@@ -131,6 +143,8 @@ class Reader:
             raise self.fail("judge.model", "is needed with judge.base_url (the model to ask)")
         if judge.model and not judge.configured:
             raise self.fail("judge.base_url", "is needed with judge.model (the endpoint to ask)")
+        if judge.configured and (problem := _url_problem(judge.base_url)):
+            raise self.fail("judge.base_url", problem)  # found now, not after the episodes it was to judge
         cache = (
             self.local_path(judge.cache)
             if judge.cache
