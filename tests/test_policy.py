@@ -936,6 +936,21 @@ def test_save_model_refuses_what_it_cannot_do_before_building_anything(
     assert not Path("new").exists()
 
 
+def test_save_model_writes_to_a_home_folder_as_the_inventory_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``~/tiny`` is the home folder's, as ``[policy] model = "~/tiny"`` reads it, not a folder named ~."""
+    from distrl.cli import main
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert main(["save-model", "tiny", "~/tiny"]) == 0
+    assert (tmp_path / "home" / "tiny" / "config.json").is_file()
+    assert not Path("~").exists()
+    assert f"[policy] model = '{tmp_path / 'home' / 'tiny'}'" in capsys.readouterr().out
+
+
 def test_adapters_attached_side_by_side_leave_the_warning_filters_as_they_were() -> None:
     """The learner and a worker attach their adapters in threads at once; peft's deprecation warnings stay
     hidden in both, and the process's warning filters come out as they went in."""

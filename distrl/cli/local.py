@@ -246,17 +246,20 @@ def save_model_command(args: argparse.Namespace) -> int:
             " leave it out",
             EXIT_USAGE,
         )
-    target = Path(args.out)
-    if target.is_dir() and any(target.iterdir()):
-        return fail(f"{target} is not empty", EXIT_USAGE)
+    target = Path(args.out).expanduser()  # as the inventory's policy.model reads it
     if problem := cannot_create(target):
         return fail(problem, EXIT_USAGE)
+    if target.is_dir() and any(target.iterdir()):
+        return fail(f"{target} is not empty", EXIT_USAGE)
     model, prompter = (
         build_tiny(seed=args.seed or 0) if args.model == "tiny" else build_pretrained(args.model)
     )
-    target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(target))
-    prompter.save_pretrained(target)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(target))
+        prompter.save_pretrained(target)
+    except OSError as exc:  # a folder the checks passed that the system will not make (/proc, say)
+        return fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
     say(
         f"wrote {args.model} to {target}: a Qwen2-VL model folder that transformers loads"
         f" (AutoModelForImageTextToText.from_pretrained), and [policy] model = {str(target)!r} runs"
