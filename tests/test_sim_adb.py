@@ -538,3 +538,28 @@ def test_sim_command_port_in_use_is_one_sentence(tmp_path: Path) -> None:
     assert (
         result.stderr == f"distrl: error: cannot serve the phones: port {base + 1} on 127.0.0.1 is in use\n"
     )
+
+
+def test_sim_command_refuses_a_token_file_or_snapshots_it_cannot_use_before_any_phone_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each console reads the token file as it starts: one it cannot was a traceback of every phone's."""
+    from distrl.cli import main
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "bad").write_bytes(b"\xff\xfe")
+    for args, said in [
+        (["--token-file", str(tmp_path)], f"--token-file {tmp_path} cannot be read (Is a directory)"),
+        (["--token-file", str(tmp_path / "bad")], f"--token-file {tmp_path / 'bad'} is not UTF-8 text"),
+        (
+            ["--token-file", f"{tmp_path}/file/t"],
+            f"--token-file {tmp_path}/file/t cannot be read (Not a directory)",
+        ),
+        (
+            ["--snapshots", str(tmp_path / "file")],
+            f"--snapshots: {tmp_path / 'file'} is a file, not a folder",
+        ),
+        (["--snapshot", "s"], "--snapshot s names a snapshot of --snapshots DIR: give the folder"),
+    ]:
+        assert main(["sim", "--no-register", "--base-port", str(_free_base()), *args]) == 2, args
+        assert capsys.readouterr().err.splitlines() == [f"distrl: error: {said}"], args

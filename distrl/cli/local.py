@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distrl.actions import format_action, parse_action, to_gesture
-from distrl.config import load_inventory
+from distrl.config import load_inventory, not_a_folder
 from distrl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def worker_command(args: argparse.Namespace) -> int:
 def sim_command(args: argparse.Namespace) -> int:
     import socket
 
+    from distrl.sim.console import read_token
     from distrl.sim.latency import LatencyProfile
     from distrl.sim.phone import PhoneConfig
     from distrl.sim.server import ServedPhone, serve_phones
@@ -57,6 +58,19 @@ def sim_command(args: argparse.Namespace) -> int:
         config = PhoneConfig(width=width, height=height, seed=args.seed)
     except ValueError as exc:
         return fail(str(exc), EXIT_USAGE)
+    if args.snapshot and args.snapshots is None:
+        return fail(
+            f"--snapshot {args.snapshot} names a snapshot of --snapshots DIR: give the folder", EXIT_USAGE
+        )
+    if args.snapshots is not None and (problem := not_a_folder(args.snapshots.expanduser())):
+        return fail(f"--snapshots: {problem}", EXIT_USAGE)
+    try:  # as each console will, before any phone starts: a token file that cannot be read is one line
+        read_token(Path(args.token_file))
+    except (OSError, UnicodeDecodeError) as exc:
+        why = (
+            "is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot be read ({exc.strerror})"
+        )
+        return fail(f"--token-file {args.token_file} {why}", EXIT_USAGE)
     adb_port = args.adb_server_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
     register: int | None = None
     if not args.no_register:
@@ -88,7 +102,7 @@ def sim_command(args: argparse.Namespace) -> int:
         token_file=Path(args.token_file),
         register_with=register,
         boot_s=args.boot_s,
-        snapshot_dir=args.snapshots,
+        snapshot_dir=args.snapshots and args.snapshots.expanduser(),
         read_only=args.read_only,
         start_snapshot=args.snapshot,
         task_status=Report(),
