@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -346,6 +347,13 @@ def test_init_writes_the_documented_inventory_and_never_overwrites(tmp_path: Pat
     _is_the_example_made_by_init(target)
     under_a_file = distrl("init", str(target / "hosts.toml"))
     assert_one_sentence_error(under_a_file, 2, f"{target / 'hosts.toml'}: Not a directory")
+    folder = distrl("init", f"{tmp_path}/new/")
+    assert_one_sentence_error(folder, 2, f"names a folder: name the file, e.g. {tmp_path}/new/hosts.toml")
+    long = distrl("init", str(tmp_path / ("a" * 300)))
+    assert_one_sentence_error(long, 2, "File name too long")
+    not_utf8 = distrl("init", os.fsdecode(bytes(tmp_path) + b"/y\xff.toml"))
+    assert_one_sentence_error(not_utf8, 2, "is not a UTF-8 file name: name it in UTF-8")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hosts.toml"]  # nothing else made
     if Path("/dev/full").exists():  # a full disk is no usage error: exit 1
         assert_one_sentence_error(
             distrl("init", "/dev/full", "--force"), 1, "/dev/full: No space left on device"

@@ -335,5 +335,7 @@ def test_unknown_hosts_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureF
     inventory.write_text('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
     assert main(["deploy", str(inventory), "--hosts", "a,b"]) == 2
     assert "--hosts: no host b in" in capsys.readouterr().err
+    assert main(["deploy", str(inventory), "--hosts", ",,"]) == 2  # not every host, as no --hosts is
+    assert "--hosts ',,' names no host" in capsys.readouterr().err
     assert main(["deploy", str(inventory)]) == 0
     assert re.search(r"a +skipped +local: runs this machine's distrl", capsys.readouterr().out)

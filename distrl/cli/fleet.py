@@ -198,6 +198,8 @@ def deploy_command(args: argparse.Namespace) -> int:
 
     inventory = load_inventory(args.inventory)
     names = [name.strip() for name in args.hosts.split(",") if name.strip()]
+    if args.hosts.strip() and not names:  # "," would otherwise be every host, as leaving it out is
+        return fail(f"--hosts {args.hosts!r} names no host", EXIT_USAGE)
     unknown = sorted(set(names) - {host.name for host in inventory.hosts})
     if unknown:
         known = ", ".join(host.name for host in inventory.hosts)
@@ -425,13 +427,21 @@ def init_command(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
     target = Path(args.inventory)
-    if target.exists() and not args.force:
-        return fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
+    if args.inventory.endswith(os.sep):  # Path drops the slash: the file would take the folder's name
+        return fail(
+            f"{args.inventory} names a folder: name the file, e.g. {target / 'hosts.toml'}", EXIT_USAGE
+        )
     example = files("distrl").joinpath("hosts.example.toml").read_text(encoding="utf-8")
     try:
-        target.write_text(_made_by_init(example, target), encoding="utf-8")
-    except OSError as exc:
+        if target.exists() and not args.force:
+            return fail(f"{target} exists; --force to overwrite it", EXIT_USAGE)
+        text = _made_by_init(example, target)
+        str(target).encode("utf-8")  # a name the inventory could not name itself by, before the file is made
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a name too long, a folder missing or read-only
         return fail_file(exc, target)
+    except UnicodeEncodeError:
+        return fail(f"{str(target)!r} is not a UTF-8 file name: name it in UTF-8", EXIT_USAGE)
     say(f"wrote {target}: one local worker and 32 simulated phones; every key is documented there.")
     say(f"next: python -m distrl check {target}   then: python -m distrl run {target}")
     return 0
