@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -768,6 +769,21 @@ def _red_widths(image: Image.Image) -> list[int]:
     row = red[numpy.flatnonzero(red.sum(axis=1) >= 100)[0] + 20]  # a row of screens, not a red word
     edges = numpy.flatnonzero(numpy.diff(numpy.concatenate(([0], row, [0]))))
     return [int(end - start) for start, end in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def test_the_viewers_screens_are_found_in_folders_of_any_name(tmp_path: Path) -> None:
+    """A '#', a '?' or a space in a folder's name (renamed by hand) ends or breaks a link left as it is;
+    a name in no UTF-8 could not be written into the page at all."""
+    from distrl.episodes.view import write_viewer
+
+    folder = tmp_path / "episodes"
+    EpisodeWriter(folder).write(_trajectory("1"))
+    (folder / "run~abc~1").rename(folder / "run #1?")
+    page = write_viewer(folder)
+    assert "src='run%20%231%3F/" in page.read_text()
+    assert _share(_rendered(page, tmp_path), (200, 10, 10)) > 0.01  # the step's screen, found
+    (folder / "run #1?").rename(folder / os.fsdecode(b"ep\xff"))
+    assert "src='ep%FF/" in write_viewer(folder).read_text()
 
 
 def test_the_viewer_tells_the_outcome_from_the_end_and_shows_the_phones_resolution(tmp_path: Path) -> None:

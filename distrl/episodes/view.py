@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import html
+import os
+import urllib.parse
 from pathlib import Path
 
 from distrl.episodes.store import StoredEpisode, stored_episodes
@@ -162,13 +164,14 @@ def _episode(episode: StoredEpisode, *, first: bool) -> str:
         f" data-outcome='{outcome}' data-task='{html.escape(goal, quote=True)}' data-versions=' {versions} '"
     )
     if episode.final_screen:
-        source = html.escape(f"{name}/{episode.final_screen}", quote=True)
+        source = _link(f"{name}/{episode.final_screen}")
         figures.append(
             f"<figure>{_SCREEN}<img src='{source}' alt='final screen'></div>"
             "<figcaption>the final screen</figcaption></figure>"
         )
     return (
-        f"<details id='{html.escape(name, quote=True)}'{data}{' open' if first else ''}>"
+        f"<details id='{html.escape(os.fsencode(name).decode('utf-8', 'backslashreplace'), quote=True)}'"
+        f"{data}{' open' if first else ''}>"
         f"<summary><b>{html.escape(goal)}</b> "
         f"<span class='{outcome}'>{outcome}</span> · {_count(len(trajectory.steps), 'step')}"
         f" · <span class='ended'>ended: {html.escape(_ENDED.get(end, end))}</span>"
@@ -193,9 +196,15 @@ def _step(name: str, step: Step, screen: str) -> str:
         what = f"invalid: {action.reason}"
     else:
         what = action.type.name + (f" “{action.text}”" if action.text else "")
-    source = html.escape(f"{name}/{screen}", quote=True)
+    source = _link(f"{name}/{screen}")
     return (
         f"<figure>{_SCREEN}<img src='{source}' alt='step {step.index}'>{marks}</div>"
         f"<figcaption>{step.index}. {html.escape(what)} · reward {step.reward}<br>"
         f"<code>{html.escape(step.output[:300])}</code></figcaption></figure>"
     )
+
+
+def _link(path: str) -> str:
+    """``path`` (relative to the page) as an ``src``: its bytes on disk percent-encoded, so that a '#', a
+    '?', a space or a name in no UTF-8 still leads to its file."""
+    return html.escape(urllib.parse.quote(os.fsencode(path)), quote=True)
