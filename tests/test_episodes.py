@@ -186,6 +186,24 @@ def test_half_written_and_foreign_folders_are_passed_over_or_named(tmp_path: Pat
         list(read_episodes(tmp_path))
 
 
+@pytest.mark.parametrize("episode_id", ["", ".", "..", "run/abc/9.partial", "a\0b"])
+def test_an_id_that_names_no_folder_of_its_own_is_refused_and_nothing_is_removed(
+    tmp_path: Path, episode_id: str
+) -> None:
+    """ "" and "." named the episodes' folder itself, and ".." its parent: writing removed them first."""
+    (tmp_path / "beside.txt").write_text("kept")
+    writer = EpisodeWriter(tmp_path / "episodes")
+    for number in "123":
+        writer.write(_trajectory(number))
+    with pytest.raises(
+        ValueError, match=f"trajectory.id {re.escape(repr(episode_id))} names no episode folder"
+    ):
+        writer.write(dataclasses.replace(_trajectory("4"), id=episode_id))
+    assert [t.id for t in read_episodes(tmp_path / "episodes")] == ["run/abc/1", "run/abc/2", "run/abc/3"]
+    assert (tmp_path / "beside.txt").read_text() == "kept"
+    assert writer.written == 3
+
+
 def test_an_episode_of_a_newer_format_is_refused_in_one_line(tmp_path: Path) -> None:
     folder = tmp_path / "episodes"
     episode = EpisodeWriter(folder).write(_trajectory("1"))

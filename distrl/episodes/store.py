@@ -69,8 +69,14 @@ JPEG_END = b"\xff\xd9"
 
 
 def episode_folder_name(episode_id: str) -> str:
-    """The folder an episode is written to: its id, with ``/`` as ``~`` (ids are ``run/xxxx/0000042``)."""
-    return episode_id.replace("/", "~")
+    """The folder an episode is written to: its id, with ``/`` as ``~`` (ids are ``run/xxxx/0000042``).
+    ``ValueError`` for an id that names no folder of its own in the episodes' folder (empty, ``.``,
+    ``..``, with a NUL) or one the reader passes over (``….partial``): writing it would replace the folder
+    itself, or its parent, or be lost."""
+    name = episode_id.replace("/", "~")
+    if name in ("", ".", "..") or "\0" in name or name.endswith(".partial"):
+        raise ValueError(f"trajectory.id {episode_id!r} names no episode folder of its own: not written")
+    return name
 
 
 class EpisodeWriter:
@@ -121,10 +127,10 @@ class EpisodeWriter:
                     self.bytes / 1e6,
                 )
             return None
+        target = self.folder / episode_folder_name(trajectory.id)  # before anything is written or removed
         outbox = Outbox()
         form = trajectory_to_json(self._in_jpeg(trajectory), "trajectory", outbox)
         screens = _screen_names(form, len(outbox.blobs))
-        target = self.folder / episode_folder_name(trajectory.id)
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
