@@ -12,10 +12,12 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import getpass
 import json
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -31,7 +33,7 @@ from support import small_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from distrl.actions import parse_action
-from distrl.config import Inventory, parse_inventory
+from distrl.config import Inventory, PolicySettings, parse_inventory
 from distrl.episodes import read_episodes
 from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.fleet import RunStats, board, collect, train
@@ -653,3 +655,31 @@ async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() ->
     assert sampler.handed_out == 3
     assert sampler.failed == {"link_lost": 1}
     assert len({first[0], second[0], taken[0][0]}) == 3  # every episode id is new
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "said"),
+    [
+        ({"seed": -1}, ConfigError, "seed: must be an integer ≥ 0, not -1"),
+        ({"seed": "abc"}, TypeError, "seed must be an integer, not 'abc'"),
+        ({"episodes": 1.5}, TypeError, "episodes must be an integer, not 1.5"),
+        ({"group_size": "1"}, TypeError, "group_size must be an integer, not '1'"),
+        ({"policy": 123}, TypeError, "policy must be PolicySettings, a model folder or None, not int"),
+        ({"policy": ""}, ValueError, "policy '' names no model"),
+        ({"policy": PolicySettings(model="tiny", temperature=-1.0)}, ConfigError, "policy.temperature"),
+        ({"split": None}, ValueError, "split must be a split's name"),
+        ({"tasks": ["general/x"]}, TypeError, "tasks must be Task records or a suite's name"),
+    ],
+)
+def test_collect_refuses_arguments_a_worker_would_refuse_before_any_host_starts(
+    arguments: dict[str, object], error: type[Exception], said: str
+) -> None:
+    """Refused at each worker's setup, they were asked again until the workers gave up: collect came back
+    empty after half a minute, with no error."""
+
+    def opener(*_: object) -> object:
+        pytest.fail("a host was started")
+
+    inventory = parse_inventory('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
+    with pytest.raises(error, match=re.escape(said)):
+        anyio.run(functools.partial(collect, inventory, opener=opener, **{"episodes": 1, **arguments}))

@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from distrl.config import EXPERT, Inventory, PolicySettings, load_inventory
+from distrl.config import (
+    EXPERT,
+    Inventory,
+    PolicySettings,
+    load_inventory,
+    parse_worker_settings,
+    worker_settings_json,
+)
 from distrl.episodes import EpisodeWriter
 from distrl.errors import CheckpointError, ConfigError, DistrlError
 from distrl.fleet.board import Board, Curves
@@ -88,11 +95,14 @@ async def collect(
     episodes that still waited for the judge, unscored. ``group_size`` K (default the inventory's
     ``[tasks] group_size``) plays each task on K devices at once, for pass@k data: the K trajectories
     share their ``group``; ``episodes`` is a multiple of it (``ValueError`` otherwise, as for ``episodes``
-    below 1 or a ``group_size`` below 1 or above the fleet's devices). ``opener`` starts each host's worker:
+    below 1 or a ``group_size`` below 1 or above the fleet's devices); settings a worker would refuse (a
+    negative ``seed``, a ``policy`` out of its bounds) are a ``ConfigError`` and arguments of the wrong
+    kind a ``TypeError``, before any host starts. ``opener`` starts each host's worker:
     ``distrl.transport.open_host`` (a subprocess or SSH, as the inventory says), or one in its place:
     ``lambda entry, timeouts: MemoryHost(entry, timeouts, agent).open()`` runs ``agent`` (such as the worker
     agent, ``distrl.worker.serve``) in this process, over memory streams.
     """
+    _check_collect_arguments(policy, tasks, split, episodes, seed, group_size)
     inventory = _inventory(hosts)
     if isinstance(policy, str):
         policy = dataclasses.replace(inventory.policy, model=policy)
@@ -100,6 +110,9 @@ async def collect(
         inventory = dataclasses.replace(inventory, policy=policy)
     if seed is not None:
         inventory = dataclasses.replace(inventory, run=dataclasses.replace(inventory.run, seed=seed))
+    # what every worker checks of its settings at setup, checked here first: refused there, each worker
+    # was asked again until it gave up, and collect came back empty
+    parse_worker_settings(worker_settings_json(inventory))
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
     if group_size is not None:
@@ -337,6 +350,30 @@ def _verify(checkpoints: Checkpoints, folder: Path) -> None:
 
 def _inventory(hosts: Inventory | str | Path) -> Inventory:
     return hosts if isinstance(hosts, Inventory) else load_inventory(hosts)
+
+
+def _check_collect_arguments(
+    policy: object, tasks: object, split: object, episodes: object, seed: object, group_size: object
+) -> None:
+    """``collect``'s arguments of the wrong kind, in one ``TypeError`` or ``ValueError`` naming the
+    argument, before any host starts (not an ``AttributeError`` from deep in the fleet)."""
+    for name, value, optional in (
+        ("episodes", episodes, False),
+        ("seed", seed, True),
+        ("group_size", group_size, True),
+    ):
+        if not (isinstance(value, int) and not isinstance(value, bool)) and not (optional and value is None):
+            raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not isinstance(policy, PolicySettings | str | None):
+        raise TypeError(f"policy must be PolicySettings, a model folder or None, not {type(policy).__name__}")
+    if isinstance(policy, str) and not policy.strip():
+        raise ValueError("policy '' names no model: give a model folder, tiny, tiny-bc or tiny-weak")
+    if not isinstance(split, str) or not split:
+        raise ValueError(f"split must be a split's name (train, test, unseen), not {split!r}")
+    if not (tasks is None or isinstance(tasks, str)):
+        wrong = next((task for task in tasks if not isinstance(task, Task)), None)  # type: ignore[attr-defined]
+        if wrong is not None:
+            raise TypeError(f"tasks must be Task records or a suite's name, not holding {wrong!r}")
 
 
 def _tasks(inventory: Inventory, tasks: Sequence[Task] | str | None, split: str | None) -> list[Task]:
