@@ -672,12 +672,12 @@ async def test_a_session_with_nothing_to_hand_out_waits_for_a_requeued_task() ->
     ],
 )
 def test_collect_refuses_arguments_a_worker_would_refuse_before_any_host_starts(
-    arguments: dict[str, object], error: type[Exception], said: str
+    arguments: dict[str, Any], error: type[Exception], said: str
 ) -> None:
     """Refused at each worker's setup, they were asked again until the workers gave up: collect came back
     empty after half a minute, with no error."""
 
-    def opener(*_: object) -> object:
+    def opener(*_: object) -> Any:
         pytest.fail("a host was started")
 
     inventory = parse_inventory('[[hosts]]\nname = "a"\naddress = "localhost"\ndevices = { sim = 1 }\n')
