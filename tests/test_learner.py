@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from support import short_train_tasks
 
 from distrl.actions import format_action
 from distrl.config import LearnerSettings, PolicySettings
-from distrl.errors import CheckpointError, LearnerError
+from distrl.errors import CheckpointError, ConfigError, LearnerError
 from distrl.learner.algorithm import ActorTargets
 from distrl.learner.algorithms import with_options
 from distrl.learner.checkpoint import Checkpoints, load_tensors, save_tensors
@@ -688,3 +689,14 @@ def test_a_rho_floor_weighs_the_steps_below_it_as_if_at_the_floor(played: list[T
         plain, floored = getattr(targets[0], part), getattr(targets[1], part)
         torch.testing.assert_close(floored[low], plain[low] / rhos[low])
         torch.testing.assert_close(floored[~low], plain[~low])
+
+
+def test_learner_settings_built_in_python_are_checked_as_the_inventory_checks_them() -> None:
+    """A batch of 0 was accepted; a negative learning rate was torch's error, naming no setting."""
+    policy = Policy.load(PolicySettings(max_new_tokens=24), device="cpu", seed=0)
+    for settings, said in [
+        (LearnerSettings(batch_size=0), "learner.batch_size: must be greater than 0, got 0"),
+        (LearnerSettings(lr_actor=-1.0), "learner.lr_actor: must be greater than 0, got -1"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            Learner(policy, settings)

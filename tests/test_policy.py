@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import math
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -31,7 +32,7 @@ from transformers import (
 
 from distrl.actions import format_action, parse_action
 from distrl.config import PolicySettings
-from distrl.errors import PolicyError
+from distrl.errors import ConfigError, PolicyError
 from distrl.learner.losses import kl_to_reference
 from distrl.local.play import evaluate
 from distrl.policy import (
@@ -934,6 +935,25 @@ def test_save_model_refuses_what_it_cannot_do_before_building_anything(
         assert capsys.readouterr().err.splitlines() == [f"distrl: error: {problem}"]
     assert Path("m").read_text() == "keep"
     assert not Path("new").exists()
+
+
+@pytest.mark.parametrize(
+    ("settings", "seed", "said"),
+    [
+        (PolicySettings(temperature=-1.0), 0, "policy.temperature: must be at least 0, got -1"),
+        (PolicySettings(lora_rank="16"), 0, "policy.lora_rank: expected an integer, got a string"),  # type: ignore[arg-type]
+        (PolicySettings(max_wait_s=math.nan), 0, "policy.max_wait_s: must be a number, not nan"),
+        (PolicySettings(), 2**70, "seed must be an integer from 0 to 2**63 - 1"),
+        ("tiny", 0, "policy settings must be a settings dataclass, not str"),
+    ],
+)
+def test_settings_built_in_python_are_checked_as_the_inventory_checks_them(
+    settings: Any, seed: int, said: str
+) -> None:
+    """Nothing else checks them: a negative temperature sampled log-probs of nan, a rank as text failed
+    13 frames deep in peft, a seed past 64 bits in torch."""
+    with pytest.raises((ConfigError, ValueError, TypeError), match=re.escape(said)):
+        Policy.load(settings, device="cpu", seed=seed)
 
 
 def test_save_model_writes_to_a_home_folder_as_the_inventory_reads_it(

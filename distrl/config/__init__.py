@@ -48,7 +48,7 @@ from distrl.config.hosts import (
 )
 from distrl.config.learner import LearnerSettings
 from distrl.config.paths import cannot_create, not_a_folder
-from distrl.config.reader import load_inventory, parse_inventory, read_section
+from distrl.config.reader import checked_section, load_inventory, parse_inventory, read_section
 from distrl.config.settings import (
     BUILT_IN_BASES,
     BUILT_IN_MODELS,
@@ -92,6 +92,7 @@ __all__ = [
     "WorkerSettings",
     "address_problem",
     "cannot_create",
+    "checked_section",
     "devices_json",
     "learner_settings_json",
     "load_inventory",

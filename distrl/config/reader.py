@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import operator
 import re
@@ -48,6 +49,18 @@ def read_section(cls: type[T], table: object, path: str, *, source: str = "") ->
     unknown keys); ``ConfigError`` naming ``source`` and the key under ``path`` otherwise. An algorithm's
     table is read so (``distrl.learner.algorithms.configure``)."""
     return Reader(source or None).section(cls, table, path)
+
+
+def checked_section(settings: T, path: str) -> T:
+    """``settings``, a section's dataclass built in Python, checked as the inventory's ``[path]`` is read
+    (types, bounds, the fields' own checks): the same settings, or ``ConfigError`` naming the field.
+    Built in Python, nothing else checks them before they are used (a negative temperature, a batch of
+    0)."""
+    if not dataclasses.is_dataclass(settings) or isinstance(settings, type):
+        raise TypeError(f"{path} settings must be a settings dataclass, not {type(settings).__name__}")
+    table = json.loads(json.dumps(dataclasses.asdict(settings), default=str))  # as TOML gives them
+    table = {**table.pop("tables", {}), **table}  # the learner's algorithms' tables sit in [learner]
+    return read_section(type(settings), table, path)
 
 
 _SECTIONS: dict[str, type[Any]] = {

@@ -47,7 +47,7 @@ import torch
 from transformers import GenerationConfig
 
 from distrl.actions import parse_action
-from distrl.config import PolicySettings
+from distrl.config import PolicySettings, checked_section
 from distrl.errors import PolicyError
 from distrl.policy.adapter import Adapter
 from distrl.policy.engine import Engine, make_engine
@@ -160,8 +160,12 @@ class Policy:
         (default ``settings.dtype``; ``auto`` is bfloat16 where the device supports it, else float32).
 
         ``seed`` draws the tiny model's weights and a fresh adapter's initial weights. Raises
-        ``PolicyError`` with one sentence when the model or the adapter cannot be loaded.
+        ``PolicyError`` with one sentence when the model or the adapter cannot be loaded, ``ConfigError``
+        naming the setting where ``settings`` are out of their bounds (as the inventory checks them).
         """
+        checked_section(settings, "policy")  # built in Python, nothing else has checked them
+        if not (isinstance(seed, int) and 0 <= seed < 2**63):
+            raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, not {seed!r}")
         torch_device = resolve_device(device)
         torch_dtype = resolve_dtype(dtype or settings.dtype, torch_device)
         with _seeded(seed, torch_device):
