@@ -151,6 +151,18 @@ def test_a_value_with_no_json_form_is_refused_before_anything_is_written(tmp_pat
     assert not any(tmp_path.iterdir())
 
 
+def test_a_budget_or_quality_that_is_none_is_refused_when_the_writer_is_made(tmp_path: Path) -> None:
+    """A budget of -1 skipped every episode silently; a quality as text failed in Pillow, at the write."""
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"budget_bytes": -1}, "budget_bytes must be a whole number of bytes ≥ 0"),
+        ({"quality": "hi"}, "quality must be a JPEG quality from 1 to 95, not 'hi'"),
+        ({"quality": 100}, "quality must be a JPEG quality from 1 to 95, not 100"),
+    ]
+    for options, said in cases:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            EpisodeWriter(tmp_path, **options)
+
+
 def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     half = EpisodeWriter(tmp_path / "half", share=0.5)
     for i in range(40):

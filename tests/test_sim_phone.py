@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 
 import pytest
 from PIL import Image, ImageChops
@@ -255,6 +256,17 @@ def test_loading_pages_block_taps_until_time_passes() -> None:
     assert not any(e.id == "system/loading_page" for e in phone.elements())
     tap(phone, "notes/count")
     assert _notes(phone)["taps"] == 1
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 1e12])
+def test_a_time_that_is_no_time_is_refused_and_the_phone_goes_on(seconds: float) -> None:
+    """inf and 1e12 s were taken, then every screenshot overflowed the clock; nan passed silently."""
+    phone = _phone()
+    before = phone.now
+    with pytest.raises(ValueError, match="cannot advance a phone's clock by"):
+        phone.advance(seconds)
+    assert phone.now == before
+    phone.screenshot()
 
 
 def test_recents_key_lists_running_apps() -> None:

@@ -89,6 +89,12 @@ class EpisodeWriter:
     ) -> None:
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"share must be between 0 and 1, not {share}")
+        if not (isinstance(budget_bytes, int) and budget_bytes >= 0):
+            raise ValueError(
+                f"budget_bytes must be a whole number of bytes ≥ 0 (0: no limit), not {budget_bytes!r}"
+            )
+        if not (isinstance(quality, int) and 1 <= quality <= 95):
+            raise ValueError(f"quality must be a JPEG quality from 1 to 95, not {quality!r}")
         self.folder = Path(folder)
         self.share = share
         self.budget_bytes = budget_bytes

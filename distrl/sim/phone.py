@@ -18,6 +18,7 @@ phone.
 from __future__ import annotations
 
 import copy
+import math
 import random as _random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -228,7 +229,10 @@ class Phone:
         return _random.Random(f"{self.data['seed']}:{position}").random()
 
     def advance(self, seconds: float) -> None:
-        """Let ``seconds`` of virtual time pass."""
+        """Let ``seconds`` of virtual time pass (``ValueError`` for a time that is no time: nan, infinite,
+        or past a year in one step, which the phone's clock could not show)."""
+        if not (math.isfinite(seconds) and seconds <= 365 * 86400):
+            raise ValueError(f"cannot advance a phone's clock by {seconds} s")
         if seconds > 0:
             self.data["clock_s"] = float(self.data["clock_s"]) + seconds
             toast = self.data["toast"]
