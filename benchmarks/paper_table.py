@@ -55,7 +55,7 @@ import anyio
 import paper_rows
 from paper_rows import CELLS, Record
 
-from distrl.config import PRETRAINED, PolicySettings, cannot_create, parse_inventory
+from distrl.config import MOST_SEED, PRETRAINED, PolicySettings, cannot_create, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
 from distrl.learner.algorithms import check, names, resolve
@@ -344,8 +344,8 @@ def _arguments() -> argparse.Namespace:
         args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     except ValueError:
         parser.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
-    if [s for s in args.seeds if s < 0]:
-        parser.error(f"--seeds are 0 and up, not {min(args.seeds)}")
+    if (wrong_seed := next((s for s in args.seeds if not 0 <= s <= MOST_SEED), None)) is not None:
+        parser.error(f"--seeds are 0 to {MOST_SEED}, not {wrong_seed}")
     for option, values in (
         ("--seeds", args.seeds),
         ("--starts", args.starts),

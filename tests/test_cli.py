@@ -283,8 +283,14 @@ def test_a_bad_number_argument_is_named_in_words() -> None:
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["eval", "tiny", "--seed", "1" + "0" * 30], "argument --seed: must be a seed from 0 to 4294967295"),
-        (["pretrain", "--out", "m", "--seed", "-1"], "argument --seed: must be a seed from 0 to 4294967295"),
+        (
+            ["eval", "tiny", "--seed", "1" + "0" * 30],
+            "argument --seed: must be a seed from 0 to 9223372036854775807",
+        ),
+        (
+            ["pretrain", "--out", "m", "--seed", "-1"],
+            "argument --seed: must be a seed from 0 to 9223372036854775807",
+        ),
         (["eval", ""], "argument MODEL: expected a path, got ''"),
         (["pretrain", "--out", ""], "argument --out: expected a path, got ''"),
         (["pretrain", "--out", "m", "--start", " "], "argument --start: expected a path, got ' '"),

@@ -161,6 +161,7 @@ def test_a_budget_or_quality_that_is_none_is_refused_when_the_writer_is_made(tmp
     for options, said in cases:
         with pytest.raises(ValueError, match=re.escape(said)):
             EpisodeWriter(tmp_path, **options)
+    assert EpisodeWriter(tmp_path, budget_bytes=5e9).budget_bytes == 5_000_000_000  # as a budget is written
 
 
 def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

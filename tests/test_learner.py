@@ -700,3 +700,5 @@ def test_learner_settings_built_in_python_are_checked_as_the_inventory_checks_th
     ]:
         with pytest.raises(ConfigError, match=re.escape(said)):
             Learner(policy, settings)
+    with pytest.raises(ValueError, match="seed must be an integer from 0 to 9223372036854775807, not -1"):
+        Learner(policy, LearnerSettings(), seed=-1)

@@ -107,7 +107,11 @@ def refused(here: Callable[..., tuple[object, str, str]]) -> Callable[..., tuple
         (["--seeds", "1,x"], "--seeds takes comma-separated integers, not '1,x'"),
         (["--starts", "tiny"], "--starts takes tiny-bc, tiny-weak, not tiny"),
         (["--sync", "digirl2"], "no algorithm 'digirl2'"),
-        (["--seeds=-1"], "--seeds are 0 and up, not -1"),
+        (["--seeds=-1"], "--seeds are 0 to 9223372036854775807, not -1"),
+        (
+            ["--seeds", "0,9223372036854775808"],
+            "--seeds are 0 to 9223372036854775807, not 9223372036854775808",
+        ),
         (["--seeds", "0,1,0"], "--seeds names 0 twice"),
         (["--algorithms", "grpo,ppo,grpo"], "--algorithms names grpo twice"),
         (["--sync", "a-ride,a-ride"], "--sync names a-ride twice"),

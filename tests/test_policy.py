@@ -943,7 +943,7 @@ def test_save_model_refuses_what_it_cannot_do_before_building_anything(
         (PolicySettings(temperature=-1.0), 0, "policy.temperature: must be at least 0, got -1"),
         (PolicySettings(lora_rank="16"), 0, "policy.lora_rank: expected an integer, got a string"),  # type: ignore[arg-type]
         (PolicySettings(max_wait_s=math.nan), 0, "policy.max_wait_s: must be a number, not nan"),
-        (PolicySettings(), 2**70, "seed must be an integer from 0 to 2**63 - 1"),
+        (PolicySettings(), 2**70, "seed must be an integer from 0 to 9223372036854775807"),
         ("tiny", 0, "policy settings must be a settings dataclass, not str"),
     ],
 )

@@ -549,11 +549,11 @@ def test_sim_command_refuses_a_token_file_or_snapshots_it_cannot_use_before_any_
     (tmp_path / "file").write_text("x")
     (tmp_path / "bad").write_bytes(b"\xff\xfe")
     for args, said in [
-        (["--token-file", str(tmp_path)], f"--token-file {tmp_path} cannot be read (Is a directory)"),
+        (["--token-file", str(tmp_path)], f"--token-file {tmp_path}: Is a directory"),
         (["--token-file", str(tmp_path / "bad")], f"--token-file {tmp_path / 'bad'} is not UTF-8 text"),
         (
             ["--token-file", f"{tmp_path}/file/t"],
-            f"--token-file {tmp_path}/file/t cannot be read (Not a directory)",
+            f"--token-file {tmp_path}/file/t: Not a directory",
         ),
         (
             ["--snapshots", str(tmp_path / "file")],

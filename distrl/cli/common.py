@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 
 from distrl import __version__
-from distrl.config import Inventory
+from distrl.config import MOST_SEED, Inventory
 
 if TYPE_CHECKING:
     from distrl.sim.latency import FaultRates
@@ -121,10 +121,6 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
-
-
-MOST_SEED = 2**32 - 1
-"""The largest ``--seed``: every generator a seed reaches (torch's, Python's, the sim's) takes it."""
 
 
 def seed_number(text: str) -> int:

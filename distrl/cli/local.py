@@ -66,11 +66,10 @@ def sim_command(args: argparse.Namespace) -> int:
         return fail(f"--snapshots: {problem}", EXIT_USAGE)
     try:  # as each console will, before any phone starts: a token file that cannot be read is one line
         read_token(Path(args.token_file))
-    except (OSError, UnicodeDecodeError) as exc:
-        why = (
-            "is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot be read ({exc.strerror})"
-        )
-        return fail(f"--token-file {args.token_file} {why}", EXIT_USAGE)
+    except OSError as exc:
+        return fail(f"--token-file {args.token_file}: {exc.strerror or exc}", EXIT_USAGE)
+    except UnicodeDecodeError:
+        return fail(f"--token-file {args.token_file} is not UTF-8 text", EXIT_USAGE)
     adb_port = args.adb_server_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
     register: int | None = None
     if not args.no_register:
@@ -273,7 +272,7 @@ def save_model_command(args: argparse.Namespace) -> int:
         model.save_pretrained(str(target))
         prompter.save_pretrained(target)
     except OSError as exc:  # a folder the checks passed that the system will not make (/proc, say)
-        return fail(f"cannot write {target}: {exc.strerror or exc}", EXIT_FAILED)
+        return fail_file(exc, target)
     say(
         f"wrote {args.model} to {target}: a Qwen2-VL model folder that transformers loads"
         f" (AutoModelForImageTextToText.from_pretrained), and [policy] model = {str(target)!r} runs"

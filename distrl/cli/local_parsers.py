@@ -6,7 +6,6 @@ built-in model, and measuring a judge (``add_local_commands``; the commands are 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TypeAlias
 
 from distrl.cli.common import (
@@ -149,7 +148,7 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
     )
     sim.add_argument(
         "--snapshots",
-        type=Path,
+        type=path_argument,
         default=None,
         metavar="DIR",
         help="keep console snapshots in DIR, one folder each, as an AVD keeps them (default: memory only)",

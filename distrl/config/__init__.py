@@ -53,6 +53,7 @@ from distrl.config.settings import (
     BUILT_IN_BASES,
     BUILT_IN_MODELS,
     EXPERT,
+    MOST_SEED,
     PRETRAINED,
     TINY_BC,
     TINY_WEAK,
@@ -65,6 +66,8 @@ from distrl.config.settings import (
     TaskSettings,
     Timeouts,
     WorkerSettings,
+    seed_problem,
+    whole_number,
 )
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "EMULATOR_KIND",
     "EXPERT",
     "LOCAL_ADDRESS",
+    "MOST_SEED",
     "SIM_KIND",
     "TINY_BC",
     "TINY_WEAK",
@@ -102,5 +106,7 @@ __all__ = [
     "parse_inventory",
     "parse_worker_settings",
     "read_section",
+    "seed_problem",
+    "whole_number",
     "worker_settings_json",
 ]

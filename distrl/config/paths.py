@@ -16,7 +16,7 @@ def not_a_folder(folder: str | Path) -> str:
         if os.path.lexists(path):
             if os.path.isdir(path):  # not Path.is_dir: under a folder that cannot be entered it raises
                 return ""
-            what = "a link to nothing" if path.is_symlink() and not path.exists() else "a file"
+            what = "a link to nothing" if os.path.islink(path) and not os.path.exists(path) else "a file"
             return f"{path} is {what}, not a folder"
     return ""
 

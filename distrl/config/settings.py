@@ -7,6 +7,7 @@ stated with ``distrl.config.fields``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,33 @@ from distrl.config.hosts import HostEntry
 from distrl.config.learner import LearnerSettings
 from distrl.errors import ConfigError
 
+MOST_SEED = 2**63 - 1
+"""The largest seed (TOML's largest integer): torch, Python's and the sim's generators all take it."""
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as an ``int`` where it is a whole number (an ``int``, numpy's integers; not a bool, not a
+    float); None where it is not."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # any object: index says whether it is one
+    except TypeError:
+        return None
+
+
+def seed_problem(seed: object) -> str:
+    """Why ``seed`` is no seed (a whole number from 0 to ``MOST_SEED``), in words; "" when it is one."""
+    value = whole_number(seed)
+    if value is None or not 0 <= value <= MOST_SEED:
+        return f"seed must be an integer from 0 to {MOST_SEED}, not {seed!r}"
+    return ""
+
+
 __all__ = [
+    "MOST_SEED",
+    "seed_problem",
+    "whole_number",
     "BUILT_IN_BASES",
     "BUILT_IN_MODELS",
     "EXPERT",
@@ -49,7 +76,7 @@ class RunSettings:
     """Task suite to train on."""
     output_dir: str = "runs"
     """Folder for checkpoints, logs and episodes; a relative path starts at the inventory's folder."""
-    seed: int = num_field(0, ge=0)
+    seed: int = num_field(0, ge=0, le=MOST_SEED)
     """Seed for task sampling, the simulated phones and the learner."""
     max_trajectories: int = num_field(0, ge=0)
     """Stop after this many trajectories have reached the learner; 0 for no limit."""
@@ -382,5 +409,5 @@ class WorkerSettings:
     sim: SimSettings = field(default_factory=SimSettings)
     """The simulated phones' own settings (the ``sim`` kind of device's), used where the host has some."""
     timeouts: Timeouts = field(default_factory=Timeouts)
-    seed: int = num_field(0, ge=0)
+    seed: int = num_field(0, ge=0, le=MOST_SEED)
     """The run's seed: the simulated phones' seeds derive from it."""

@@ -34,6 +34,7 @@ import hashlib
 import io
 import json
 import logging
+import operator
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,15 +90,20 @@ class EpisodeWriter:
     ) -> None:
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"share must be between 0 and 1, not {share}")
-        if not (isinstance(budget_bytes, int) and budget_bytes >= 0):
+        given: object = budget_bytes
+        try:  # a whole number (numpy's too), or a float that is one: 5e9
+            budget = int(given) if isinstance(given, float) and given.is_integer() else operator.index(given)  # type: ignore[arg-type]
+        except TypeError:
+            budget = -1
+        if budget < 0 or isinstance(given, bool):
             raise ValueError(
-                f"budget_bytes must be a whole number of bytes ≥ 0 (0: no limit), not {budget_bytes!r}"
+                f"budget_bytes must be a whole number of bytes ≥ 0 (0: none), not {budget_bytes!r}"
             )
         if not (isinstance(quality, int) and 1 <= quality <= 95):
             raise ValueError(f"quality must be a JPEG quality from 1 to 95, not {quality!r}")
         self.folder = Path(folder)
         self.share = share
-        self.budget_bytes = budget_bytes
+        self.budget_bytes = budget
         self.quality = quality
         self.written = 0
         """Episodes written by this writer."""
@@ -229,8 +235,10 @@ def _check_screen(name: str, folder: Path, where: str) -> None:
             raise DocumentError(where, f"names {name!r}, not a file of the episode's folder")
         if not (folder / name).is_file():
             raise DocumentError(where, f"names {name}, which is missing")
-    except OSError as exc:  # a name too long for the file system, say
-        raise DocumentError(where, f"names {name[:40]!r}..., which cannot be read ({exc.strerror})") from None
+    except (OSError, RuntimeError) as exc:  # a name too long for the file system; a loop of links (3.11)
+        shown = repr(name) if len(name) <= 40 else f"{name[:40]!r}..."
+        why = getattr(exc, "strerror", None) or exc
+        raise DocumentError(where, f"names {shown}, which cannot be read ({why})") from None
     problem = _not_jpeg(folder / name)
     if problem:
         raise DocumentError(where, f"names {name}, which {problem}")

@@ -38,6 +38,7 @@ from distrl.config import (
     PolicySettings,
     load_inventory,
     parse_worker_settings,
+    whole_number,
     worker_settings_json,
 )
 from distrl.episodes import EpisodeWriter
@@ -97,11 +98,14 @@ async def collect(
     share their ``group``; ``episodes`` is a multiple of it (``ValueError`` otherwise, as for ``episodes``
     below 1 or a ``group_size`` below 1 or above the fleet's devices); settings a worker would refuse (a
     negative ``seed``, a ``policy`` out of its bounds) are a ``ConfigError`` and arguments of the wrong
-    kind a ``TypeError``, before any host starts. ``opener`` starts each host's worker:
+    kind a ``TypeError`` (a ``ValueError`` for ``split`` None or ``policy`` ""), before any host starts.
+    ``opener`` starts each host's worker:
     ``distrl.transport.open_host`` (a subprocess or SSH, as the inventory says), or one in its place:
     ``lambda entry, timeouts: MemoryHost(entry, timeouts, agent).open()`` runs ``agent`` (such as the worker
     agent, ``distrl.worker.serve``) in this process, over memory streams.
     """
+    if tasks is not None and not isinstance(tasks, str):
+        tasks = list(tasks)  # a generator, read once by the check below, would leave nothing to play
     _check_collect_arguments(policy, tasks, split, episodes, seed, group_size)
     inventory = _inventory(hosts)
     if isinstance(policy, str):
@@ -362,7 +366,7 @@ def _check_collect_arguments(
         ("seed", seed, True),
         ("group_size", group_size, True),
     ):
-        if not (isinstance(value, int) and not isinstance(value, bool)) and not (optional and value is None):
+        if whole_number(value) is None and not (optional and value is None):
             raise TypeError(f"{name} must be an integer, not {value!r}")
     if not isinstance(policy, PolicySettings | str | None):
         raise TypeError(f"policy must be PolicySettings, a model folder or None, not {type(policy).__name__}")

@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from distrl.config import LearnerSettings, checked_section
+from distrl.config import LearnerSettings, checked_section, seed_problem
 from distrl.errors import LearnerError
 from distrl.learner.algorithm import Algorithm, Batch, Chunk, Targets
 from distrl.learner.algorithms import build, configure
@@ -82,7 +82,9 @@ class Learner:
         """``ranks``: this process's place among the learner's ranks, where it is not rank 0 (which starts
         the others itself when ``settings.ranks`` is above 1, or joins them under ``torchrun``)."""
         self.policy = policy
-        checked_section(settings, "learner")  # built in Python, nothing else has checked them
+        checked_section(settings, "learner")  # as the inventory checks them (built in Python, say)
+        if problem := seed_problem(seed):
+            raise ValueError(problem)
         self.settings = settings
         algorithm, options = configure(settings)
         self.updates = 0

@@ -47,7 +47,7 @@ import torch
 from transformers import GenerationConfig
 
 from distrl.actions import parse_action
-from distrl.config import PolicySettings, checked_section
+from distrl.config import PolicySettings, checked_section, seed_problem
 from distrl.errors import PolicyError
 from distrl.policy.adapter import Adapter
 from distrl.policy.engine import Engine, make_engine
@@ -161,11 +161,12 @@ class Policy:
 
         ``seed`` draws the tiny model's weights and a fresh adapter's initial weights. Raises
         ``PolicyError`` with one sentence when the model or the adapter cannot be loaded, ``ConfigError``
-        naming the setting where ``settings`` are out of their bounds (as the inventory checks them).
+        naming the setting where ``settings`` are out of their bounds (as the inventory checks them),
+        ``TypeError`` where they are no settings, and ``ValueError`` for a seed out of 0 to ``MOST_SEED``.
         """
-        checked_section(settings, "policy")  # built in Python, nothing else has checked them
-        if not (isinstance(seed, int) and 0 <= seed < 2**63):
-            raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, not {seed!r}")
+        checked_section(settings, "policy")  # as the inventory checks them (built in Python, say)
+        if problem := seed_problem(seed):
+            raise ValueError(problem)
         torch_device = resolve_device(device)
         torch_dtype = resolve_dtype(dtype or settings.dtype, torch_device)
         with _seeded(seed, torch_device):
