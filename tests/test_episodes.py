@@ -485,6 +485,11 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     ),
     ("a lone surrogate", _set("trajectory.task.goal", "\ud800"), r"episode\.json: holds a lone surrogate"),
     (
+        "a screen behind a loop of links",
+        lambda f: ((f / "000.jpg").unlink(), (f / "000.jpg").symlink_to(f / "000.jpg")),
+        r"episode\.json: screens\[0\] names '000\.jpg', which cannot be read",
+    ),
+    (
         "a screen's name too long to open",
         _set("screens.0", "a" * 5000),
         r"episode\.json: screens\[0\] names 'a{40}'\.\.\., which cannot be read \(File name too long\)",
