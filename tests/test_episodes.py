@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from PIL import Image
@@ -161,7 +161,8 @@ def test_a_budget_or_quality_that_is_none_is_refused_when_the_writer_is_made(tmp
     for options, said in cases:
         with pytest.raises(ValueError, match=re.escape(said)):
             EpisodeWriter(tmp_path, **options)
-    assert EpisodeWriter(tmp_path, budget_bytes=5e9).budget_bytes == 5_000_000_000  # as a budget is written
+    five = cast(int, 5e9)  # as a budget is written
+    assert EpisodeWriter(tmp_path, budget_bytes=five).budget_bytes == 5_000_000_000
 
 
 def test_a_share_of_episodes_up_to_a_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -470,6 +471,12 @@ def _outside_link(folder: Path) -> None:
     (folder / "001.jpg").symlink_to(folder.parent.parent / "secret.jpg")
 
 
+def _loop(path: Path) -> None:
+    """``path`` a link to itself."""
+    path.unlink()
+    path.symlink_to(path)
+
+
 CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "a list",
@@ -486,7 +493,7 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
     ("a lone surrogate", _set("trajectory.task.goal", "\ud800"), r"episode\.json: holds a lone surrogate"),
     (
         "a screen behind a loop of links",
-        lambda f: ((f / "000.jpg").unlink(), (f / "000.jpg").symlink_to(f / "000.jpg")),
+        lambda f: _loop(f / "000.jpg"),
         r"episode\.json: screens\[0\] names '000\.jpg', which cannot be read",
     ),
     (
