@@ -216,6 +216,59 @@ def test_a_stop_ends_the_run_and_its_workers(
     assert not Path(f"/proc/{worker_pid}").exists(), "the worker outlived the interrupted run"
 
 
+_CLEANUP = """
+import anyio
+from distrl.cli.common import run_async
+
+async def work():
+    try:
+        print("ready", flush=True)
+        await anyio.sleep(60)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(2)  # a checkpoint being written
+        print("cleaned", flush=True)
+
+try:
+    run_async(work)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("gap_s", "out", "err", "status"),
+    [
+        (0.05, ["ready", "cleaned", "interrupted"], [], 0),  # one stop heard twice: the cleanup runs
+        (1.5, ["ready"], ["distrl: error: interrupted again: stopped at once"], 130),
+    ],
+    ids=["heard-twice", "pressed-again"],
+)
+def test_a_second_ctrl_c_is_the_same_stop_at_once_and_ends_the_cleanup_later(
+    gap_s: float, out: list[str], err: list[str], status: int
+) -> None:
+    """``timeout -s INT`` signals the process, then its group: asyncio raised KeyboardInterrupt on the second
+    wherever its loop was (the cleanup cut short; in tools/demo a cancel scope's exit broke into a
+    traceback). A Ctrl-C pressed again later ends the process at once, in one line."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _CLEANUP],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGINT)
+        time.sleep(gap_s)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    assert ["ready", *stdout.split()] == out
+    assert stderr.strip().splitlines() == err
+    assert process.returncode == status
+
+
 @pytest.mark.parametrize(("stop", "name", "error", "status"), STOPS)
 def test_a_stopped_run_writes_a_checkpoint_and_says_how_to_resume(
     stop: signal.Signals, name: str, error: str, status: int, tmp_path: Path

@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -42,11 +43,20 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM stopped the command (``run_async``): every command ends on it as on Ctrl-C."""
 
 
+SAME_STOP_S = 1.0
+"""Ctrl-C's within this of the first are the same stop: ``timeout -s INT`` signals the process, then its
+group, so the process hears it twice."""
+
+
 def run_async(work: Callable[[], Awaitable[T]]) -> T:
     """``anyio.run(work)``, where SIGTERM stops the work as Ctrl-C does: ``work`` is cancelled, its cleanup
-    runs (a training run writes its checkpoint), and ``Terminated`` is raised. Without this, SIGTERM (what
-    ``kill``, systemd, Docker and batch schedulers send) would end the process on the spot."""
+    runs (a training run writes its checkpoint), and ``Terminated`` is raised (``KeyboardInterrupt`` for
+    Ctrl-C). Without this, SIGTERM (what ``kill``, systemd, Docker and batch schedulers send) would end
+    the process on the spot. A second Ctrl-C during the cleanup (``SAME_STOP_S`` after the first or later)
+    ends the process at once, in one line; asyncio's own raised ``KeyboardInterrupt`` wherever the loop
+    was, which could break a cancel scope's exit into a traceback."""
     terminated = False
+    interrupted: float | None = None
     results: list[T] = []
 
     async def guarded() -> None:
@@ -55,17 +65,34 @@ def run_async(work: Callable[[], Awaitable[T]]) -> T:
             terminated = True
             scope.cancel()
 
+        def on_sigint() -> None:
+            nonlocal interrupted
+            if interrupted is None:
+                interrupted = time.monotonic()
+                scope.cancel()
+            elif time.monotonic() - interrupted >= SAME_STOP_S:
+                print("distrl: error: interrupted again: stopped at once", file=sys.stderr, flush=True)
+                os._exit(EXIT_INTERRUPTED)
+
         loop = asyncio.get_running_loop()
+        # Ctrl-C taken over only where it would raise KeyboardInterrupt (not where it is ignored: nohup)
+        catch_sigint = signal.getsignal(signal.SIGINT) not in (signal.SIG_IGN, None)
         with anyio.CancelScope() as scope:
             loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+            if catch_sigint:
+                loop.add_signal_handler(signal.SIGINT, on_sigint)
             try:
                 results.append(await work())
             finally:
                 loop.remove_signal_handler(signal.SIGTERM)
+                if catch_sigint:
+                    loop.remove_signal_handler(signal.SIGINT)
 
     anyio.run(guarded)
     if terminated:
         raise Terminated
+    if interrupted is not None:
+        raise KeyboardInterrupt
     return results[0]
 
 
