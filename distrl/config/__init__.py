@@ -66,8 +66,8 @@ from distrl.config.settings import (
     TaskSettings,
     Timeouts,
     WorkerSettings,
+    as_whole,
     seed_problem,
-    whole_number,
 )
 
 __all__ = [
@@ -107,6 +107,6 @@ __all__ = [
     "parse_worker_settings",
     "read_section",
     "seed_problem",
-    "whole_number",
+    "as_whole",
     "worker_settings_json",
 ]

@@ -22,7 +22,7 @@ MOST_SEED = 2**63 - 1
 """The largest seed (TOML's largest integer): torch, Python's and the sim's generators all take it."""
 
 
-def whole_number(value: object) -> int | None:
+def as_whole(value: object) -> int | None:
     """``value`` as an ``int`` where it is a whole number (an ``int``, numpy's integers; not a bool, not a
     float); None where it is not."""
     if isinstance(value, bool):
@@ -35,7 +35,7 @@ def whole_number(value: object) -> int | None:
 
 def seed_problem(seed: object) -> str:
     """Why ``seed`` is no seed (a whole number from 0 to ``MOST_SEED``), in words; "" when it is one."""
-    value = whole_number(seed)
+    value = as_whole(seed)
     if value is None or not 0 <= value <= MOST_SEED:
         return f"seed must be an integer from 0 to {MOST_SEED}, not {seed!r}"
     return ""
@@ -44,7 +44,7 @@ def seed_problem(seed: object) -> str:
 __all__ = [
     "MOST_SEED",
     "seed_problem",
-    "whole_number",
+    "as_whole",
     "BUILT_IN_BASES",
     "BUILT_IN_MODELS",
     "EXPERT",

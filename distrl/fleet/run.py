@@ -36,9 +36,9 @@ from distrl.config import (
     EXPERT,
     Inventory,
     PolicySettings,
+    as_whole,
     load_inventory,
     parse_worker_settings,
-    whole_number,
     worker_settings_json,
 )
 from distrl.episodes import EpisodeWriter
@@ -366,7 +366,7 @@ def _check_collect_arguments(
         ("seed", seed, True),
         ("group_size", group_size, True),
     ):
-        if whole_number(value) is None and not (optional and value is None):
+        if as_whole(value) is None and not (optional and value is None):
             raise TypeError(f"{name} must be an integer, not {value!r}")
     if not isinstance(policy, PolicySettings | str | None):
         raise TypeError(f"policy must be PolicySettings, a model folder or None, not {type(policy).__name__}")
