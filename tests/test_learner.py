@@ -702,3 +702,25 @@ def test_learner_settings_built_in_python_are_checked_as_the_inventory_checks_th
             Learner(policy, settings)
     with pytest.raises(ValueError, match="seed must be an integer from 0 to 9223372036854775807, not -1"):
         Learner(policy, LearnerSettings(), seed=-1)
+
+
+def test_a_trajectory_no_update_could_train_on_is_refused_in_words(played: list[Trajectory]) -> None:
+    """An unscored trajectory, a nan reward, an infinite log-prob or a version from the future were taken
+    into the buffer; the update then trained on a failure, or met nan and was refused with no cause."""
+    learner = _learner()
+    good = played[-1]
+    last = good.steps[-1]
+
+    def last_step(**changes: Any) -> Trajectory:
+        return dataclasses.replace(good, steps=(*good.steps[:-1], dataclasses.replace(last, **changes)))
+
+    for trajectory, said in [
+        (dataclasses.replace(good, success=None), "it has no score (success is None)"),
+        (last_step(reward=math.nan), f"step {last.index}'s reward is nan, not a finite number"),
+        (last_step(behaviour_logprob=-math.inf), f"step {last.index}'s behaviour log-prob is -inf"),
+        (last_step(policy_version=1), f"step {last.index} was played by policy version 1; the learner is at 0"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(f"trajectory {good.id!r} cannot be trained on: {said}")):
+            learner.add(trajectory)
+    assert len(learner.replay) == 0  # none of them went in
+    assert learner.add(good) and len(learner.replay) == 1

@@ -180,9 +180,14 @@ class Learner:
 
     def add(self, trajectory: Trajectory) -> bool:
         """Put a scored trajectory in the replay buffer; False if it was refused: empty, too stale, or
-        cut short by a device or policy failure (its outcome says nothing about the policy)."""
+        cut short by a device or policy failure (its outcome says nothing about the policy). A
+        ``ValueError`` for one no update could train on as it is: unscored (``success`` None), a reward
+        or behaviour log-prob that is not finite, or a step played by a version the learner has not
+        reached (the fleet never hands on such a one; a caller building trajectories might)."""
         if trajectory.cut_short:
             return False
+        if problem := _untrainable(trajectory, self.updates):
+            raise ValueError(f"trajectory {trajectory.id!r} cannot be trained on: {problem}")
         return self.replay.add(trajectory, learner_version=self.updates)
 
     def stats(self) -> ReplayStats:
@@ -443,3 +448,18 @@ class Learner:
     def _guard(self) -> Guard:
         """The refusals of the update under way."""
         return Guard(update=self.updates + 1, algorithm=self.algorithm.name, source=self.settings.algorithm)
+
+
+def _untrainable(trajectory: Trajectory, updates: int) -> str:
+    """Why ``trajectory`` is no data for an update at version ``updates``, or ""."""
+    if trajectory.success is None:
+        return "it has no score (success is None): score it first, or leave it out"
+    for step in trajectory.steps:
+        at = f"step {step.index}"
+        if not math.isfinite(step.reward):
+            return f"{at}'s reward is {step.reward}, not a finite number"
+        if not math.isfinite(step.behaviour_logprob):
+            return f"{at}'s behaviour log-prob is {step.behaviour_logprob}, not a finite number"
+        if not 0 <= step.policy_version <= updates:
+            return f"{at} was played by policy version {step.policy_version}; the learner is at {updates}"
+    return ""
