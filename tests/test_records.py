@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import replace
@@ -46,11 +47,30 @@ SCREEN = Observation(screenshot=b"\x89PNG", width=1080, height=2400)
         ({"type": ActionType.PRESS_HOME, "touch": (0.5, 0.5)}, "takes no points"),
         ({"type": ActionType.TYPE}, "non-empty text"),
         ({"type": ActionType.PRESS_ENTER, "text": "x"}, "takes no text"),
+        # were accepted: an action no device could play, and a plain int that no ``is`` test matched
+        ({"type": 99}, r"type must be an ActionType \(TYPE = 3, DUAL_POINT = 4, .*\), not 99"),
+        ({"type": 5}, "type must be an ActionType .*, not 5"),
     ],
 )
 def test_action_rejects_impossible_combinations(kwargs: dict[str, object], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         Action(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"max_steps": -3}, "task 'g/1': max_steps must be a whole number of steps, 0 or more, not -3"),
+        ({"max_steps": 2.5}, "task 'g/1': max_steps must be a whole number of steps, 0 or more, not 2.5"),
+        ({"max_steps": True}, "task 'g/1': max_steps must be a whole number of steps, 0 or more, not True"),
+        ({"evaluator": "oracle"}, "task 'g/1': evaluator 'oracle' is not one of sim, adb, judge"),
+    ],
+)
+def test_a_task_built_in_python_is_checked_as_a_task_file_is(changes: dict[str, object], said: str) -> None:
+    """A step limit of -3 was taken: every episode of it ended before its first step."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        Task(id="g/1", suite="g", goal="Open the clock", **changes)  # type: ignore[arg-type]
+    assert Task(id="g/1", suite="g", goal="Open the clock", max_steps=0, evaluator="adb").max_steps == 0
 
 
 def test_valid_actions_and_episode_enders() -> None:

@@ -49,6 +49,9 @@ class Action:
     """Text typed by a TYPE action."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.type, ActionType):
+            kinds = ", ".join(f"{kind.name} = {kind.value}" for kind in ActionType)
+            raise ValueError(f"type must be an ActionType ({kinds}), not {self.type!r}")
         if self.type is ActionType.DUAL_POINT:
             if self.touch is None or self.lift is None:
                 raise ValueError("DUAL_POINT needs both touch and lift points")
@@ -126,6 +129,17 @@ class Task:
     (``distrl.tasks.evaluators.resolve_evaluators``)."""
     checks: tuple[Check, ...] = ()
     """The ``adb`` evaluator's checks: the episode succeeded when every one passes."""
+
+    def __post_init__(self) -> None:
+        steps = self.max_steps
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+            raise ValueError(
+                f"task {self.id!r}: max_steps must be a whole number of steps, 0 or more, not {steps!r}"
+            )
+        if self.evaluator and self.evaluator not in EVALUATORS:
+            raise ValueError(
+                f"task {self.id!r}: evaluator {self.evaluator!r} is not one of {', '.join(EVALUATORS)}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
