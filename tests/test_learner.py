@@ -718,9 +718,14 @@ def test_a_trajectory_no_update_could_train_on_is_refused_in_words(played: list[
         (dataclasses.replace(good, success=None), "it has no score (success is None)"),
         (last_step(reward=math.nan), f"step {last.index}'s reward is nan, not a finite number"),
         (last_step(behaviour_logprob=-math.inf), f"step {last.index}'s behaviour log-prob is -inf"),
-        (last_step(policy_version=1), f"step {last.index} was played by policy version 1; the learner is at 0"),
+        (
+            last_step(policy_version=1),
+            f"step {last.index} was played by policy version 1; the learner is at 0",
+        ),
     ]:
-        with pytest.raises(ValueError, match=re.escape(f"trajectory {good.id!r} cannot be trained on: {said}")):
+        refused = f"trajectory {good.id!r} cannot be trained on: {said}"
+        with pytest.raises(ValueError, match=re.escape(refused)):
             learner.add(trajectory)
     assert len(learner.replay) == 0  # none of them went in
-    assert learner.add(good) and len(learner.replay) == 1
+    assert learner.add(good)
+    assert len(learner.replay) == 1

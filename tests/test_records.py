@@ -47,14 +47,21 @@ SCREEN = Observation(screenshot=b"\x89PNG", width=1080, height=2400)
         ({"type": ActionType.PRESS_HOME, "touch": (0.5, 0.5)}, "takes no points"),
         ({"type": ActionType.TYPE}, "non-empty text"),
         ({"type": ActionType.PRESS_ENTER, "text": "x"}, "takes no text"),
-        # were accepted: an action no device could play, and a plain int that no ``is`` test matched
-        ({"type": 99}, r"type must be an ActionType \(TYPE = 3, DUAL_POINT = 4, .*\), not 99"),
-        ({"type": 5}, "type must be an ActionType .*, not 5"),
     ],
 )
 def test_action_rejects_impossible_combinations(kwargs: dict[str, object], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         Action(**kwargs)  # type: ignore[arg-type]
+
+
+def test_an_action_type_is_an_action_type() -> None:
+    """Were accepted: an action no device could play, and a plain int that no ``is`` test matched."""
+    with pytest.raises(
+        TypeError, match=r"type must be an ActionType \(TYPE = 3, DUAL_POINT = 4, .*\), not 99"
+    ):
+        Action(type=99)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"type must be an ActionType .*, not 5"):
+        Action(type=5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ class Action:
     def __post_init__(self) -> None:
         if not isinstance(self.type, ActionType):
             kinds = ", ".join(f"{kind.name} = {kind.value}" for kind in ActionType)
-            raise ValueError(f"type must be an ActionType ({kinds}), not {self.type!r}")
+            raise TypeError(f"type must be an ActionType ({kinds}), not {self.type!r}")
         if self.type is ActionType.DUAL_POINT:
             if self.touch is None or self.lift is None:
                 raise ValueError("DUAL_POINT needs both touch and lift points")
