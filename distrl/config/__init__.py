@@ -20,7 +20,9 @@ Every mistake (unknown key, wrong type, impossible value, duplicate name, bad TO
 - ``distrl.config.settings``: the dataclasses, one per table, with every default and bound; the hosts
   and their devices in ``distrl.config.hosts``, the learner's in ``distrl.config.learner``, and how a
   field states its bounds in ``distrl.config.fields``;
-- ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``);
+- ``distrl.config.reader``: TOML → checked settings (``load_inventory``, ``parse_inventory``): the
+  inventory's sections, its hosts and the checks across keys, on ``distrl.config.values``, which
+  reads one table into its dataclass (keys, types, bounds);
 - ``distrl.config.documents``: the settings' JSON documents on the wire, read with the same checks: the
   worker's share (``worker_settings_json``, ``parse_worker_settings``), a host's devices
   (``devices_json``, ``parse_devices``) and a learner rank's (``learner_settings_json``,

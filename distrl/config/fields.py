@@ -1,5 +1,5 @@
 """How a setting states its bounds: ``num_field`` and ``text_field`` put them in the dataclass field's
-metadata, where ``distrl.config.reader`` checks every value at load time."""
+metadata, where ``distrl.config.values`` checks every value at load time."""
 
 from __future__ import annotations
 

@@ -49,9 +49,10 @@ class Action:
     """Text typed by a TYPE action."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.type, ActionType):
-            kinds = ", ".join(f"{kind.name} = {kind.value}" for kind in ActionType)
-            raise TypeError(f"type must be an ActionType ({kinds}), not {self.type!r}")
+        kind: object = self.type  # as given, which may be no ActionType
+        if not isinstance(kind, ActionType):
+            kinds = ", ".join(f"{known.name} = {known.value}" for known in ActionType)
+            raise TypeError(f"type must be an ActionType ({kinds}), not {kind!r}")
         if self.type is ActionType.DUAL_POINT:
             if self.touch is None or self.lift is None:
                 raise ValueError("DUAL_POINT needs both touch and lift points")
