@@ -12,7 +12,7 @@ import json
 
 from distrl.config.hosts import Devices
 from distrl.config.learner import LearnerSettings
-from distrl.config.reader import Reader
+from distrl.config.reader import Reader, as_table
 from distrl.config.settings import (
     Inventory,
     PolicySettings,
@@ -39,8 +39,7 @@ def worker_settings_json(inventory: Inventory) -> str:
 def learner_settings_json(policy: PolicySettings, learner: LearnerSettings) -> str:
     """The settings a learner rank builds its policy and learner from, as a JSON document
     (``parse_learner_settings`` reads it)."""
-    fields = dataclasses.asdict(learner)
-    document = {"policy": dataclasses.asdict(policy), "learner": {**fields.pop("tables"), **fields}}
+    document = {"policy": as_table(policy), "learner": as_table(learner)}
     return json.dumps(document, allow_nan=True)
 
 

@@ -55,9 +55,15 @@ def checked_section(settings: T, path: str) -> T:
     0)."""
     if not dataclasses.is_dataclass(settings) or isinstance(settings, type):
         raise TypeError(f"{path} settings must be a settings dataclass, not {type(settings).__name__}")
-    table = json.loads(json.dumps(dataclasses.asdict(settings), default=str))  # as TOML gives them
-    table = {**table.pop("tables", {}), **table}  # the learner's algorithms' tables sit in [learner]
+    table = json.loads(json.dumps(as_table(settings), default=str))  # as TOML gives them
     return read_section(type(settings), table, path)
+
+
+def as_table(settings: Any) -> dict[str, Any]:
+    """A section's dataclass as its TOML table: its fields, and a learner's algorithms' tables among
+    them (they sit in ``[learner]``)."""
+    table = dataclasses.asdict(settings)
+    return {**table.pop("tables", {}), **table}
 
 
 _SECTIONS: dict[str, type[Any]] = {
