@@ -829,6 +829,27 @@ def test_the_viewers_screens_are_found_in_folders_of_any_name(tmp_path: Path) ->
     assert "src='ep%FF/" in write_viewer(folder).read_text()
 
 
+def test_export_leaves_out_an_episode_whose_folder_no_row_can_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder named in no UTF-8 was written into metadata.jsonl as a surrogate escape ("ep\\udcff"),
+    a file name that names no file: the dataset failed to load."""
+    from distrl.episodes.export import write_metadata
+
+    folder = tmp_path / "episodes"
+    writer = EpisodeWriter(folder)
+    writer.write(_trajectory("1"))
+    writer.write(_trajectory("2"))
+    (folder / "run~abc~1").rename(folder / os.fsdecode(b"ep\xff"))
+    target, rows = write_metadata(folder)
+    names = [json.loads(line)["file_name"] for line in target.read_text().splitlines()]
+    assert rows == len(names) == 2
+    assert all(name.startswith("run~abc~2/") for name in names)  # the other episode's steps only
+    assert "its folder's name is not UTF-8, so metadata.jsonl cannot name its screens" in caplog.text
+    with pytest.raises(ValueError, match="its folder's name is not UTF-8"):
+        write_metadata(folder, strict=True)
+
+
 def test_the_viewer_tells_the_outcome_from_the_end_and_shows_the_phones_resolution(tmp_path: Path) -> None:
     """An episode the policy called complete that failed reads as a failure that ended by the policy's
     word; the screens show small, large, or at the phone's resolution (the size control, or a click on

@@ -14,6 +14,7 @@ screens.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from distrl.episodes.store import stored_episodes
@@ -22,6 +23,8 @@ from distrl.records.forms import Outbox, step_to_json
 __all__ = ["METADATA", "write_metadata"]
 
 METADATA = "metadata.jsonl"
+
+log = logging.getLogger(__name__)
 
 
 def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, int]:
@@ -32,6 +35,11 @@ def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, i
     folder = Path(folder)
     rows = []
     for episode in stored_episodes(folder, strict=strict):
+        if problem := _unnamed(episode.folder.name):
+            if strict:
+                raise ValueError(f"{episode.folder}: {problem}")
+            log.warning("leaving out the episode in %s: %s", episode.folder, problem)
+            continue
         trajectory = episode.trajectory
         for step, screen in zip(trajectory.steps, episode.screens, strict=True):
             form = step_to_json(step, "step", Outbox())
@@ -52,3 +60,13 @@ def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, i
     target = folder / METADATA
     target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return target, len(rows)
+
+
+def _unnamed(name: str) -> str:
+    """Why a row cannot name a screen in the folder ``name`` (its bytes are no UTF-8, which the metadata's
+    JSON cannot hold), or ""."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its folder's name is not UTF-8, so metadata.jsonl cannot name its screens: rename the folder"
+    return ""
