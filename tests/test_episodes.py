@@ -418,6 +418,22 @@ V1_CORRUPTIONS: list[tuple[str, Callable[[Path], object], str]] = [
         ),
         r" \(format 1\): trajectory\.steps\[0\]\.action is not a valid action: touch point",
     ),
+    # unknown fields were read past: format 1's own writer never wrote them
+    (
+        "an unknown field in a step",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines[1].__setitem__("rewrd", 1.0)),
+        r"steps\.jsonl:2: has unknown field\(s\) \['rewrd'\]",
+    ),
+    (
+        "an unknown field in an action",
+        lambda f: _edit_steps(f / "steps.jsonl", lambda lines: lines[0]["action"].__setitem__("speed", 2)),
+        r"steps\.jsonl:1: action has unknown field\(s\) \['speed'\]",
+    ),
+    (
+        "an unknown field in the task",
+        lambda f: _edit_json(f / "episode.json", lambda head: {**head, "task": {**head["task"], "level": 3}}),
+        r"episode\.json: task has unknown field\(s\) \['level'\]",
+    ),
 ]
 
 

@@ -69,6 +69,7 @@ def read_format_1(folder: Path, head: Document) -> tuple[dict[str, object], list
         "evaluator": task.string("evaluator"),
         "checks": [],
     }
+    task.close()
     screens: list[str] = []
     steps = [_step(line, place, screens) for place, line in enumerate(_lines(folder / STEPS_FILE))]
     count = head.integer("steps", minimum=0)
@@ -130,7 +131,7 @@ def _step(line: Document, place: int, screens: list[str]) -> dict[str, object]:
     line.string("goal")  # the task's goal, on every line
     output = line.string("output")
     screens.append(line.string("screen"))
-    return {
+    step = {
         "index": index,
         "observation": _observation(len(screens) - 1, line.integer("width"), line.integer("height")),
         "output": output,
@@ -140,6 +141,8 @@ def _step(line: Document, place: int, screens: list[str]) -> dict[str, object]:
         "reward": line.number("reward"),
         "duration_s": line.number("duration_s"),
     }
+    line.close()
+    return step
 
 
 def _observation(screen: int, width: object, height: object) -> dict[str, object]:
@@ -154,7 +157,9 @@ def _observation(screen: int, width: object, height: object) -> dict[str, object
 
 def _action(action: Document, output: str) -> dict[str, object]:
     if action.has("invalid"):
-        return {"kind": "invalid", "text": output, "reason": action.string("invalid")}
+        reason = action.string("invalid")
+        action.close()
+        return {"kind": "invalid", "text": output, "reason": reason}
     kind = action.take("type") if action.has("type") else None
     if not isinstance(kind, str) or kind not in ActionType.__members__:
         raise action.fail(action.at("type"), f"{kind!r} is no action type")
@@ -165,6 +170,7 @@ def _action(action: Document, output: str) -> dict[str, object]:
             raise action.fail(action.at(key), "must be null or [y, x]")
         points[key] = point
     text = "" if not action.has("text") or action.is_null("text") else action.string("text")
+    action.close()
     return {"kind": "action", "type": ActionType[kind].value, **points, "text": text}
 
 
