@@ -603,3 +603,15 @@ def test_the_docs_tables_are_what_their_command_writes_from_the_kept_rows(tmp_pa
         assert done.returncode == 0, done.stderr
         for path in kept.values():
             assert (written / Path(path).name).read_text() == (ROOT / path).read_text(), path
+
+
+def test_the_pages_table_of_rows_is_each_variants_algorithm_and_lines(program: ModuleType) -> None:
+    """The rows are named by code names (``a-ride-binary-kl-0.1``); the page's table of them says what
+    each one runs. It must be ``VARIANTS`` itself: every variant, its algorithm and the lines it changes."""
+    page = (ROOT / "docs" / "results" / "paper-table.md").read_text()
+    found = re.findall(r"^\| `([a-z0-9.-]+)` \| `([a-z-]+)` \| (.+?) \| .+ \|$", page, flags=re.MULTILINE)
+    written = {
+        name: (algorithm, ", ".join(f"`[{table}] {key} = {value}`" for (table, key), value in lines.items()))
+        for name, (algorithm, lines) in program.VARIANTS.items()
+    }
+    assert {name: (algorithm, lines) for name, algorithm, lines in found} == written
