@@ -37,6 +37,17 @@ def _generator() -> ModuleType:
 docs = _generator()
 
 
+def test_the_kept_reference_pages_are_what_the_code_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI and inventory pages are kept in docs/ (they read as files, on GitHub); they were written
+    at each build only, so a link to them from any page read as a file led nowhere. Kept, they must be
+    what the code gives, whatever the terminal's width (argparse's help would take it)."""
+    monkeypatch.setenv("COLUMNS", "40")
+    assert docs.stale_pages() == [], "run python tools/docs_reference.py and commit the pages it writes"
+    for uri in docs.GENERATED:
+        assert (ROOT / "docs" / uri).read_text(encoding="utf-8").startswith("# ")
+    assert os.environ["COLUMNS"] == "40"  # put back as it was
+
+
 def test_every_command_and_option_has_a_reference_entry() -> None:
     from distrl.cli.parsers import build_parser
 

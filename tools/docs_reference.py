@@ -1,9 +1,13 @@
 """The docs site's generated reference pages, as an MkDocs hook (``hooks:`` in ``mkdocs.yml``).
 
-At every build it writes, from the code itself, so that they cannot drift:
+Two pages are written from the code itself, and kept in the repository (so that they read where the
+docs are browsed as files, on GitHub say): ``python tools/docs_reference.py`` writes them, and every build
+checks that they are what the code gives (a warning naming the page and that command, which
+``mkdocs build --strict`` makes an error), so that they cannot drift:
 
 - ``reference/cli.md``: every command of ``python -m distrl``, from the argparse parsers
-  (``distrl.cli.parsers.build_parser``), with every argument, its default and its help;
+  (``distrl.cli.parsers.build_parser``), with every argument, its default and its help, at a fixed width
+  (``WIDTH``) whatever the terminal's;
 - ``reference/inventory.md``: every key of ``hosts.toml``, from the config dataclasses
   (``distrl.config.Inventory`` and the tables under it, walked generically, nested tables included),
   with its type, default, bounds and meaning (the field's docstring);
@@ -17,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import importlib
 import inspect
 import logging
+import os
 import re
 import textwrap
 import typing
@@ -31,8 +37,11 @@ from typing import Any
 log = logging.getLogger("mkdocs.plugins.distrl_reference")
 
 ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 CLI_PAGE = "reference/cli.md"
 INVENTORY_PAGE = "reference/inventory.md"
+WIDTH = 100
+"""The columns argparse's help is laid out in on the CLI page (it would take the terminal's)."""
 
 # ----------------------------------------------------------------------------------------------- the CLI
 
@@ -89,11 +98,30 @@ def cli_page() -> str:
     """``reference/cli.md``."""
     from distrl.cli.parsers import build_parser
 
-    top = build_parser()
+    with _columns(WIDTH):
+        return _cli_page(build_parser())
+
+
+@contextlib.contextmanager
+def _columns(width: int) -> Iterator[None]:
+    """argparse lays its help out in ``width`` columns meanwhile (it reads ``COLUMNS`` for each help)."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
+
+
+def _cli_page(top: argparse.ArgumentParser) -> str:
     lines = [
         "# Command line",
         "",
-        "<!-- Generated from distrl/cli/parsers.py and distrl/cli/local_parsers.py at every docs build. -->",
+        "<!-- Generated from distrl/cli/parsers.py and distrl/cli/local_parsers.py by"
+        " tools/docs_reference.py; a docs build checks it. -->",
         "",
         "`python -m distrl COMMAND ...` (or `distrl COMMAND ...` where the package's script is on the "
         "`PATH`). A user's mistake ends in one sentence on stderr: exit status 2 for usage and inventory "
@@ -369,7 +397,8 @@ def inventory_page() -> str:
     lines = [
         "# Inventory keys",
         "",
-        "<!-- Generated from the dataclasses of distrl/config/ at every docs build. -->",
+        "<!-- Generated from the dataclasses of distrl/config/ by tools/docs_reference.py; a docs build"
+        " checks it. -->",
         "",
         "Every key of `hosts.toml`, generated from the dataclasses that read it (`distrl.config`): its "
         "type, its default, its bounds (checked when the inventory is loaded) and its meaning. "
@@ -447,15 +476,30 @@ def resolves(name: str) -> bool:
 GENERATED = {CLI_PAGE: cli_page, INVENTORY_PAGE: inventory_page}
 
 
+def stale_pages() -> list[str]:
+    """The generated pages whose file in docs/ is not what the code gives now (missing included)."""
+    stale = []
+    for uri, make in GENERATED.items():
+        path = DOCS / uri
+        if not path.is_file() or path.read_text(encoding="utf-8") != make():
+            stale.append(uri)
+    return stale
+
+
+def write_pages() -> list[str]:
+    """Write every generated page into docs/; those that changed."""
+    changed = stale_pages()
+    for uri in changed:
+        (DOCS / uri).write_text(GENERATED[uri](), encoding="utf-8")
+    return changed
+
+
 def on_files(files: Any, config: Any) -> Any:
-    """Add the generated pages to the site's files, and check the docstrings' references."""
+    """Check the generated pages and the docstrings' references; add the benchmarks' figures."""
     from mkdocs.structure.files import File
 
-    for uri, make in GENERATED.items():
-        existing = files.get_file_from_path(uri)
-        if existing is not None:
-            files.remove(existing)
-        files.append(File.generated(config, uri, content=make()))
+    for uri in stale_pages():
+        log.warning("docs/%s is not what the code gives now: run python tools/docs_reference.py", uri)
     for figure in sorted((ROOT / "benchmarks" / "figures").glob("*.png")):
         files.append(File.generated(config, f"figures/{figure.name}", abs_src_path=str(figure)))
     for path, number, name in broken_references():
@@ -482,3 +526,12 @@ def _escape(text: str) -> str:
     text = re.sub(r"``([^`]+)``", r"`\1`", text)
     parts = re.split(r"(`[^`]*`)", text)
     return "".join(p if p.startswith("`") else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
+
+
+if __name__ == "__main__":
+    written = write_pages()
+    print(
+        f"wrote {', '.join('docs/' + uri for uri in written)}"
+        if written
+        else "the generated pages are up to date"
+    )
