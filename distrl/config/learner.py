@@ -41,15 +41,14 @@ class LearnerSettings:
     """Trajectories per update."""
     kl_coef: float = num_field(1.0, ge=0)
     """κ_KL, the weight of the core's anchor: the KL(π ‖ π_ref) of each trained answer (per token, summed over
-    the answer, as its log-prob is) to the starting policy π_ref (the model with its adapter disabled
-    when training starts from a fresh adapter, else a frozen copy of the adapter the learner started
-    from). 0 turns it off (no reference pass). It keeps the greedy policy, which users deploy, from
-    drifting away from its start while training at temperature 1 (README, "Benchmarks": without it
-    greedy train success fell 10 points in 80 updates; with 1 it held). ``decision`` advantages need it:
-    with an anchor about 500 times weaker they unlearned the start (greedy train success 43% → 15%). It
-    also bounds success when sampling: from ``tiny-weak``, binary advantages with ``kl_coef = 0.1`` gained
-    7.5 points more on train at temperature 1 than with 1, and 9.6 fewer on train greedily (docs: the
-    paper's table)."""
+    the answer, as its log-prob is) to the starting policy π_ref (the model with its adapter disabled when
+    training starts from a fresh adapter, else a frozen copy of the adapter the learner started from). 0 turns
+    it off (no reference pass). It keeps the greedy policy, which users deploy, from drifting away from its
+    start while training at temperature 1 (docs/results/benchmarks.md, "The anchor": without it greedy train
+    success fell 10 points in 80 updates; with 1 it held). ``decision`` advantages need it: with an anchor
+    about 500 times weaker they unlearned the start (greedy train success 43% → 15%). It also bounds success
+    when sampling: from ``tiny-weak``, binary advantages with ``kl_coef = 0.1`` gained 7.5 points more on
+    train at temperature 1 than with 1, and 9.6 fewer on train greedily (docs/results/paper-table.md)."""
     priority_alpha: float = num_field(0.5, ge=0)
     """Sampling ∝ priority^α (0 is uniform)."""
     priority_beta: float = num_field(0.4, ge=0, le=1)
@@ -74,8 +73,7 @@ class LearnerSettings:
     """Learner processes training each update together (data parallelism on ``torch.distributed``): the
     batch's steps are split across them and their gradients summed. Rank 0 is the learner that runs the
     fleet, the replay buffer and the checkpoints; the others only train, started as its child processes
-    (under ``torchrun`` they are the processes it starts, on any machine: README, "Training on several
-    GPUs")."""
+    (under ``torchrun`` they are the processes it starts, on any machine: docs/guides/several-gpus.md)."""
     devices: tuple[str, ...] = ()
     """The torch device of each rank (``["cuda:0", "cuda:1"]``), as many as ``ranks``; empty: every rank
     on ``device``'s CPU, or rank r on ``cuda:r``. NCCL links CUDA ranks, gloo CPU ones."""

@@ -70,7 +70,8 @@ class ARideSettings:
     Retrace targets with c = advantage_lambda·min(1, ρ) (``retrace_lambda``: the critic's own targets).
     Below 1 a step is credited more with what its action changed at once and less with the rest of its
     episode, as GAE's λ does; at 1 every step of a successful episode gets nearly the same credit, wasted
-    moves included (README, "Benchmarks": 0.5 trains better than 1 on ``tiny``)."""
+    moves included (docs/results/benchmarks.md, "A-RIDE against DigiRL, seed by seed": 0.5 trains
+    better than 1 on ``tiny``)."""
     rho_clip: float = num_field(1.0, gt=0, allow_inf=True)
     """Upper clip of ρ in the actor loss; ``inf`` leaves it unclipped as in the paper's Eq. 1."""
     rho_floor: float = num_field(0.0, ge=0)
@@ -86,7 +87,7 @@ class ARideSettings:
     """β, the entropy bonus coefficient. 0: no bonus, as the paper's released code defaults (β = 0.05
     when it is on). Measured on ``tiny-bc``: its answers' entropy is 0.01-0.02 nats per token, so the bonus
     buys no exploration, and β = 0.05 cost test success at temperature 1 in each of three paired fleet
-    seeds (README, "A-RIDE against DigiRL in the fleet")."""
+    seeds (docs/results/learning.md, "A-RIDE against DigiRL in the fleet")."""
     invalid_penalty: float = num_field(1.0, ge=0)
     """Weight of the invalid-action penalty term."""
     advantages: Literal["decision", "positive", "binary", "normalised", "signed"] = "decision"
@@ -108,7 +109,7 @@ class ARideSettings:
     Why not ``signed`` on the whole answer: an answer's log-prob sums over all its tokens, most of them
     the action format every answer shares. When most episodes fail most advantages are negative, and
     pushing those answers down pushes the shared format down on every update, so a small policy drifts
-    into answers that do not parse (README, "Learner")."""
+    into answers that do not parse (docs/concepts/algorithms.md, "The built-in algorithms")."""
     priority_weights: tuple[float, float, float] = field(default=(50.0, 1.0, 0.01), metadata={"ge": 0})
     """w1, w2, w3 of the replay priority w1·mean|δ| + w2·mean ρ + w3·mean H."""
     step_cost: float = num_field(0.0, ge=0)
