@@ -24,7 +24,7 @@ from distrl.errors import ConfigError, LearnerError
 from distrl.fleet import collect, train
 from distrl.fleet.ledger import Groups
 from distrl.fleet.stop import Stop
-from distrl.learner.algorithm import AdvantageTargets
+from distrl.learner.algorithm import AdvantageTargets, Plan
 from distrl.learner.algorithms import build, configure, names, resolve, with_options
 from distrl.learner.contract import Guard, losses_problem
 from distrl.learner.core import Learner
@@ -306,6 +306,23 @@ _FAULTS: dict[str, tuple[str, Any, str]] = {
     ),
     "constant": ("loss", lambda *a: {"x": torch.tensor(1.0)}, "its loss 'x' has no gradient"),
     "plan": ("plan", lambda *a: None, "broke its contract: its plan returned None, not a Plan"),
+    # were taken: the update then failed after its steps, the adapter changed and the update not counted
+    "negative priorities": (
+        "plan",
+        lambda s, b: Plan(network_loss=None, advantages=None, priorities=[-1.0] * len(b.trajectories)),
+        "its plan's priorities hold -1: a priority is a sampling weight, 0 or more",
+    ),
+    "integer advantages": (
+        "plan",
+        lambda s, b: Plan(network_loss=None, advantages=torch.ones(len(b.logprob), dtype=torch.long)),
+        "its plan's advantages are a tensor of torch.int64, not of floating point",
+    ),
+    # was taken silently: a critic kept outside ``networks`` was never trained, saved or moved
+    "loss without networks": (
+        "plan",
+        lambda s, b: Plan(network_loss=b.logprob.sum() * 0, advantages=None),
+        "its plan returned a network_loss, but its networks are None",
+    ),
     "targets": (
         "targets",
         lambda *a: [True, False],
@@ -567,3 +584,15 @@ def test_check_refuses_an_algorithm_or_its_table_in_one_line(
     assert len(lines) == 1, done.stderr
     assert words in lines[0]
     assert lines[0].startswith(f"distrl: error: {inventory}: ")
+
+
+def test_losses_on_two_devices_are_refused_naming_each() -> None:
+    """Summing them was torch's own RuntimeError, outside the update's guard: a traceback on a GPU run
+    whose algorithm computed a regulariser on the CPU."""
+    on_cpu = torch.tensor(1.0, requires_grad=True) * 2
+    elsewhere = torch.tensor(1.0, device="meta", requires_grad=True) * 2
+    assert losses_problem({"actor": on_cpu}) == ""
+    assert losses_problem({"actor": on_cpu, "regulariser": elsewhere}) == (
+        "its losses are on different devices ('actor' on cpu, 'regulariser' on meta): compute each on the"
+        " batch's device"
+    )

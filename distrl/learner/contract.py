@@ -91,16 +91,20 @@ def plan_problem(plan: object, batch: Batch, networks: bool) -> str:
     if not isinstance(plan, Plan):
         return f"its plan returned {_kind(plan)}, not a Plan"
     steps = len(batch.logprob)
-    if (
-        networks
-        and plan.network_loss is not None
-        and (problem := _scalar_problem(plan.network_loss, "its networks"))
-    ):
-        return f"its plan's network_loss {problem}"
+    if plan.network_loss is not None:
+        if not networks:  # nothing would train it, save it in checkpoints or move it to the device
+            return (
+                "its plan returned a network_loss, but its networks are None: the core trains, saves and"
+                " moves only the modules in its networks (set networks to them)"
+            )
+        if problem := _scalar_problem(plan.network_loss, "its networks"):
+            return f"its plan's network_loss {problem}"
     for name in ("advantages", "values"):
         tensor = getattr(plan, name)
         if tensor is not None and not (isinstance(tensor, torch.Tensor) and tuple(tensor.shape) == (steps,)):
             return f"its plan's {name} are {_kind(tensor)}, not a tensor of the batch's {steps} steps"
+        if tensor is not None and not tensor.is_floating_point():
+            return f"its plan's {name} are a tensor of {tensor.dtype}, not of floating point (.float() them)"
     priorities = plan.priorities
     if priorities is not None and not (
         isinstance(priorities, Sequence)
@@ -108,6 +112,8 @@ def plan_problem(plan: object, batch: Batch, networks: bool) -> str:
         and all(_number(p) for p in priorities)
     ):
         return f"its plan's priorities are {_kind(priorities)}, not a number for each of its trajectories"
+    if priorities is not None and (low := min(priorities, default=0.0)) < 0:
+        return f"its plan's priorities hold {low:g}: a priority is a sampling weight, 0 or more"
     if not (isinstance(plan.stats, Mapping) and all(_number(v) for v in plan.stats.values())):
         return f"its plan's stats are {_kind(plan.stats)}, not a dict of numbers"
     return ""
@@ -127,9 +133,14 @@ def losses_problem(losses: object) -> str:
         return f"its loss returned {_kind(losses)}, not a dict of scalar tensors"
     if not losses:
         return "its loss returned no loss for steps it trains (an empty dict)"
+    devices = set()
     for name, value in losses.items():
         if problem := _scalar_problem(value, "the chunk's log-probs"):
             return f"its loss {name!r} {problem}"
+        devices.add(value.device)
+    if len(devices) > 1:
+        where = ", ".join(f"{name!r} on {value.device}" for name, value in losses.items())
+        return f"its losses are on different devices ({where}): compute each on the batch's device"
     return ""
 
 
