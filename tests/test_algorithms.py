@@ -560,6 +560,15 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
             "learner.algorithm: the algorithm 'broken' (broken_start:Broken) failed to start"
             " (RuntimeError: init is broken, broken_start.py line 7)",
         ),
+        (  # was taken, then failed to build in a traceback (AttributeError: no __qualname__)
+            'algorithm = "broken_start:INSTANCE"\n',
+            "learner.algorithm: 'broken_start:INSTANCE' is not an algorithm: it is a Broken object, not a"
+            " class (name the class: module:Class)",
+        ),
+        (  # was "no algorithm 'broken_start:NOTHING'", as if nothing had that name
+            'algorithm = "broken_start:NOTHING"\n',
+            "learner.algorithm: 'broken_start:NOTHING' is not an algorithm: it is None, not a class",
+        ),
     ],
 )
 def test_check_refuses_an_algorithm_or_its_table_in_one_line(
@@ -571,6 +580,7 @@ def test_check_refuses_an_algorithm_or_its_table_in_one_line(
         "    def __init__(self, settings, *, features):\n"
         "        raise RuntimeError('init is broken')\n"
         "    plan = targets = loss = None\n"
+        "\n\nINSTANCE, NOTHING = object.__new__(Broken), None\n"
     )
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(

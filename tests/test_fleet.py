@@ -172,6 +172,27 @@ async def test_a_randomised_run_plays_and_trains_on_drawn_tasks(
     assert not [task_id for task_id in outcomes if "/draw-" in task_id]
 
 
+async def test_train_from_python_finds_an_algorithm_beside_the_inventory_from_any_folder(
+    tmp_path: Path, memory_hosts: MemoryHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` found a ``module:Class`` beside the inventory (its check looked there); ``train`` from
+    Python did not, and its learner failed to start, once the policy had loaded, unless run from that
+    folder."""
+    module = f"beside_{tmp_path.name.replace('-', '_')}"  # a name of its own: the path keeps it found
+    (tmp_path / f"{module}.py").write_text(
+        "from distrl.learner.algorithms.filtered_bc import FilteredBC\n\n\n"
+        "class Mine(FilteredBC):\n    name = 'mine'\n"
+    )
+    text = _inventory_text(tmp_path, extra="max_trajectories = 4").replace(
+        "[learner]\n", f'[learner]\nalgorithm = "{module}:Mine"\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    stats = await train(parse_inventory(text, source=str(tmp_path / "hosts.toml")), opener=memory_hosts.open)
+    assert stats.completed == 4  # its learner started, and the run went to its end
+
+
 async def test_the_expert_collects_demonstrations_and_cannot_be_trained(
     tmp_path: Path, memory_hosts: MemoryHosts
 ) -> None:

@@ -28,7 +28,7 @@ from distrl.config import (
     parse_learner_settings,
 )
 from distrl.errors import ConfigError, LearnerError, RankError
-from distrl.learner.algorithms import with_options
+from distrl.learner.algorithms import check, with_options
 from distrl.learner.core import Learner
 from distrl.learner.rank_processes import Child
 from distrl.learner.ranks import Ranks, _bounds
@@ -244,6 +244,27 @@ def test_a_rank_that_cannot_start_is_named_with_its_last_words(played: list[Traj
     with pytest.raises(RankError, match=r"learner rank 1 did not start \(exit code 1\): .*cuda") as caught:
         _learner(played, "a-ride", 2, devices=("cpu", "cuda:7"))
     assert caught.value.reason == "start"
+
+
+def test_every_rank_finds_a_users_algorithm_where_the_inventory_check_found_it(
+    played: list[Trajectory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``module:Class`` beside the inventory was found by rank 0 (its check looks there) and by no other
+    rank, a process of its own: run from another folder, rank 1 did not start."""
+    module = f"ranked_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(
+        "from distrl.learner.algorithms.filtered_bc import FilteredBC\n\n\n"
+        "class Mine(FilteredBC):\n    name = 'mine-ranked'\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    check(LearnerSettings(algorithm=f"{module}:Mine"), source=str(tmp_path / "hosts.toml"))  # as run does
+    learner = _learner(played, f"{module}:Mine", 2)
+    try:
+        assert learner.update() is not None  # both ranks trained it
+    finally:
+        learner.close()
 
 
 def test_shares_cover_the_batch_once_in_order() -> None:

@@ -181,6 +181,7 @@ async def train(
     ``resume`` it is refused (``ConfigError``), unless ``new``, which starts the run beside it under
     ``<name>.1`` (or the first free number). ``opener`` starts each host's worker, as in ``collect``.
     """
+    from distrl.learner.algorithms import check as check_algorithm
     from distrl.learner.checkpoint import Checkpoints
 
     inventory = _inventory(hosts)
@@ -192,6 +193,8 @@ async def train(
             inventory.source or None,
         )
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
+    # the algorithm and its table, as `run` checks them: a module:Class beside the inventory is found
+    check_algorithm(inventory.learner, source=inventory.source)
     drawing = task_variation(inventory)
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)

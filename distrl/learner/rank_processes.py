@@ -30,6 +30,7 @@ from torch.distributed import TCPStore  # type: ignore[attr-defined]  # exported
 
 from distrl.config import LearnerSettings, learner_settings_json
 from distrl.errors import RankError
+from distrl.learner.algorithms import searched_folders
 from distrl.learner.ranks import Ranks, rank_devices, torchrun_rank
 
 if TYPE_CHECKING:
@@ -103,11 +104,17 @@ class Child:
     @classmethod
     def start(cls, rank: int, document: dict[str, Any]) -> Child:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115  # held while the child lives; stop() closes it
+        env = dict(os.environ)
+        if searched := searched_folders():  # a user's module:Class beside the inventory: every rank's too
+            env["PYTHONPATH"] = os.pathsep.join(
+                [*filter(None, env.get("PYTHONPATH", "").split(os.pathsep)), *searched]
+            )
         process = subprocess.Popen(
             [sys.executable, "-m", "distrl.learner.rank_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
+            env=env,
             start_new_session=True,  # Ctrl-C reaches rank 0, which stops its ranks itself
         )
         assert process.stdin is not None

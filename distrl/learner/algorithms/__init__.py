@@ -27,7 +27,17 @@ from distrl.config import LearnerSettings, read_section
 from distrl.errors import ConfigError
 from distrl.learner.algorithm import Algorithm
 
-__all__ = ["ALGORITHMS", "build", "check", "configure", "names", "resolve", "table_name", "with_options"]
+__all__ = [
+    "ALGORITHMS",
+    "build",
+    "check",
+    "configure",
+    "names",
+    "resolve",
+    "searched_folders",
+    "table_name",
+    "with_options",
+]
 
 ALGORITHMS = "distrl.algorithms"
 """The entry-point group of algorithms."""
@@ -52,7 +62,7 @@ def resolve(name: str, *, source: str = "") -> type[Algorithm]:
     where the module does not import, and what is wrong where the class is not an algorithm (its parts,
     its name, its ``Settings``)."""
     points = _entry_points()
-    found: object = None
+    found: object = _NOTHING
     try:
         if name in points:
             found = points[name].load()
@@ -75,7 +85,7 @@ def resolve(name: str, *, source: str = "") -> type[Algorithm]:
         )  # it, or its package
         what = str(exc) if absent else _raised(exc)
         raise ConfigError.at("learner.algorithm", f"{name!r} does not load ({what})", source or None) from exc
-    if found is None:
+    if found is _NOTHING:
         known = ", ".join(sorted(points)) or "none: is distrl installed (pip install -e .)?"
         raise ConfigError.at(
             "learner.algorithm",
@@ -163,6 +173,9 @@ def check(settings: LearnerSettings, *, source: str = "") -> None:
 
 def _not_an_algorithm(found: object, name: str, points: dict[str, importlib.metadata.EntryPoint]) -> str:
     """What keeps ``found``, loaded as ``name``, from being an algorithm; "" where nothing does."""
+    if not isinstance(found, type):  # an instance, a function, None: the learner builds the class itself
+        what = "None" if found is None else f"a {type(found).__name__} object"
+        return f"it is {what}, not a class (name the class: module:Class)"
     missing = [
         a for a in ("name", "Settings", "prioritised", "plan", "targets", "loss") if not hasattr(found, a)
     ]
@@ -224,6 +237,18 @@ def _searching(*folders: Path | None) -> None:
     for folder in folders:
         if folder is not None and str(folder.resolve()) not in sys.path:
             sys.path.append(str(folder.resolve()))
+            _SEARCHED.append(str(folder.resolve()))
+
+
+def searched_folders() -> tuple[str, ...]:
+    """The folders ``module:Class`` was looked for in besides the path's own (the inventory's, the
+    working one), in order: a learner's other ranks, processes of their own, look there too."""
+    return tuple(_SEARCHED)
+
+
+_SEARCHED: list[str] = []
+_NOTHING = object()
+"""What ``resolve`` found before it found anything (a ``module:Class`` may name None)."""
 
 
 @functools.cache
