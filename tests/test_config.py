@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import re
 import sys
 import tomllib
+import typing
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from support import bound_folders
@@ -520,6 +523,16 @@ class _SetSettings:
 _LateSettings = dataclasses.make_dataclass("_LateSettings", [("when", "NotImported | None", None)])
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _OddSettings:
+    """Declarations a user might write: a Literal of numbers, a bare Dict, fields named as the reader's."""
+
+    level: Literal[1, 2] = 1
+    env: typing.Dict = dataclasses.field(default_factory=dict)  # type: ignore[type-arg]  # noqa: UP006  # as a user might write it
+    source: str = ""
+    tables: int = 0
+
+
 @pytest.mark.parametrize(
     ("cls", "table", "said"),
     [
@@ -546,6 +559,19 @@ def test_an_algorithms_own_settings_are_read_or_refused_in_one_line(
         read_section(cls, table, "learner.own", source="hosts.toml")
     assert said in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_an_algorithms_own_literals_bare_dicts_and_any_field_name_are_read() -> None:
+    """A Literal of numbers refused its own choice ("expected one of 1, 2, got an integer (2)"), a bare
+    Dict was an IndexError, and fields named source or tables were unknown keys: names the inventory's
+    reader kept for its own fields, of other tables."""
+    table = {"level": 2, "env": {"A": "b"}, "source": "web", "tables": 3}
+    assert read_section(_OddSettings, table, "learner.own") == _OddSettings(
+        level=2, env={"A": "b"}, source="web", tables=3
+    )
+    for wrong, said in [("2", "got a string"), (True, "got a boolean"), (3, "got an integer (3)")]:
+        with pytest.raises(ConfigError, match=re.escape(f"learner.own.level: expected one of 1, 2, {said}")):
+            read_section(_OddSettings, {"level": wrong}, "learner.own")
 
 
 def test_an_algorithms_own_lists_and_optionals_are_read() -> None:

@@ -27,7 +27,7 @@ class LearnerSettings:
     )
     """The algorithm: a registered name (``a-ride``, the DistRL paper's; ``digirl``, ``filtered-bc``,
     ``ppo``, ``grpo``, ``rloo``) or ``module:Class`` for your own. Its settings: ``[learner.NAME]``."""
-    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"not_a_key": True})
     """Each algorithm's settings table as written (``[learner.a_ride]``: ``tables["a_ride"]``)."""
     device: str = text_field(
         "auto", r"auto|cpu|mps|cuda(:[0-9]+)?", "'auto', 'cpu', 'mps', 'cuda' or 'cuda:N'"

@@ -386,7 +386,7 @@ class Inventory:
     policy: PolicySettings = field(default_factory=PolicySettings)
     screen: ScreenSettings = field(default_factory=ScreenSettings)
     sim: SimSettings = field(default_factory=SimSettings)
-    source: str = ""
+    source: str = field(default="", metadata={"not_a_key": True})
     """The file it was read from (empty when parsed from a string)."""
 
     @property

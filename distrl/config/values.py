@@ -54,7 +54,8 @@ class Values:
 
     def fields(self, cls: type[Any], table: dict[str, Any], path: str) -> dict[str, Any]:
         """Check ``table``'s keys and values against ``cls``'s fields; returns the converted values."""
-        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name not in ("source", "tables")}
+        # a field marked ``not_a_key`` is the reader's to set: the inventory's source, the learner's tables
+        specs = {f.name: f for f in dataclasses.fields(cls) if f.init and not f.metadata.get("not_a_key")}
         self.reject_unknown(table, list(specs), path)
         try:
             hints = typing.get_type_hints(cls)
@@ -100,7 +101,7 @@ class Values:
                 raise self.fail(path, "must not contain a NUL character")
             return raw
         if origin is Literal:
-            if isinstance(raw, str) and raw in args:
+            if any(type(choice) is type(raw) and choice == raw for choice in args):  # 1 is no "1", nor True
                 return raw
             choices = ", ".join(repr(a) for a in args)
             raise self.fail(path, f"expected one of {choices}, got {describe(raw)}")
@@ -121,7 +122,7 @@ class Values:
                 where = join(path, key)
                 if not _ENV_NAME.fullmatch(key):
                     raise self.fail(where, f"{key!r} is not a valid environment variable name")
-                result[key] = self.value(args[1], item, where)
+                result[key] = self.value(args[1] if len(args) == 2 else Any, item, where)
             return result
         if origin is list:
             if not isinstance(raw, list):
