@@ -32,7 +32,7 @@ from distrl.learner.replay import ReplayBuffer
 from distrl.learner.scoring import score
 from distrl.local.play import rollouts
 from distrl.policy import Policy
-from distrl.records import Trajectory
+from distrl.records import EndReason, Trajectory
 from distrl.sim.suites import tasks
 from distrl.tasks.sampler import TaskSampler
 
@@ -453,6 +453,16 @@ def test_the_ledger_hands_a_group_on_whole_or_short_and_says_which(
     assert (groups.whole, groups.short) == (1, 1)
     assert f"member {one.id} arrived with no score" in caplog.text
     assert "group g2 delivered short: 2 of 3 members" in caplog.text
+    # a member cut short by its device is no data either (the learner refuses it): the group is short,
+    # where it was counted whole and handed on with a member the learner then dropped
+    cut, kept, other = _group(played[1], "g3", [True, False, True])
+    cut = dataclasses.replace(cut, end_reason=EndReason.DEVICE_ERROR)
+    with caplog.at_level("INFO", logger="distrl.fleet.ledger"):
+        assert groups.arrived(cut, trainable=True) == []
+        assert groups.arrived(kept, trainable=True) == []
+        assert groups.arrived(other, trainable=True) == [kept, other]
+    assert (groups.whole, groups.short) == (1, 2)
+    assert f"member {cut.id} was cut short (device_error)" in caplog.text
     # outside a group, or without groups, a trajectory passes at once
     assert Groups(1).arrived(first, trainable=True) == [first]
     assert groups.arrived(dataclasses.replace(first, group=""), trainable=True) == [

@@ -272,9 +272,9 @@ class Ledger:
 
 class Groups:
     """Holds each task group's members until all ``size`` have arrived, then hands on the group whole:
-    the trainer sees a group at once or not at all. A member that arrives untrainable (unscored) still
-    counts as arrived; its group is then delivered short, and the log says which member and why. A
-    trajectory outside a group passes at once."""
+    the trainer sees a group at once or not at all. A member that arrives untrainable (unscored, or cut
+    short by a failure of its device or policy) still counts as arrived; its group is then delivered
+    short, and the log says which member and why. A trajectory outside a group passes at once."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -297,10 +297,11 @@ class Groups:
             return [trajectory] if trainable else []
         key = trajectory.group
         self._arrived[key] += 1
-        if trainable:
+        if trainable and not trajectory.cut_short:
             self._held.setdefault(key, []).append(trajectory)
-        else:
-            log.info("group %s: member %s arrived with no score; the group goes on short", key, trajectory.id)
+        else:  # a member cut short is not trained on either: its group is short, not whole
+            why = f"was cut short ({trajectory.end_reason})" if trajectory.cut_short else "arrived with no score"
+            log.info("group %s: member %s %s; the group goes on short", key, trajectory.id, why)
         if self._arrived[key] < self.size:
             return []
         del self._arrived[key]
