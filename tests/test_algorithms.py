@@ -575,6 +575,11 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
             "learner.algorithm: 'broken_start:INSTANCE' is not an algorithm: it is a Broken object, not a"
             " class (name the class: module:Class)",
         ),
+        (  # was taken: each update of grpo then trained 4 trajectories, not the 3 asked for
+            'algorithm = "grpo"\nbatch_size = 3\n[tasks]\ngroup_size = 2\n',
+            "learner.batch_size: is 3, not a multiple of tasks.group_size (2): 'grpo' trains whole task"
+            " groups, so each update would take 4 trajectories",
+        ),
         (  # was "no algorithm 'broken_start:NOTHING'", as if nothing had that name
             'algorithm = "broken_start:NOTHING"\n',
             "learner.algorithm: 'broken_start:NOTHING' is not an algorithm: it is None, not a class",

@@ -313,6 +313,11 @@ MALFORMED = [
     ),
     ("[tasks]\ngroup_size = 3\n" + ONE_HOST, "tasks.group_size", "more than the fleet's 2 device(s)"),
     ("[tasks]\ngroup_size = 0\n" + ONE_HOST, "tasks.group_size", "at least 1"),
+    (  # was taken: the last group's two members played, never trained on
+        "[run]\nmax_trajectories = 5\n[tasks]\ngroup_size = 2\n" + ONE_HOST,
+        "run.max_trajectories",
+        "is 5, not a multiple of tasks.group_size (2): the last group would be played in part",
+    ),
     ("[tasks]\ngroup_size = 2.5\n" + ONE_HOST, "tasks.group_size", "expected an integer"),
     ("[run]\nseed = true\n" + ONE_HOST, "run.seed", "expected an integer, got a boolean"),
     ('[run]\nmode = "round-robin"\n' + ONE_HOST, "run.mode", "'async', 'sync'"),

@@ -38,7 +38,7 @@ from distrl.cli.placement import placement_problem
 def _check_algorithm(inventory: Inventory) -> None:
     from distrl.learner.algorithms import check  # torch: only where it is asked for
 
-    check(inventory.learner, source=inventory.source)
+    check(inventory.learner, source=inventory.source, group_size=inventory.tasks.group_size)
 
 
 def run_command(args: argparse.Namespace) -> int:

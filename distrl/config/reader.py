@@ -181,6 +181,13 @@ class Reader(Values):
             )
         hosts = self.hosts(data)
         group_size = sections["tasks"].group_size
+        limit = sections["run"].max_trajectories
+        if group_size > 1 and limit % group_size:
+            raise self.fail(
+                "run.max_trajectories",
+                f"is {limit}, not a multiple of tasks.group_size ({group_size}): the last group would be"
+                " played in part, and a group is trained on whole or not at all",
+            )
         devices = sum(len(host.devices.serials) for host in hosts)
         if group_size > 1 and devices and group_size > devices:
             raise self.fail(

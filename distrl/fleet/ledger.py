@@ -300,7 +300,11 @@ class Groups:
         if trainable and not trajectory.cut_short:
             self._held.setdefault(key, []).append(trajectory)
         else:  # a member cut short is not trained on either: its group is short, not whole
-            why = f"was cut short ({trajectory.end_reason})" if trajectory.cut_short else "arrived with no score"
+            why = (
+                f"was cut short ({trajectory.end_reason})"
+                if trajectory.cut_short
+                else "arrived with no score"
+            )
             log.info("group %s: member %s %s; the group goes on short", key, trajectory.id, why)
         if self._arrived[key] < self.size:
             return []

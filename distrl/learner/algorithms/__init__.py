@@ -162,13 +162,23 @@ def build(cls: type[Algorithm], options: Any, *, features: int, source: str = ""
     return algorithm
 
 
-def check(settings: LearnerSettings, *, source: str = "") -> None:
+def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1) -> None:
     """The algorithm ``settings`` names, and its table, read as the learner will read them, and the
     algorithm built once (small: it reads no model): ``ConfigError`` naming the key, or the algorithm that
     fails to start, before a run (``distrl check`` and ``run``, and ``benchmarks/paper_table.py`` for each
-    row) rather than when its learner starts."""
+    row) rather than when its learner starts. An algorithm that trains whole task groups (``grouped``)
+    needs a batch of whole groups of ``group_size`` (``[tasks] group_size``)."""
     algorithm, options = configure(settings, source=source)
-    build(algorithm, options, features=8, source=source)
+    built = build(algorithm, options, features=8, source=source)
+    batch = settings.batch_size
+    if getattr(built, "grouped", False) is True and group_size > 1 and batch % group_size:
+        whole = -(-batch // group_size) * group_size
+        raise ConfigError.at(
+            "learner.batch_size",
+            f"is {batch}, not a multiple of tasks.group_size ({group_size}): {algorithm.name!r} trains whole"
+            f" task groups, so each update would take {whole} trajectories",
+            source or None,
+        )
 
 
 def _not_an_algorithm(found: object, name: str, points: dict[str, importlib.metadata.EntryPoint]) -> str:
