@@ -114,26 +114,35 @@ def goals(cells: Record, rows: list[Record], starts: list[str]) -> Record:
                 "seeds": seeds,
                 "ahead_beyond_error": diff > error > 0,
             }
-        async_row, sync_row = cells.get(f"{start} / a-ride"), cells.get(f"{start} / a-ride (sync)")
-        if isinstance(async_row, dict) and isinstance(sync_row, dict) and "time_to_target_s" in async_row:
-            out[f"{start}: time to target, a-ride async vs sync (s per seed)"] = {
-                "async": async_row["time_to_target_s"],
-                "sync": sync_row["time_to_target_s"],
-            }
+        for key, sync_row in cells.items():  # each algorithm run in sync rounds too, against its async row
+            if not (key.startswith(f"{start} / ") and key.endswith(" (sync)")):
+                continue
+            variant = key.split(" / ", 1)[1].removesuffix(" (sync)")
+            async_row = cells.get(f"{start} / {variant}")
+            if isinstance(async_row, dict) and "time_to_target_s" in async_row:
+                out[f"{start}: time to target, {variant} async vs sync (s per seed)"] = {
+                    "seeds": async_row["seeds"],
+                    "async": async_row["time_to_target_s"],
+                    "sync_seeds": sync_row["seeds"],
+                    "sync": sync_row["time_to_target_s"],
+                }
     return out
 
 
-def markdown(cells: Record, minutes: float) -> str:
+def markdown(cells: Record, minutes: float, target_points: float) -> str:
     """The table as the documentation shows it: per start, its own success, then each row's gain over it
     in points (bold beyond two errors; the row's success where the start's own row is not measured), its
-    seeds and updates."""
+    seeds, updates, and the minute each seed's curve first reached the start + ``target_points``."""
     lines: list[str] = []
+    target = f"minute at start + {target_points:g}"
     for start in dict.fromkeys(key.split(" / ")[0] for key in cells):
         if lines:
             lines.append("")
         lines += [
-            f"| from `{start}`, {minutes:g} min a run | seeds | " + " | ".join(HEADINGS) + " | updates |",
-            "|---|---|" + "---|" * len(HEADINGS) + "---|",
+            f"| from `{start}`, {minutes:g} min a run | seeds | "
+            + " | ".join(HEADINGS)
+            + f" | updates | {target} |",
+            "|---|---|" + "---|" * len(HEADINGS) + "---|---|",
         ]
         names = [key.split(" / ", 1)[1] for key in cells if key.startswith(f"{start} / ")]
         for name in names:
@@ -141,13 +150,25 @@ def markdown(cells: Record, minutes: float) -> str:
             values = [entry[f"{split}@{temperature:g}"] for split, temperature in CELLS]
             if name == "start":
                 shown = [_success(v) + "%" for v in values]
-                lines.append(f"| `{start}` itself, success | | " + " | ".join(shown) + " | |")
+                lines.append(f"| `{start}` itself, success | | " + " | ".join(shown) + " | | |")
                 continue
             seeds = ", ".join(map(str, entry["seeds"])) + (
                 " (± over tasks)" if len(entry["seeds"]) == 1 else ""
             )
             updates = ", ".join(f"{n:,}" for n in entry["updates"])
-            lines.append(f"| `{name}` | {seeds} | " + " | ".join(map(_gain, values)) + f" | {updates} |")
+            reached = ", ".join(
+                "—" if s is None else f"{s / 60:.0f}" for s in entry.get("time_to_target_s", [])
+            )
+            shown_name = (
+                f"`{name.removesuffix(' (sync)')}` in sync rounds"
+                if name.endswith(" (sync)")
+                else f"`{name}`"
+            )
+            lines.append(
+                f"| {shown_name} | {seeds} | "
+                + " | ".join(map(_gain, values))
+                + f" | {updates} | {reached} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -527,7 +527,7 @@ def main() -> None:
     cells = paper_rows.table(rows, args.target)
     paper_rows.plot(rows, args.figure)
     for path, text in (
-        (args.markdown, paper_rows.markdown(cells, args.minutes)),
+        (args.markdown, paper_rows.markdown(cells, args.minutes, args.target)),
         (args.markdown_runs, paper_rows.runs_markdown(rows, args.minutes)),
     ):
         if path is not None:

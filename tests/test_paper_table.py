@@ -265,6 +265,13 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
         "seeds": [0],
         "ahead_beyond_error": False,
     }
+    # each algorithm asked in sync rounds too: its time to the target, seed by seed, beside its async row's
+    assert goals["tiny-weak: time to target, a-ride async vs sync (s per seed)"] == {
+        "seeds": [0],
+        "async": [0.0],
+        "sync_seeds": [0],
+        "sync": [0.0],
+    }
     rows = (tmp_path / "t" / "rows.jsonl").read_text()
     (tmp_path / "f.png").unlink()
 
@@ -293,10 +300,11 @@ def test_table_only_measures_nothing_and_names_the_rows_it_lacks(
     )
     assert (
         lines[2]
-        == "| `tiny-weak` itself, success | | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | |"
+        == "| `tiny-weak` itself, success | | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | 25.0 ± 21.7% | | |"
     )
     # one seed: its gain paired by task (+1, +1, 0, 0), within two of the tasks' errors, so not bold
-    assert lines[3] == "| `digirl` | 0 (± over tasks) | " + "+50.0 ± 28.9 | " * 4 + "2 |"
+    # its curve's one point (at 0 s, 75%) is past the start's 25% + 15 points: reached at minute 0
+    assert lines[3] == "| `digirl` | 0 (± over tasks) | " + "+50.0 ± 28.9 | " * 4 + "2 | 0 |"
     assert len(lines) == 4
     lines = (tmp_path / "new" / "r.md").read_text().splitlines()  # its folder made
     assert lines[2] == "| `tiny-weak` (start) | " + "25.0 ± 21.7 | " * 4 + "| |"
@@ -576,6 +584,22 @@ def test_the_markdown_table_bolds_a_gain_beyond_two_errors_and_signs_a_loss(prog
     assert rows._gain({"gain": 5.0, "gain_error": 2.5}) == "+5.0 ± 2.5"
     assert rows._gain({"gain": -4.2, "gain_error": 1.7}) == "**−4.2 ± 1.7**"
     assert rows._gain({"gain": -0.0, "gain_error": 0.0}) == "+0.0 ± 0.0"
+
+
+def test_the_markdown_table_names_a_sync_row_and_each_seeds_minute_at_the_target(program: ModuleType) -> None:
+    rows = sys.modules["paper_rows"]
+    gain = {"success": 40.0, "error": 1.0, "gain": 15.0, "gain_error": 1.0}
+    row = {f"{s}@{t:g}": gain for s, t in rows.CELLS} | {"seeds": [0, 1], "updates": [900, 300]}
+    cells = {
+        "w / a-ride": row | {"time_to_target_s": [300.0, 600.0]},
+        "w / a-ride (sync)": row | {"time_to_target_s": [900.0, None]},
+    }
+    lines = rows.markdown(cells, 30, 15).splitlines()
+    assert lines[0].endswith("| updates | minute at start + 15 |")
+    assert lines[2].startswith("| `a-ride` | 0, 1 | ")
+    assert lines[2].endswith("| 900, 300 | 5, 10 |")
+    assert lines[3].startswith("| `a-ride` in sync rounds | 0, 1 | ")
+    assert lines[3].endswith("| 900, 300 | 15, — |")  # seed 1 never reached it
 
 
 def test_the_docs_tables_are_what_their_command_writes_from_the_kept_rows(tmp_path: Path) -> None:
