@@ -323,11 +323,13 @@ def test_judge_eval_reports_the_judges_agreement_with_the_sim(
         assert exact["true_positive"] == sum(bool(t.success) for t in played)
         assert exact["requests"] == 12
         assert exact["tokens_per_episode"] > 0
-        # a judge that says "success" to everything: recall stays, precision and accuracy fall
+        # a judge that says "success" to everything: recall stays, precision and accuracy fall. The same
+        # episodes again (the same seed): each asked again, where the cache answered for the judge before
         server.oracle = lambda goal, final: True
-        hosts.write_text(hosts.read_text().replace(str(tmp_path / "cache"), str(tmp_path / "cache2")))
         assert main(["judge-eval", str(hosts), "--episodes", "12", "--seed", "3"]) == 0
         report = capsys.readouterr().out
+    assert "(0 retries, 0 from the cache)" in report
+    assert not list((tmp_path / "cache").rglob("*.json"))  # a calibration leaves the run's cache alone
     assert "recall 100.0%" in report
     assert "accuracy 100.0%" not in report
     assert "truly failure" in report

@@ -192,7 +192,7 @@ def judge_eval_command(args: argparse.Namespace) -> int:
         raise ConfigError.at(
             "judge", "judge-eval needs a [judge] (base_url and model)", inventory.source or None
         )
-    judge = build_judge(inventory)
+    judge = build_judge(inventory, cached=False)  # each verdict asked now: the judge measured, not its cache
     policy = None if inventory.policy.model == EXPERT else Policy.load(inventory.policy, seed=args.seed)
     say(f"playing {counted(args.episodes, 'episode')} of {suite} {args.split} on simulated phones ...")
     episodes = calibration_episodes(

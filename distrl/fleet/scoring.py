@@ -122,8 +122,9 @@ def _resolved(inventory: Inventory, tasks: Sequence[Task]) -> list[Task]:
     )
 
 
-def build_judge(inventory: Inventory) -> Judge:
-    """The inventory's judge; ``ConfigError`` when its key's variable is not set."""
+def build_judge(inventory: Inventory, *, cached: bool = True) -> Judge:
+    """The inventory's judge; ``ConfigError`` when its key's variable is not set. ``cached``: its verdicts
+    kept in ``[judge] cache`` and read back (not for ``judge-eval``, which measures the judge itself)."""
     from distrl.tasks.judge import Judge
 
     settings = inventory.judge
@@ -137,7 +138,7 @@ def build_judge(inventory: Inventory) -> Judge:
         max_backoff_s=settings.max_backoff_s,
         max_response_bytes=settings.max_response_bytes,
         screens=settings.screens,
-        cache_dir=settings.cache,
+        cache_dir=settings.cache if cached else None,
     )
 
 
