@@ -258,7 +258,10 @@ def test_eval_refuses_plays_that_would_say_nothing_or_never_end(capsys: pytest.C
     said = _refused(["eval", "tiny-bc", "--samples", "3", "--temperature", "0"], capsys)
     assert said.startswith("--samples 3 with --temperature 0 would play each task's greedy answer 3 times")
     said = _refused(["eval", "tiny-bc", "--episodes", "100000000"], capsys)
-    assert said.startswith("--episodes 100000000 is more than eval plays (at most 100,000;")
+    assert said.startswith("--episodes 100000000 is more than the general test split's 136 tasks: eval plays")
+    # past the split, the draw played tasks again: counted as other tasks, their error was too small
+    said = _refused(["eval", "tiny-bc", "--split", "train", "--episodes", "326"], capsys)
+    assert said.startswith("--episodes 326 is more than the general train split's 325 tasks")
     said = _refused(["eval", "tiny-bc", "--samples", "1000000000"], capsys)
     assert said == "--samples 1000000000 is more than eval plays (at most 1,000 plays of each task)"
 

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distrl.cli.common import EXIT_FAILED, EXIT_USAGE, adapter_problem, counted, fail, say, unknown_suite
+from distrl.tasks.draw import split_tasks
 
 if TYPE_CHECKING:
     from distrl.local.evaluation import Evaluation
     from distrl.policy import Policy
-
-MOST_EPISODES = 100_000
-"""The most ``--episodes`` eval plays: hundreds of times a split's tasks (``--samples`` plays each again)."""
 
 MOST_SAMPLES = 1_000
 """The most ``--samples``: pass@K is read up to pass@1,000 (each sample is a whole play of every task)."""
@@ -53,10 +51,12 @@ def eval_command(args: argparse.Namespace) -> int:
         return fail("--against-start compares an --adapter with its model: name the adapter", EXIT_USAGE)
     if args.checkpoints and not args.adapter:
         return fail("--checkpoints evaluates a run's checkpoints: name the run with --adapter", EXIT_USAGE)
-    if args.episodes is not None and args.episodes > MOST_EPISODES:
+    if args.episodes is not None and args.episodes > (tasks := len(split_tasks(args.suite, args.split))):
+        # played again, a task's plays would be counted as other tasks': an error too small, greedy ones alike
         return fail(
-            f"--episodes {args.episodes} is more than eval plays (at most {MOST_EPISODES:,}; a split has"
-            " a few hundred tasks, and --samples K plays each of them K times)",
+            f"--episodes {args.episodes} is more than the {args.suite} {args.split} split's {tasks} tasks:"
+            " eval plays each task once at most (leave --episodes out for all of them; --samples K plays"
+            " each K times, for pass@k)",
             EXIT_USAGE,
         )
     if args.samples > MOST_SAMPLES:
