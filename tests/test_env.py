@@ -35,7 +35,7 @@ from distrl.config import Timeouts
 from distrl.device import AdbDevice, open_device
 from distrl.env import ENV_ID, FLAT_ENV_ID, PhoneEnv
 from distrl.env.flat import GESTURES, typing_words
-from distrl.env.spaces import ACTION_TYPES, to_action
+from distrl.env.spaces import ACTION_TYPES, action_space, to_action
 from distrl.errors import DeviceOffline, DistrlError
 from distrl.records import Action, ActionType, InvalidAction
 from distrl.sim.device import SimDevice
@@ -155,6 +155,14 @@ def test_structured_actions_are_the_text_actions_fields() -> None:
     )
     typed = {"action_type": 0, "touch_point": [0, 0], "lift_point": [0, 0], "typed_text": "hi"}
     assert to_action(typed, "structured") == Action(type=ActionType.TYPE, text="hi")
+    # a 0-d array (torch's argmax(...).numpy() gives one), which the space's own contains takes, was an
+    # invalid step
+    index = np.array(ACTION_TYPES.index(ActionType.DUAL_POINT))
+    assert action_space("structured")["action_type"].contains(index)  # type: ignore[index]
+    assert to_action({**tap, "typed_text": "", "action_type": index}, "structured") == Action(
+        type=ActionType.DUAL_POINT, touch=(0.25, 0.5), lift=(0.25, 0.5)
+    )
+    assert isinstance(to_action({**tap, "action_type": np.array(0.0)}, "structured"), InvalidAction)
     for bad in ({**typed, "typed_text": ""}, {**tap, "touch_point": [1.5, 0.0]}, {"action_type": 99}, 7):
         assert isinstance(to_action(bad, "structured"), InvalidAction), bad
     assert isinstance(to_action(b"\xff", "text"), InvalidAction)

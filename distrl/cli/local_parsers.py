@@ -309,7 +309,11 @@ def add_local_commands(commands: Commands, common: argparse.ArgumentParser) -> N
         "(default test)",
     )
     evaluate.add_argument(
-        "--episodes", type=positive_int, default=None, metavar="N", help="tasks to play, each once (default: all)"
+        "--episodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="tasks to play, each once (default: all)",
     )
     evaluate.add_argument(
         "--temperature",

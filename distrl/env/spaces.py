@@ -183,9 +183,12 @@ def _structured(value: Mapping[str, Any]) -> Action:
 
 
 def _action_type(value: object) -> ActionType:
-    """An ``ActionType`` member as itself; an integer as an index into ``ACTION_TYPES``."""
+    """An ``ActionType`` member as itself; an integer as an index into ``ACTION_TYPES`` (a 0-d integer array
+    too, as ``argmax`` gives and ``Discrete.contains`` takes)."""
     if isinstance(value, ActionType):
         return value
+    if isinstance(value, np.ndarray) and value.shape == () and np.issubdtype(value.dtype, np.integer):
+        value = value.item()
     if (
         isinstance(value, bool)
         or not isinstance(value, int | np.integer)
