@@ -241,6 +241,35 @@ def _episode(env: PhoneEnv, seed: int, steps: int) -> list[tuple[str, bytes, flo
     return out
 
 
+def test_a_seed_boots_the_same_phone_whether_its_task_is_drawn_or_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A logged (seed, task id) pair replayed with ``options={"task_id": ...}`` booted another phone (other
+    pop-ups): the phone's seed was drawn after the task, whose draw a named task skipped."""
+    import distrl.env.phone as phone_module
+
+    seeds: list[int] = []
+    opened = phone_module.open_device  # type: ignore[attr-defined]  # its import, replaced here
+
+    def recording(*args: Any, seed: int, **kwargs: Any) -> Any:
+        seeds.append(seed)
+        return opened(*args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(phone_module, "open_device", recording)
+    drawn, named = PhoneEnv(**SMALL), PhoneEnv(**SMALL)
+    try:
+        _, info = drawn.reset(seed=5)
+        named.reset(seed=5, options={"task_id": info["task_id"]})
+        assert seeds[0] == seeds[1]
+        with pytest.raises(
+            TypeError, match=r"^reset option task_id must be a task.s id \(a str\), not list$"
+        ):
+            named.reset(options={"task_id": [info["task_id"]]})  # was "unhashable type: 'list'"
+    finally:
+        drawn.close()
+        named.close()
+
+
 def test_a_seed_replays_an_episode_and_another_seed_does_not() -> None:
     first = PhoneEnv(action_mode="structured", **SMALL)
     second = PhoneEnv(action_mode="structured", **SMALL)

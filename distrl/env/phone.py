@@ -276,8 +276,12 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
         if unknown:
             raise ValueError(f"unknown reset option {unknown[0]!r} (known: task_id)")
         task_id = options.get("task_id")
+        # drawn whether or not one is named: the phone a seed boots is then the same for the same task
+        drawn = self._pool[int(self.np_random.integers(len(self._pool)))]
         if task_id is None:
-            return self._pool[int(self.np_random.integers(len(self._pool)))]
+            return drawn
+        if not isinstance(task_id, str):
+            raise TypeError(f"reset option task_id must be a task's id (a str), not {type(task_id).__name__}")
         try:
             return self._ids[task_id]
         except KeyError:
