@@ -394,7 +394,8 @@ def _arguments() -> argparse.Namespace:
             try:
                 text = _inventory_text(row, args.out.resolve() / "runs", args)
                 inventory = parse_inventory(text, source=f"{row.key}'s inventory")
-                check(inventory.learner, group_size=inventory.tasks.group_size)  # its table, and built once
+                tasks = inventory.tasks
+                check(inventory.learner, group_size=tasks.group_size, max_steps=tasks.max_steps)  # built once
             except ConfigError as exc:
                 parser.error(str(exc) if row.key in str(exc) else f"{row.key}: {exc}")
     return args

@@ -112,6 +112,18 @@ def test_capacity_counts_steps_and_evicts_oldest_first() -> None:
     assert (stats.trajectories, stats.steps, stats.added, stats.evicted) == (3, 10, 5, 2)
 
 
+def test_a_task_group_is_evicted_whole() -> None:
+    """Evicted one at a time, a group's last members stayed, and a draw of whole groups took them for all
+    of it: a group-relative baseline over part of its plays."""
+    buffer = ReplayBuffer(12)
+    for name, group in (("g1-a", "g1"), ("g1-b", "g1"), ("g1-c", "g1"), ("solo", ""), ("g2-a", "g2")):
+        assert buffer.add(replace(trajectory(name, 3), group=group), learner_version=0)
+    # 15 steps past 12: the oldest, g1-a, goes, and with it the rest of its group
+    assert [t.id for t in buffer.trajectories()] == ["solo", "g2-a"]
+    assert buffer.stats().evicted == 3
+    assert {t.group for t in buffer.sample(4, whole_groups=True).trajectories} <= {"", "g2"}
+
+
 def test_a_trajectory_longer_than_capacity_is_kept_alone() -> None:
     buffer = ReplayBuffer(5)
     buffer.add(trajectory("a", 2), learner_version=0)

@@ -38,7 +38,8 @@ from distrl.cli.placement import placement_problem
 def _check_algorithm(inventory: Inventory) -> None:
     from distrl.learner.algorithms import check  # torch: only where it is asked for
 
-    check(inventory.learner, source=inventory.source, group_size=inventory.tasks.group_size)
+    tasks = inventory.tasks
+    check(inventory.learner, source=inventory.source, group_size=tasks.group_size, max_steps=tasks.max_steps)
 
 
 def run_command(args: argparse.Namespace) -> int:

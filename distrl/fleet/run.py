@@ -194,7 +194,10 @@ async def train(
         )
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
     # the algorithm and its table, as `run` checks them: a module:Class beside the inventory is found
-    check_algorithm(inventory.learner, source=inventory.source, group_size=inventory.tasks.group_size)
+    tasks = inventory.tasks
+    check_algorithm(
+        inventory.learner, source=inventory.source, group_size=tasks.group_size, max_steps=tasks.max_steps
+    )
     drawing = task_variation(inventory)
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)

@@ -209,7 +209,8 @@ class ReplayBuffer:
 
         Refused: a trajectory with no steps, and one whose oldest step is more than ``max_policy_lag``
         versions behind ``learner_version``. Past capacity, the oldest trajectories are evicted until
-        the steps fit, except the one just added. What is held is ``trajectory`` with its screenshots
+        the steps fit, except the one just added; a trajectory of a task group is evicted with the rest
+        of its group. What is held is ``trajectory`` with its screenshots
         replaced by the shared ones: equal to it, not the same object.
         """
         if not trajectory.steps:
@@ -219,12 +220,20 @@ class ReplayBuffer:
         if self._stale(oldest, learner_version):
             self._counts["dropped_stale"] += 1
             return False
-        self._insert(self._next_key, trajectory, self._max_priority)
+        added = self._next_key
+        self._insert(added, trajectory, self._max_priority)
         self._next_key += 1
         self._counts["added"] += 1
         while self._steps > self.capacity and len(self._entries) > 1:
-            self._remove(next(iter(self._entries)))
-            self._counts["evicted"] += 1
+            oldest = next(iter(self._entries))
+            group = self._entries[oldest].trajectory.group
+            members = [  # a task group leaves whole: part of one would be sampled as if it were all of it
+                key for key, entry in self._entries.items() if group and entry.trajectory.group == group
+            ]
+            for key in members or [oldest]:
+                if key != added:
+                    self._remove(key)
+                    self._counts["evicted"] += 1
         return True
 
     def prune(self, learner_version: int) -> int:

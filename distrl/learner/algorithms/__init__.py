@@ -162,12 +162,13 @@ def build(cls: type[Algorithm], options: Any, *, features: int, source: str = ""
     return algorithm
 
 
-def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1) -> None:
+def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1, max_steps: int = 0) -> None:
     """The algorithm ``settings`` names, and its table, read as the learner will read them, and the
     algorithm built once (small: it reads no model): ``ConfigError`` naming the key, or the algorithm that
     fails to start, before a run (``distrl check`` and ``run``, and ``benchmarks/paper_table.py`` for each
     row) rather than when its learner starts. An algorithm that trains whole task groups (``grouped``)
-    needs a batch of whole groups of ``group_size`` (``[tasks] group_size``)."""
+    needs a batch of whole groups of ``group_size`` (``[tasks] group_size``), and a replay buffer that
+    holds one group of episodes of ``max_steps`` (``[tasks] max_steps``)."""
     algorithm, options = configure(settings, source=source)
     built = build(algorithm, options, features=8, source=source)
     batch = settings.batch_size
@@ -177,6 +178,14 @@ def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1) -
             "learner.batch_size",
             f"is {batch}, not a multiple of tasks.group_size ({group_size}): {algorithm.name!r} trains whole"
             f" task groups, so each update would take {whole} trajectories",
+            source or None,
+        )
+    if getattr(built, "grouped", False) is True and settings.replay_capacity < group_size * max_steps:
+        raise ConfigError.at(
+            "learner.replay_capacity",
+            f"is {settings.replay_capacity} steps, less than one task group's episodes can take"
+            f" ({group_size} × tasks.max_steps {max_steps} = {group_size * max_steps}): {algorithm.name!r}"
+            " trains whole groups, and the buffer could not hold one",
             source or None,
         )
 
