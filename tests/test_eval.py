@@ -225,6 +225,23 @@ def test_eval_refuses_a_checkpoint_that_fails_its_manifest_as_resume_does(run: P
     assert "does not match its SHA-256" in pooled.stderr
 
 
+def test_eval_refuses_a_checkpoint_whose_save_never_completed(run: Path, tmp_path: Path) -> None:
+    """A checkpoint cut short while it was written (its .tmp-* folder, or a step-* folder without its
+    manifest, copied so) was evaluated without a word, as if whole."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    cut = copy / "checkpoints" / ".tmp-abc"
+    (copy / "checkpoints" / "step-000000100").rename(cut)
+    (cut / "manifest.json").unlink()
+    done = _distrl("eval", "tiny-bc", "--adapter", str(cut / "adapter"), "--episodes", "1", cwd=tmp_path)
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [
+        f"distrl: error: cannot evaluate the checkpoint {cut}: it was never completed (no manifest.json: its"
+        " save was cut short); evaluate another, or the run's folder for its newest"
+    ]
+    assert "success" not in done.stdout  # nothing was played
+
+
 def test_eval_refuses_an_adapter_without_tensors(tmp_path: Path) -> None:
     Policy.load(PolicySettings(model="tiny-bc"), seed=0).adapter.save(tmp_path / "empty")
     save_file({}, str(tmp_path / "empty" / "adapter_model.safetensors"))

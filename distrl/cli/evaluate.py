@@ -152,13 +152,21 @@ def _checkpoint_adapters(adapter: str, count: int) -> list[tuple[int, str]]:
 def _damaged_checkpoint(adapters: list[str]) -> str:
     """Why the first of ``adapters`` that is a checkpoint's (``<checkpoints>/step-NNNNNNNNN/adapter``)
     cannot be trusted: its checkpoint fails its manifest (``Checkpoints.verify``, as ``run --resume``
-    checks it); "" when none does. An adapter folder of no checkpoint has no manifest to check."""
+    checks it), or it never completed (a ``.tmp-*`` or ``step-*`` folder without its manifest); "" when
+    none does. An adapter folder of no checkpoint has no manifest to check."""
     from distrl.errors import CheckpointError
-    from distrl.learner.checkpoint import MANIFEST, Checkpoints  # torch: only where it is asked for
+    from distrl.learner.checkpoint import MANIFEST, Checkpoints, unsealed  # torch: only where asked for
 
     for adapter in adapters:
         checkpoint = Path(adapter).parent
-        if not adapter or Path(adapter).name != "adapter" or not (checkpoint / MANIFEST).is_file():
+        if not adapter or Path(adapter).name != "adapter":
+            continue
+        if not (checkpoint / MANIFEST).is_file():
+            if unsealed(checkpoint):  # a checkpoint's folder whose save never reached its seal
+                return (
+                    f"cannot evaluate the checkpoint {checkpoint}: it was never completed (no {MANIFEST}: its"
+                    " save was cut short); evaluate another, or the run's folder for its newest"
+                )
             continue
         try:
             Checkpoints(checkpoint.parent).verify(checkpoint)

@@ -63,6 +63,7 @@ __all__ = [
     "save_learner",
     "save_tensors",
     "training_state",
+    "unsealed",
 ]
 
 MANIFEST = "manifest.json"
@@ -223,6 +224,13 @@ def _refusing(problem: str, path: Path, reason: str) -> Iterator[None]:
 
 
 # --- checkpoint folders ---------------------------------------------------------------------------------
+
+
+def unsealed(folder: Path) -> bool:
+    """Whether ``folder`` is a checkpoint's folder whose save never completed: named as one being written
+    (``.tmp-*``) or as one written (``step-*``), without its manifest."""
+    named = folder.name.startswith(_TMP) or _STEP_NAME.fullmatch(folder.name) is not None
+    return named and not (folder / MANIFEST).is_file()
 
 
 class Checkpoints:
