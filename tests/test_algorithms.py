@@ -483,7 +483,7 @@ def test_the_replay_samples_whole_groups(played: list[Trajectory]) -> None:
         sample = buffer.sample(4, whole_groups=True)
         counts = collections.Counter(t.group for t in sample.trajectories)
         assert all(counts[g] in (0, 3) for g in ("g1", "g2"))  # a group is in whole or not at all
-        assert counts[""] <= 1 or len(sample.trajectories) >= 4
+        assert counts[""] <= 1  # a trajectory of no group is drawn once too (it was drawn again)
         assert len(sample.trajectories) >= 4
         assert len(sample.weights) == len(sample.trajectories) == len(sample.keys)
     assert buffer.sample(1, whole_groups=True).trajectories  # a draw of one brings its group

@@ -313,6 +313,8 @@ def test_update_priorities_ignores_evicted_keys_and_refuses_bad_values() -> None
         buffer.update_priorities([99], [1.0])
     with pytest.raises(ValueError, match="never given out"):
         buffer.update_priorities([3], [1.0])  # the next key to give out: not given yet
+    with pytest.raises(ValueError, match=r"key 1\.5 was never given out"):
+        buffer.update_priorities([1.5], [1.0])  # type: ignore[list-item]  # was skipped as if evicted
     with pytest.raises(ValueError, match="2 keys but 1"):
         buffer.update_priorities([1, 2], [1.0])
 

@@ -322,7 +322,8 @@ class ReplayBuffer:
 
     def _whole_groups(self, entries: Sequence[_Entry], cumulative: Sequence[float], n: int) -> list[int]:
         """Draws by ``cumulative`` weight, each bringing its whole group (once), until ``n`` or more, or
-        until as many draws as the buffer holds have found nothing new."""
+        until as many draws as the buffer holds have found nothing new. A trajectory of no group is its
+        own, drawn once too: twice in one batch, its one play would count as two of its task's."""
         members: dict[str, list[int]] = collections.defaultdict(list)
         for index, entry in enumerate(entries):
             if entry.trajectory.group:
@@ -333,14 +334,12 @@ class ReplayBuffer:
         while len(drawn) < n and idle <= len(entries):
             (index,) = self._random.choices(range(len(entries)), cum_weights=cumulative, k=1)
             group = entries[index].trajectory.group
-            if group in seen:
+            own = group or f"\0{index}"  # no group's name holds a NUL
+            if own in seen:
                 idle += 1
                 continue
-            if group:
-                seen.add(group)
-                drawn.extend(members[group])
-            else:
-                drawn.append(index)
+            seen.add(own)
+            drawn.extend(members[group] if group else [index])
             idle = 0
         return drawn
 
@@ -356,8 +355,8 @@ class ReplayBuffer:
         for key, priority in zip(keys, priorities, strict=True):
             if not (math.isfinite(priority) and priority >= 0):
                 raise ValueError(f"priority {priority} for key {key} is not a finite number >= 0")
-            if not 0 <= key < self._next_key:
-                raise ValueError(f"key {key} was never given out by this replay buffer")
+            if not isinstance(key, int) or isinstance(key, bool) or not 0 <= key < self._next_key:
+                raise ValueError(f"key {key!r} was never given out by this replay buffer")
         for key, priority in zip(keys, priorities, strict=True):
             entry = self._entries.get(key)
             if entry is not None:
