@@ -58,7 +58,8 @@ from paper_rows import CELLS, Record
 from distrl.config import MOST_SEED, PRETRAINED, PolicySettings, cannot_create, parse_inventory
 from distrl.errors import ConfigError, DistrlError
 from distrl.fleet import train
-from distrl.learner.algorithms import check, names, resolve
+from distrl.fleet.scoring import check_algorithm
+from distrl.learner.algorithms import names, resolve
 from distrl.local.evaluation import Evaluation
 from distrl.local.play import evaluate
 from distrl.policy import Policy
@@ -394,8 +395,7 @@ def _arguments() -> argparse.Namespace:
             try:
                 text = _inventory_text(row, args.out.resolve() / "runs", args)
                 inventory = parse_inventory(text, source=f"{row.key}'s inventory")
-                tasks = inventory.tasks
-                check(inventory.learner, group_size=tasks.group_size, max_steps=tasks.max_steps)  # built once
+                check_algorithm(inventory)  # its table, and built once, against the run's tasks
             except ConfigError as exc:
                 parser.error(str(exc) if row.key in str(exc) else f"{row.key}: {exc}")
     return args

@@ -582,8 +582,8 @@ async def test_collect_plays_each_task_on_k_devices_for_pass_at_k(tmp_path: Path
         ),
         (  # was taken: each member added evicted the one before, and no group was ever whole
             'algorithm = "grpo"\nreplay_capacity = 15\n[tasks]\ngroup_size = 2\n',
-            "learner.replay_capacity: is 15 steps, less than one task group's episodes can take (2 ×"
-            " tasks.max_steps 10 = 20): 'grpo' trains whole groups",
+            "learner.replay_capacity: is 15 steps, less than one task group's episodes can take (2 × 10,"
+            " the longest task's step limit = 20): 'grpo' trains whole groups",
         ),
         (  # was "no algorithm 'broken_start:NOTHING'", as if nothing had that name
             'algorithm = "broken_start:NOTHING"\n',

@@ -121,7 +121,14 @@ def test_a_task_group_is_evicted_whole() -> None:
     # 15 steps past 12: the oldest, g1-a, goes, and with it the rest of its group
     assert [t.id for t in buffer.trajectories()] == ["solo", "g2-a"]
     assert buffer.stats().evicted == 3
-    assert {t.group for t in buffer.sample(4, whole_groups=True).trajectories} <= {"", "g2"}
+    # a group that alone fills the buffer is kept whole as it arrives, past capacity: evicting its own
+    # first members would leave its last ones to be drawn as the whole group
+    small = ReplayBuffer(5)
+    for name in ("a", "b", "c"):
+        assert small.add(replace(trajectory(name, 3), group="g"), learner_version=0)
+    assert [t.id for t in small.trajectories()] == ["a", "b", "c"]
+    assert small.add(trajectory("next", 1), learner_version=0)  # the next one makes it leave, whole
+    assert [t.id for t in small.trajectories()] == ["next"]
 
 
 def test_a_trajectory_longer_than_capacity_is_kept_alone() -> None:

@@ -35,18 +35,12 @@ from distrl.cli.common import (
 from distrl.cli.placement import placement_problem
 
 
-def _check_algorithm(inventory: Inventory) -> None:
-    from distrl.learner.algorithms import check  # torch: only where it is asked for
-
-    tasks = inventory.tasks
-    check(inventory.learner, source=inventory.source, group_size=tasks.group_size, max_steps=tasks.max_steps)
-
-
 def run_command(args: argparse.Namespace) -> int:
     from distrl.fleet import RunStats, train
+    from distrl.fleet.scoring import check_algorithm
 
     inventory = load_inventory(args.inventory)
-    _check_algorithm(inventory)
+    check_algorithm(inventory)
     if problem := placement_problem(inventory):
         return fail(problem, EXIT_USAGE)
     if _serves_as_rank(inventory):
@@ -228,8 +222,10 @@ def deploy_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
+    from distrl.fleet.scoring import check_algorithm
+
     inventory = load_inventory(args.inventory)
-    _check_algorithm(inventory)
+    check_algorithm(inventory)
     say(headline(inventory))
     problem = _missing_local_path(inventory) or placement_problem(inventory)
     if problem:

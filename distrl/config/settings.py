@@ -79,7 +79,8 @@ class RunSettings:
     seed: int = num_field(0, ge=0, le=MOST_SEED)
     """Seed for task sampling, the simulated phones and the learner."""
     max_trajectories: int = num_field(0, ge=0)
-    """Stop after this many trajectories have reached the learner; 0 for no limit."""
+    """Stop after this many trajectories have reached the learner; 0 for no limit. With task groups, a
+    multiple of ``[tasks] group_size``."""
     duration_s: float = num_field(0.0, ge=0)
     """Stop after this many seconds of wall time; 0 for no limit."""
     max_policy_lag: int = num_field(32, ge=0)

@@ -47,7 +47,7 @@ from distrl.fleet.board import Board, Curves
 from distrl.fleet.ledger import RunStats
 from distrl.fleet.publisher import Publisher, snapshot
 from distrl.fleet.recorder import Recorder
-from distrl.fleet.scoring import run_tasks, task_variation
+from distrl.fleet.scoring import check_algorithm, run_tasks, task_variation
 from distrl.fleet.session import Rounds
 from distrl.fleet.training import Trainer
 from distrl.fleet.wiring import Fleet
@@ -181,7 +181,6 @@ async def train(
     ``resume`` it is refused (``ConfigError``), unless ``new``, which starts the run beside it under
     ``<name>.1`` (or the first free number). ``opener`` starts each host's worker, as in ``collect``.
     """
-    from distrl.learner.algorithms import check as check_algorithm
     from distrl.learner.checkpoint import Checkpoints
 
     inventory = _inventory(hosts)
@@ -194,10 +193,7 @@ async def train(
         )
     pool = _tasks(inventory, None, None)  # refuses tasks nothing can score, before anything loads
     # the algorithm and its table, as `run` checks them: a module:Class beside the inventory is found
-    tasks = inventory.tasks
-    check_algorithm(
-        inventory.learner, source=inventory.source, group_size=tasks.group_size, max_steps=tasks.max_steps
-    )
+    check_algorithm(inventory, pool)
     drawing = task_variation(inventory)
     if any(task.evaluator == "judge" for task in pool):
         inventory.judge.api_key(inventory.source or None)

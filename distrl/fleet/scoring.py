@@ -122,6 +122,21 @@ def _resolved(inventory: Inventory, tasks: Sequence[Task]) -> list[Task]:
     )
 
 
+def check_algorithm(inventory: Inventory, tasks: Sequence[Task] | None = None) -> None:
+    """The inventory's algorithm and its table checked, built once, against its task groups and the
+    longest step limit of ``tasks`` (the run's, ``run_tasks``, when not given): ``ConfigError`` naming
+    the key (``distrl.learner.algorithms.check``)."""
+    from distrl.learner.algorithms import check  # torch: only where it is asked for
+
+    played = run_tasks(inventory) if tasks is None else tasks
+    check(
+        inventory.learner,
+        source=inventory.source,
+        group_size=inventory.tasks.group_size,
+        max_steps=max((task.max_steps for task in played), default=inventory.tasks.max_steps),
+    )
+
+
 def build_judge(inventory: Inventory, *, cached: bool = True) -> Judge:
     """The inventory's judge; ``ConfigError`` when its key's variable is not set. ``cached``: its verdicts
     kept in ``[judge] cache`` and read back (not for ``judge-eval``, which measures the judge itself)."""

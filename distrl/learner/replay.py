@@ -210,8 +210,9 @@ class ReplayBuffer:
         Refused: a trajectory with no steps, and one whose oldest step is more than ``max_policy_lag``
         versions behind ``learner_version``. Past capacity, the oldest trajectories are evicted until
         the steps fit, except the one just added; a trajectory of a task group is evicted with the rest
-        of its group. What is held is ``trajectory`` with its screenshots
-        replaced by the shared ones: equal to it, not the same object.
+        of its group, and the group of the one just added is kept whole, past capacity if it must be.
+        What is held is ``trajectory`` with its screenshots replaced by the shared ones: equal to it, not
+        the same object.
         """
         if not trajectory.steps:
             self._counts["refused_empty"] += 1
@@ -220,20 +221,20 @@ class ReplayBuffer:
         if self._stale(oldest, learner_version):
             self._counts["dropped_stale"] += 1
             return False
-        added = self._next_key
-        self._insert(added, trajectory, self._max_priority)
+        self._insert(self._next_key, trajectory, self._max_priority)
         self._next_key += 1
         self._counts["added"] += 1
         while self._steps > self.capacity and len(self._entries) > 1:
             oldest = next(iter(self._entries))
             group = self._entries[oldest].trajectory.group
+            if group and group == trajectory.group:
+                break  # only the new trajectory's own group is left: kept whole, over capacity for now
             members = [  # a task group leaves whole: part of one would be sampled as if it were all of it
                 key for key, entry in self._entries.items() if group and entry.trajectory.group == group
             ]
             for key in members or [oldest]:
-                if key != added:
-                    self._remove(key)
-                    self._counts["evicted"] += 1
+                self._remove(key)
+                self._counts["evicted"] += 1
         return True
 
     def prune(self, learner_version: int) -> int:
@@ -322,24 +323,22 @@ class ReplayBuffer:
 
     def _whole_groups(self, entries: Sequence[_Entry], cumulative: Sequence[float], n: int) -> list[int]:
         """Draws by ``cumulative`` weight, each bringing its whole group (once), until ``n`` or more, or
-        until as many draws as the buffer holds have found nothing new. A trajectory of no group is its
-        own, drawn once too: twice in one batch, its one play would count as two of its task's."""
+        every group is drawn. A trajectory of no group is its own, drawn once too: twice in one batch, its
+        one play would count as two of its task's."""
         members: dict[str, list[int]] = collections.defaultdict(list)
         for index, entry in enumerate(entries):
-            if entry.trajectory.group:
-                members[entry.trajectory.group].append(index)
+            members[entry.trajectory.group or f"\0{index}"].append(index)  # no group's name holds a NUL
         drawn: list[int] = []
         seen: set[str] = set()
         idle = 0
-        while len(drawn) < n and idle <= len(entries):
+        while len(drawn) < n and len(seen) < len(members) and idle <= 100 * len(entries):
             (index,) = self._random.choices(range(len(entries)), cum_weights=cumulative, k=1)
-            group = entries[index].trajectory.group
-            own = group or f"\0{index}"  # no group's name holds a NUL
-            if own in seen:
-                idle += 1
+            unit = entries[index].trajectory.group or f"\0{index}"
+            if unit in seen:
+                idle += 1  # (a bound on draws that find nothing new: every weight is above 0)
                 continue
-            seen.add(own)
-            drawn.extend(members[group] if group else [index])
+            seen.add(unit)
+            drawn.extend(members[unit])
             idle = 0
         return drawn
 

@@ -137,10 +137,6 @@ class Task:
             raise ValueError(
                 f"task {self.id!r}: max_steps must be a whole number of steps, 0 or more, not {steps!r}"
             )
-        if self.evaluator and self.evaluator not in EVALUATORS:
-            raise ValueError(
-                f"task {self.id!r}: evaluator {self.evaluator!r} is not one of {', '.join(EVALUATORS)}"
-            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -168,7 +168,7 @@ def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1, m
     fails to start, before a run (``distrl check`` and ``run``, and ``benchmarks/paper_table.py`` for each
     row) rather than when its learner starts. An algorithm that trains whole task groups (``grouped``)
     needs a batch of whole groups of ``group_size`` (``[tasks] group_size``), and a replay buffer that
-    holds one group of episodes of ``max_steps`` (``[tasks] max_steps``)."""
+    holds one group of episodes of ``max_steps``, the longest step limit of the run's tasks."""
     algorithm, options = configure(settings, source=source)
     built = build(algorithm, options, features=8, source=source)
     batch = settings.batch_size
@@ -180,12 +180,13 @@ def check(settings: LearnerSettings, *, source: str = "", group_size: int = 1, m
             f" task groups, so each update would take {whole} trajectories",
             source or None,
         )
-    if getattr(built, "grouped", False) is True and settings.replay_capacity < group_size * max_steps:
+    grouped = getattr(built, "grouped", False) is True and group_size > 1
+    if grouped and settings.replay_capacity < group_size * max_steps:
         raise ConfigError.at(
             "learner.replay_capacity",
             f"is {settings.replay_capacity} steps, less than one task group's episodes can take"
-            f" ({group_size} × tasks.max_steps {max_steps} = {group_size * max_steps}): {algorithm.name!r}"
-            " trains whole groups, and the buffer could not hold one",
+            f" ({group_size} × {max_steps}, the longest task's step limit = {group_size * max_steps}):"
+            f" {algorithm.name!r} trains whole groups, and the buffer could not hold one",
             source or None,
         )
 
