@@ -862,6 +862,7 @@ def test_export_leaves_out_an_episode_whose_folder_no_row_can_name(
     assert rows == len(names) == 2
     assert all(name.startswith("run~abc~2/") for name in names)  # the other episode's steps only
     assert "its folder's name is not UTF-8, so metadata.jsonl cannot name its screens" in caplog.text
+    assert "ep\\xff" in caplog.text  # named as its bytes: a surrogate in a message cannot be printed
     with pytest.raises(ValueError, match="its folder's name is not UTF-8"):
         write_metadata(folder, strict=True)
 

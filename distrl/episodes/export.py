@@ -17,7 +17,7 @@ import json
 import logging
 from pathlib import Path
 
-from distrl.episodes.store import stored_episodes
+from distrl.episodes.store import shown_path, stored_episodes
 from distrl.records.forms import Outbox, step_to_json
 
 __all__ = ["METADATA", "write_metadata"]
@@ -37,8 +37,8 @@ def write_metadata(folder: str | Path, *, strict: bool = False) -> tuple[Path, i
     for episode in stored_episodes(folder, strict=strict):
         if problem := _unnamed(episode.folder.name):
             if strict:
-                raise ValueError(f"{episode.folder}: {problem}")
-            log.warning("leaving out the episode in %s: %s", episode.folder, problem)
+                raise ValueError(f"{shown_path(episode.folder)}: {problem}")
+            log.warning("leaving out the episode in %s: %s", shown_path(episode.folder), problem)
             continue
         trajectory = episode.trajectory
         for step, screen in zip(trajectory.steps, episode.screens, strict=True):

@@ -35,6 +35,7 @@ import io
 import json
 import logging
 import operator
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -339,11 +340,17 @@ def stored_episodes(
             if strict:
                 raise
             skipped += 1
-            log.warning("skipping the episode in %s: %s", path, exc)
+            log.warning("skipping the episode in %s: %s", shown_path(path), exc)
     if not found:
         bad = f" ({skipped} malformed, skipped)" if skipped else ""
         raise ValueError(f"{folder} holds no episodes (folders with {EPISODE_FILE}){bad}")
     return found
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as text any stream can print: a byte of its name that is no UTF-8 as ``\\xff`` (as Python
+    holds it, a surrogate escape, it cannot be encoded, and a message naming it would be lost)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def read_episodes(folder: str | Path) -> Iterator[Trajectory]:
