@@ -59,6 +59,11 @@ def run_tasks(
     ``ConfigError`` or ``TaskFileError`` when there are none, or when some cannot be scored."""
     if given is not None:
         return _resolved(inventory, given)
+    return _resolved(inventory, _pool(inventory, split, suite))
+
+
+def _pool(inventory: Inventory, split: str | None = None, suite: str | None = None) -> list[Task]:
+    """``run_tasks``' tasks before their evaluators are resolved."""
     settings = inventory.tasks
     split = split or settings.split
     source: TaskSource
@@ -77,7 +82,7 @@ def run_tasks(
             f"no task of split {split!r} in {where} (their splits: {', '.join(splits)})",
             inventory.source or None,
         )
-    return _resolved(inventory, pool)
+    return pool
 
 
 def task_variation(inventory: Inventory) -> Drawing | None:
@@ -124,11 +129,11 @@ def _resolved(inventory: Inventory, tasks: Sequence[Task]) -> list[Task]:
 
 def check_algorithm(inventory: Inventory, tasks: Sequence[Task] | None = None) -> None:
     """The inventory's algorithm and its table checked, built once, against its task groups and the
-    longest step limit of ``tasks`` (the run's, ``run_tasks``, when not given): ``ConfigError`` naming
+    longest step limit of ``tasks`` (the run's when not given, whatever scores them): ``ConfigError`` naming
     the key (``distrl.learner.algorithms.check``)."""
     from distrl.learner.algorithms import check  # torch: only where it is asked for
 
-    played = run_tasks(inventory) if tasks is None else tasks
+    played = _pool(inventory) if tasks is None else tasks  # step limits: no evaluator needed yet
     check(
         inventory.learner,
         source=inventory.source,
