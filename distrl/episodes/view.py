@@ -19,7 +19,7 @@ import os
 import urllib.parse
 from pathlib import Path
 
-from distrl.episodes.store import StoredEpisode, stored_episodes
+from distrl.episodes.store import StoredEpisode, shown_path, stored_episodes
 from distrl.records import Action, InvalidAction, Step
 
 __all__ = ["write_viewer"]
@@ -170,7 +170,7 @@ def _episode(episode: StoredEpisode, *, first: bool) -> str:
             "<figcaption>the final screen</figcaption></figure>"
         )
     return (
-        f"<details id='{html.escape(os.fsencode(name).decode('utf-8', 'backslashreplace'), quote=True)}'"
+        f"<details id='{html.escape(shown_path(name), quote=True)}'"
         f"{data}{' open' if first else ''}>"
         f"<summary><b>{html.escape(goal)}</b> "
         f"<span class='{outcome}'>{outcome}</span> · {_count(len(trajectory.steps), 'step')}"
